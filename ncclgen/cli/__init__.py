@@ -1,0 +1,102 @@
+"""The `ncclgen` command: a click group whose subcommands are imported only when used.
+
+Lazy loading keeps `ncclgen slurm` from importing the kubernetes client or torch, and keeps each
+subcommand in its own module (cli/<topic>.py) next to the concept it drives.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import UserError
+
+# command name -> (module, attribute, one-line help shown by `ncclgen --help`)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "clusters": ("ncclgen.cli.clusters", "clusters", "List descriptors and show a node's topology."),
+    "validate": ("ncclgen.cli.clusters", "validate", "Validate descriptor files."),
+    "schema": ("ncclgen.cli.clusters", "schema_cmd", "Print the descriptor JSON Schema."),
+    "env": ("ncclgen.cli.plan", "env", "Print the plan's environment (shell, dotenv or JSON)."),
+    "explain": ("ncclgen.cli.plan", "explain", "Explain every variable, the binding and the launch line."),
+    "lint": ("ncclgen.cli.lint", "lint", "Lint an env file, sbatch script or manifest."),
+    "slurm": ("ncclgen.cli.slurm", "slurm", "Render an sbatch script."),
+    "k8s": ("ncclgen.cli.k8s", "k8s", "Render Kubernetes manifests (PyTorchJob, RayJob)."),
+    "discover": ("ncclgen.cli.node", "discover", "Write a descriptor for this node (NVML + sysfs)."),
+    "doctor": ("ncclgen.cli.node", "doctor", "Check this node against a descriptor."),
+    "bench": ("ncclgen.cli.node", "bench", "Measure collective bus bandwidth (run under torchrun)."),
+    "monitor": ("ncclgen.cli.node", "monitor", "Sample GPU utilisation through NVML."),
+    "init": ("ncclgen.cli.project", "init", "Scaffold a cluster repository."),
+    "diff": ("ncclgen.cli.project", "diff", "Show how the env changes between tiers or descriptors."),
+}
+
+EPILOG = """\b
+Examples:
+  ncclgen clusters list
+  ncclgen clusters show h100-ib
+  ncclgen explain --cluster h100-ib --tier 3
+  ncclgen slurm --cluster h100-ib --tier 3 > job.sh
+  ncclgen k8s --cluster h100-ib --tier 2 | kubectl apply -f -
+  ncclgen lint --cluster h100-ib examples/seed-article.env
+
+\b
+Shell completion (bash; use zsh_source / fish_source for other shells):
+  eval "$(_NCCLGEN_COMPLETE=bash_source ncclgen)"
+"""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return [name for name in COMMANDS if self._available(name)]
+
+    def _available(self, name: str) -> bool:
+        return importlib.util.find_spec(COMMANDS[name][0]) is not None
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS or not self._available(name):
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
+                                                            "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="ncclgen")
+def cli():
+    """Generate NCCL/PyTorch environment, NUMA binding and launch lines for Slurm and Kubernetes
+    from version-controlled cluster descriptors and three cumulative tiers of rules."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: bad input is one line on stderr and exit status 2, never a traceback."""
+    try:
+        rv = cli.main(args=argv, prog_name="ncclgen", standalone_mode=False)
+    except UserError as exc:
+        click.echo(f"ncclgen: error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("ncclgen: aborted", err=True)
+        return 130
+    except click.UsageError as exc:
+        msg = exc.format_message().replace("\n", " ")
+        where = f"{exc.ctx.command_path}: " if exc.ctx else ""
+        click.echo(f"ncclgen: error: {where}{msg}", err=True)
+        return 2
+    except click.ClickException as exc:
+        click.echo(f"ncclgen: error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    except BrokenPipeError:  # `ncclgen ... | head`
+        sys.stderr.close()
+        return 0
+    return rv if isinstance(rv, int) else 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Linux cpuset lists ("0-55,112-167"), as in /sys/devices/system/node/node*/cpulist and numactl."""
+
+from __future__ import annotations
+
+import re
+
+_PART = re.compile(r"(\d+)(?:-(\d+))?")
+PATTERN = r"\d+(-\d+)?(,\d+(-\d+)?)*"
+MAX_CPU = 1 << 16
+
+
+def parse(text: str) -> frozenset[int]:
+    """'0-3,8' -> {0,1,2,3,8}. Raises ValueError with what is wrong."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("empty CPU list")
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        m = _PART.fullmatch(part.strip())
+        if not m:
+            raise ValueError(f"bad CPU range {part!r} (expected N or N-M)")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise ValueError(f"bad CPU range {part!r} (end before start)")
+        if hi >= MAX_CPU:
+            raise ValueError(f"CPU {hi} is beyond {MAX_CPU - 1}")
+        cpus.update(range(lo, hi + 1))
+    return frozenset(cpus)
+
+
+def format(cpus) -> str:  # noqa: A001 - mirrors parse()
+    """{0,1,2,3,8} -> '0-3,8' (sorted, ranges merged)."""
+    out, run = [], []
+    for c in sorted(cpus):
+        if run and c == run[-1] + 1:
+            run.append(c)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [c]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ",".join(out)

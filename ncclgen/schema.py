@@ -1,0 +1,228 @@
+"""Typed loading of YAML documents into frozen dataclasses, and the JSON Schema of those dataclasses.
+
+Why not pydantic: a render must stay near 0.1 s and pydantic's import alone costs more than that
+(see benchmarks/render.py), and its errors carry no YAML line:column. Dataclass type hints are the
+single source for both validation and `ncclgen schema`, so the two cannot drift.
+
+Field metadata keys (``field(metadata=...)``): ``doc`` (description), ``min``/``max`` (numbers),
+``pattern`` (regex for strings), ``examples``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import sys
+import types
+import typing
+from typing import Any, Literal, Union, get_args, get_origin
+
+from .errors import did_you_mean
+from .yamlio import Document
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    return _HINTS[cls]
+
+
+def field(default: Any = dataclasses.MISSING, *, doc: str = "", factory: Any = dataclasses.MISSING, **meta):
+    """A dataclass field carrying its documentation and bounds."""
+    meta["doc"] = doc
+    if factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if tp is int:
+        return "an integer"
+    if tp is float:
+        return "a number"
+    if tp is str:
+        return "a string"
+    if tp is bool:
+        return "true or false"
+    if origin is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if origin in (list, tuple):
+        return "a list"
+    if origin is dict or dataclasses.is_dataclass(tp):
+        return "a mapping"
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in get_args(tp) if a is not type(None))
+    return str(tp)
+
+
+def _got(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    text = repr(value)
+    return f"{type(value).__name__} {text[:40] + '...' if len(text) > 40 else text}"
+
+
+def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None = None) -> Any:
+    """``value`` checked against ``tp``; errors name the key path and its line:column in ``doc``."""
+    meta = meta or {}
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None and len(args) < len(get_args(tp)):
+            return None
+        errors = []
+        for arg in args:
+            try:
+                return convert(doc, value, arg, path, meta)
+            except Exception as exc:  # try the next alternative
+                errors.append(exc)
+        raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}")
+    if dataclasses.is_dataclass(tp):
+        return load_dataclass(doc, value, tp, path)
+    if origin is Literal:
+        choices = get_args(tp)
+        if value not in choices or isinstance(value, bool) != any(isinstance(c, bool) for c in choices):
+            extra = did_you_mean(str(value), [str(c) for c in choices]) if isinstance(value, str) else ""
+            raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}{extra}")
+        return value
+    if origin in (list, tuple):
+        if not isinstance(value, list):
+            raise doc.error(path, f"expected a list, got {_got(value)}")
+        (item_tp, *_rest) = get_args(tp)
+        return tuple(convert(doc, v, item_tp, path + (i,)) for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise doc.error(path, f"expected a mapping, got {_got(value)}")
+        _key_tp, val_tp = get_args(tp)
+        out = {}
+        for k, v in value.items():
+            if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k):
+                raise doc.error(path + (k,), f"key {k!r} does not match {meta['key_pattern']}")
+            out[k] = convert(doc, v, val_tp, path + (k,))
+        return out
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise doc.error(path, f"expected true or false, got {_got(value)}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise doc.error(path, f"expected an integer, got {_got(value)}")
+        _bounds(doc, value, path, meta)
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise doc.error(path, f"expected a number, got {_got(value)}")
+        _bounds(doc, value, path, meta)
+        return float(value)
+    if tp is str:
+        # YAML reads 2.30 as the float 2.3: guessing would corrupt versions, so ask for quotes.
+        # Env values (meta "scalar") may be bare integers: `value: 1` means "1".
+        if meta.get("scalar") and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise doc.error(path, f"expected a string, got {_got(value)} (put it in quotes)")
+        if not isinstance(value, str):
+            raise doc.error(path, f"expected a string, got {_got(value)}")
+        pattern = meta.get("pattern")
+        if pattern and not re.fullmatch(pattern, value):
+            raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}")
+        return value
+    if tp is Any:
+        return value
+    raise TypeError(f"schema: unsupported type {tp!r}")  # a bug in ncclgen, not user input
+
+
+def _bounds(doc: Document, value, path, meta):
+    lo, hi = meta.get("min"), meta.get("max")
+    if lo is not None and value < lo:
+        raise doc.error(path, f"expected a value >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise doc.error(path, f"expected a value <= {hi}, got {value}")
+
+
+def load_dataclass(doc: Document, value: Any, cls: type, path: tuple = ()) -> Any:
+    """Build ``cls`` from a mapping: unknown keys and missing required keys are errors."""
+    if not isinstance(value, dict):
+        raise doc.error(path, f"expected a mapping, got {_got(value)}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in value:
+        if key not in fields:
+            raise doc.error(path + (key,), f"unknown key {key!r}{did_you_mean(key, fields)}; "
+                                           f"expected one of: {', '.join(fields)}")
+    kwargs = {}
+    th = hints(cls)
+    for name, f in fields.items():
+        if name in value:
+            kwargs[name] = convert(doc, value[name], th[name], path + (name,), dict(f.metadata))
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise doc.error(path, f"missing required key {name!r} ({_type_name(th[name])})")
+    return cls(**kwargs)
+
+
+def json_schema(cls: type, title: str) -> dict:
+    """JSON Schema (draft 2020-12) for ``cls`` and everything it contains."""
+    defs: dict[str, dict] = {}
+    root = _schema_of(cls, {}, defs)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
+            **defs.pop(cls.__name__), "$defs": defs} if root else {}
+
+
+def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
+    origin = get_origin(tp)
+    out: dict[str, Any]
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}  # placeholder against recursion
+            props, required = {}, []
+            for f in dataclasses.fields(tp):
+                props[f.name] = _schema_of(hints(tp)[f.name], dict(f.metadata), defs)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    required.append(f.name)
+            defs[name] = {"type": "object", "description": (tp.__doc__ or "").strip().split("\n")[0],
+                          "properties": props, "additionalProperties": False}
+            if required:
+                defs[name]["required"] = required
+        out = {"$ref": f"#/$defs/{name}"}
+    elif origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        alts = [_schema_of(a, meta, defs) for a in args]
+        if len(args) < len(get_args(tp)):
+            alts.append({"type": "null"})
+        out = alts[0] if len(alts) == 1 else {"anyOf": alts}
+    elif origin is Literal:
+        out = {"enum": list(get_args(tp))}
+    elif origin in (list, tuple):
+        out = {"type": "array", "items": _schema_of(get_args(tp)[0], {}, defs)}
+    elif origin is dict:
+        out = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1], {}, defs)}
+        if meta.get("key_pattern"):
+            out["propertyNames"] = {"pattern": meta["key_pattern"]}
+    elif tp is bool:
+        out = {"type": "boolean"}
+    elif tp is int:
+        out = {"type": "integer"}
+    elif tp is float:
+        out = {"type": "number"}
+    elif tp is str:
+        out = {"type": ["string", "integer"]} if meta.get("scalar") else {"type": "string"}
+    else:
+        out = {}
+    if "min" in meta and meta["min"] is not None:
+        out["minimum"] = meta["min"]
+    if "max" in meta and meta["max"] is not None:
+        out["maximum"] = meta["max"]
+    if meta.get("pattern"):
+        out["pattern"] = meta["pattern"]
+    if meta.get("doc") and "$ref" not in out:
+        out["description"] = meta["doc"]
+    elif meta.get("doc"):
+        out = {"allOf": [out], "description": meta["doc"]}
+    return out

@@ -1,0 +1,138 @@
+"""Safe YAML reading that keeps line:column for every key path and refuses hostile documents.
+
+PyYAML's safe_load loses positions, accepts duplicate keys and expands alias bombs; descriptors and
+workloads are user input, so we compose the node graph ourselves and build plain values from it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import yaml
+import yaml.constructor
+
+from .errors import UserError
+
+MAX_BYTES = 1 << 20          # a descriptor is a few KiB; 1 MiB is generous
+MAX_NODES = 200_000          # values built, aliases counted each time they are used
+
+try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
+    _Loader = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+Path = tuple  # a key path: ("node", "gpus", 3, "numa")
+
+
+def format_path(path: Path) -> str:
+    """("node", "gpus", 3, "numa") -> node.gpus[3].numa"""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class Document:
+    """A loaded YAML document: its plain value and the position of every key path."""
+
+    def __init__(self, data: Any, marks: dict[Path, tuple[int, int]], file: str):
+        self.data = data
+        self.marks = marks
+        self.file = file
+
+    def error(self, path: Path, message: str) -> UserError:
+        """A UserError at the nearest known position of ``path``."""
+        p = tuple(path)
+        while p not in self.marks and p:
+            p = p[:-1]
+        line, col = self.marks.get(p, (None, None))
+        return UserError(message, file=self.file, path=format_path(path) or None, line=line, col=col)
+
+
+def read_text(file: str) -> str:
+    """The text of ``file``, or one clear error: missing, a directory, too big, binary, not UTF-8."""
+    if os.path.isdir(file):
+        raise UserError("is a directory, expected a YAML file", file=file)
+    try:
+        with open(file, "rb") as fh:
+            raw = fh.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise UserError("no such file", file=file) from None
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror}", file=file) from None
+    if len(raw) > MAX_BYTES:
+        raise UserError(f"larger than {MAX_BYTES} bytes, expected a small YAML file", file=file)
+    if b"\0" in raw:
+        raise UserError("binary data (NUL byte), expected a YAML text file", file=file)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start})", file=file) from None
+
+
+def load_file(file: str) -> Document:
+    return load_text(read_text(file), file)
+
+
+def load_text(text: str, file: str) -> Document:
+    """Parse one YAML document from ``text``; ``file`` names it in errors."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        msg = f"YAML syntax error: {exc.problem or exc.context}"
+        raise UserError(msg, file=file, line=mark.line + 1 if mark else None,
+                        col=mark.column + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"YAML error: {str(exc).splitlines()[0]}", file=file) from None
+    if node is None:
+        raise UserError("empty document, expected a mapping", file=file)
+    builder = _Builder(file)
+    data = builder.build(node, ())
+    return Document(data, builder.marks, file)
+
+
+class _Builder:
+    def __init__(self, file: str):
+        self.file = file
+        self.marks: dict[Path, tuple[int, int]] = {}
+        self.count = 0
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def _err(self, node, path: Path, message: str) -> UserError:
+        m = node.start_mark
+        return UserError(message, file=self.file, path=format_path(path) or None,
+                         line=m.line + 1, col=m.column + 1)
+
+    def build(self, node, path: Path) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise self._err(node, path, f"document expands to more than {MAX_NODES} values "
+                                        "(YAML alias bomb?)")
+        self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            out: dict = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    raise self._err(key_node, path, "YAML merge keys (<<) are not supported")
+                key = self.build(key_node, path)
+                if not isinstance(key, (str, int)) or isinstance(key, bool):
+                    raise self._err(key_node, path, f"keys must be strings, got {type(key).__name__}")
+                key = str(key)
+                if key in out:
+                    raise self._err(key_node, path + (key,), "duplicate key")
+                self.marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                out[key] = self.build(value_node, path + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
+        if not node.tag.startswith("tag:yaml.org,2002:") or node.tag.endswith((":binary", ":set", ":omap", ":pairs")):
+            raise self._err(node, path, f"unsupported YAML tag {node.tag}")
+        try:
+            return self.constructor.construct_object(node, deep=True)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            raise self._err(node, path, f"bad scalar: {str(exc).splitlines()[0]}") from None
