@@ -185,6 +185,7 @@ class EnvSetting:
     value: str = field(doc="value (exactly as exported)", scalar=True)
     reason: str = field(doc="why this value")
     source: Optional[str] = field(None, doc="id in `sources`, or a citation")
+    tier: int = field(1, doc="lowest tier that emits it: 1 correctness, 2 performance, 3 expert", min=1, max=3)
 
 
 @dataclass(frozen=True, kw_only=True)

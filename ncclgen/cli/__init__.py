@@ -7,6 +7,7 @@ subcommand in its own module (cli/<topic>.py) next to the concept it drives.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
@@ -62,8 +63,9 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx, formatter):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
-        with formatter.section("Commands"):
-            formatter.write_dl(rows)
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],

@@ -1,0 +1,57 @@
+"""Per-local-rank CPU/memory binding: local rank r drives GPU r, so it runs on GPU r's NUMA node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .descriptor import Descriptor
+
+
+@dataclass(frozen=True)
+class RankBinding:
+    local_rank: int
+    gpu: int
+    numa: int
+    cpus: str             # cpuset list of the GPU's NUMA node
+    rails: tuple[str, ...]  # nearest compute rails, "hca:port" or netdev
+
+
+def bindings(cluster: Descriptor) -> tuple[RankBinding, ...]:
+    """One binding per GPU, in local-rank order (torchrun's LOCAL_RANK, Ray's assigned GPU id).
+
+    Whole-NUMA-node binding, not a per-GPU slice: ranks on one node share its cores, memory
+    controller and the NIC rails attached to that socket, which is what NCCL's own affinity uses.
+    """
+    out = []
+    for g in sorted(cluster.node.gpus, key=lambda g: g.index):
+        rails = tuple(f"{r.hca}:{r.port}" if r.hca else str(r.netdev) for r in cluster.rails_for_gpu(g.index))
+        out.append(RankBinding(local_rank=g.index, gpu=g.index, numa=g.numa,
+                               cpus=cluster.numa(g.numa).cpus, rails=rails))
+    return tuple(out)
+
+
+def wrapper_script(binds: tuple[RankBinding, ...], bind_memory: bool) -> str:
+    """A bash program that execs its arguments under numactl for $LOCAL_RANK.
+
+    Used as `torchrun --no-python bash -c "$SCRIPT" ncclgen-bind CMD...` on Slurm (no shared file
+    system needed) and from a ConfigMap on Kubernetes. Fails loudly rather than run unbound.
+    """
+    lines = [
+        'set -euo pipefail',
+        'rank="${LOCAL_RANK:?ncclgen-bind: LOCAL_RANK is not set}"',
+        'case "$rank" in',
+    ]
+    for b in binds:
+        mem = f" --membind={b.numa}" if bind_memory else ""
+        lines.append(f"  {b.local_rank}) set -- numactl --physcpubind={b.cpus}{mem} -- \"$@\" ;;")
+    lines += [
+        '  *) echo "ncclgen-bind: no binding for LOCAL_RANK=$rank" >&2; exit 2 ;;',
+        'esac',
+        'exec "$@"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def gpu_cpu_map(binds: tuple[RankBinding, ...]) -> str:
+    """'0=0-55,112-167;1=...' : GPU id -> CPUs, for the Ray worker hook (NCCLGEN_GPU_CPUS)."""
+    return ";".join(f"{b.gpu}={b.cpus}" for b in binds)

@@ -1,0 +1,95 @@
+"""`ncclgen clusters list|show`, `ncclgen validate`, `ncclgen schema`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from .. import cpuset, descriptor
+from ..errors import UserError
+
+
+@click.group()
+def clusters():
+    """List cluster descriptors and show a node's topology."""
+
+
+@clusters.command("list")
+def list_cmd():
+    """Name, GPUs/node, GPU model, fabric and file of every descriptor found.
+
+    Search order: $NCCLGEN_CLUSTERS (colon-separated folders), ./clusters, the bundled presets.
+    """
+    rows = [("NAME", "GPUS", "GPU MODEL", "FABRIC", "SOURCE")]
+    for name, path in sorted(descriptor.available().items()):
+        try:
+            d = descriptor.load(path)
+            rows.append((name, str(d.node.gpus_per_node), d.node.gpu_model, d.network.fabric, path))
+        except UserError as exc:
+            rows.append((name, "-", "INVALID", "-", f"{path} ({exc.message})"))
+    click.echo(_table(rows))
+
+
+@clusters.command("show")
+@click.argument("cluster")
+def show(cluster):
+    """A per-GPU topology view of CLUSTER (a name or a file), like `nvidia-smi topo -m`."""
+    click.echo(render_show(descriptor.load_cluster(cluster)), nl=False)
+
+
+def render_show(d: descriptor.Descriptor) -> str:
+    """The text of `clusters show`; deterministic, used by the golden test."""
+    net = d.network
+    lines = [f"{d.name}: {d.description}",
+             f"node: {d.node.gpus_per_node}x {d.node.gpu_model}, {len(d.node.numa_nodes)} NUMA nodes, "
+             f"{d.cpus_per_node} CPUs" + (f", NVLink {d.node.nvlink_gbps:g} Gb/s per GPU" if d.node.nvlink_gbps else ""),
+             f"fabric: {net.fabric}" + (f", net plugin {net.net_plugin}" if net.net_plugin != "none" else "")
+             + (f", RoCE GID index {net.roce.gid_index}" if net.roce else "")
+             + (f", {net.efa.devices_per_node} EFA devices x {net.efa.gbps_per_device} Gb/s" if net.efa else "")
+             + (", SHARP" if net.sharp else ""),
+             f"software: NCCL {d.software.nccl}, PyTorch {d.software.torch}, CUDA {d.software.cuda}",
+             ""]
+    rows = [("GPU", "NUMA", "CPUS", "COMPUTE RAILS (hca:port netdev speed)")]
+    for g in sorted(d.node.gpus, key=lambda g: g.index):
+        rails = ", ".join(f"{r.hca + ':' + str(r.port) if r.hca else r.netdev}"
+                          f"{' ' + r.netdev if r.hca and r.netdev else ''} {r.gbps}G"
+                          for r in d.rails_for_gpu(g.index)) or "-"
+        rows.append((f"GPU{g.index}", str(g.numa), d.numa(g.numa).cpus, rails))
+    lines.append(_table(rows))
+    lines.append("")
+    storage = ", ".join(f"{s.name} ({s.note})" if s.note else s.name for s in net.storage) or "none declared"
+    lines.append(f"storage / in-band NICs (NCCL must not use): {storage}")
+    lines.append(f"bootstrap interface: {', '.join(net.bootstrap_interfaces)}")
+    if net.topo_file:
+        lines.append(f"NCCL topology file: {net.topo_file}")
+    return "\n".join(lines) + "\n"
+
+
+def _table(rows) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def validate(paths):
+    """Validate descriptor files; exit 0 if all are valid, 2 otherwise (one line per bad file)."""
+    bad = 0
+    for path in paths:
+        try:
+            d = descriptor.load(path)
+            cpus = cpuset.format(set().union(*(cpuset.parse(n.cpus) for n in d.node.numa_nodes)))
+            click.echo(f"{path}: ok ({d.name}: {d.node.gpus_per_node}x {d.node.gpu_model}, "
+                       f"{d.network.fabric}, CPUs {cpus})")
+        except UserError as exc:
+            click.echo(f"ncclgen: error: {exc.located(path)}", err=True)
+            bad += 1
+    if bad:
+        raise SystemExit(2)
+
+
+@click.command("schema")
+def schema_cmd():
+    """Print the descriptor JSON Schema (for yaml-language-server and other editors)."""
+    click.echo(json.dumps(descriptor.schema(), indent=2, sort_keys=True))

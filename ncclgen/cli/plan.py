@@ -1,0 +1,100 @@
+"""`ncclgen env` and `ncclgen explain`: the plan as text."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import textwrap
+
+import click
+
+from .. import __version__
+from ..output import emit
+from .common import make_plan, plan_options
+
+
+def header(p) -> str:
+    return (f"ncclgen {__version__}: cluster {p.cluster.name}, tier {p.tier}, workload {p.workload.name}, "
+            f"{p.launch.nodes} node(s)")
+
+
+def format_env(p, fmt: str) -> str:
+    """shell: `export` lines safe to `source` for any value; dotenv: the same without `export`."""
+    if fmt == "json":
+        doc = {"cluster": p.cluster.name, "tier": p.tier, "workload": p.workload.name,
+               "env": [{"name": e.name, "value": e.value, "tier": e.tier, "origin": e.origin,
+                        "reason": e.reason, "source": e.source} for e in p.env]}
+        return json.dumps(doc, indent=2) + "\n"
+    prefix = "export " if fmt == "shell" else ""
+    lines = [f"# {header(p)}"]
+    for e in p.env:
+        lines.append(f"# {e.label()}: {_one_line(e.reason)}")
+        lines.append(f"{prefix}{e.name}={shlex.quote(e.value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@click.command()
+@plan_options
+@click.option("--format", "fmt", type=click.Choice(["shell", "dotenv", "json"]), default="shell",
+              show_default=True, help="shell: export lines to source; dotenv: NAME=value; json.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+def env(cluster, tier, workload, nodes, sets, debug, fmt, output):
+    """Print the plan's environment.
+
+    \b
+    Example:
+      ncclgen env --cluster h100-ib --tier 2 > nccl.env && source nccl.env
+    """
+    emit(format_env(make_plan(cluster, tier, workload, nodes, sets, debug), fmt), output)
+
+
+@click.command()
+@plan_options
+def explain(cluster, tier, workload, nodes, sets, debug):
+    """Every variable with its value, tier, reason and source; the binding per local rank; the launch.
+
+    \b
+    Example:
+      ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft
+    """
+    click.echo(render_explain(make_plan(cluster, tier, workload, nodes, sets, debug)), nl=False)
+
+
+def render_explain(p) -> str:
+    wrap = textwrap.TextWrapper(width=100, initial_indent="    why: ", subsequent_indent="         ")
+    out = [header(p), "", "ENVIRONMENT"]
+    width = max((len(e.name) for e in p.env), default=0)
+    for e in p.env:
+        out.append(f"  {e.name.ljust(width)}  {e.value}    [{e.label()}]")
+        out += wrap.wrap(_one_line(e.reason))
+        out.append(f"    source: {e.source}")
+    out += ["", "BINDING (local rank -> GPU -> NUMA node)" +
+            ("" if p.launch.bind else f": computed, applied only at tier 3 (this is tier {p.tier})")]
+    rows = [("RANK", "GPU", "NUMA", "CPUS", "RAILS")]
+    rows += [(str(b.local_rank), str(b.gpu), str(b.numa), b.cpus, ",".join(b.rails) or "-") for b in p.binding]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    mem = f" --membind=<numa>" if p.launch.bind_memory else " (no --membind: descriptor bind_memory is false)"
+    if p.launch.bind:
+        out.append(f"  each rank runs under: numactl --physcpubind=<cpus>{mem}")
+    out += ["", "LAUNCH", f"  launcher: {p.launch.launcher}, {p.launch.nodes} node(s) x {p.launch.gpus_per_node} GPUs"]
+    cmd = shlex.join(p.launch.command)
+    if p.launch.launcher == "torchrun":
+        opts = " ".join(p.launch.torchrun_options())
+        out.append(f"  per node: torchrun --nnodes={p.launch.nodes} {opts} "
+                   f"--rdzv-endpoint=<head-address>:{p.launch.rdzv_port} --rdzv-id=<job-id> "
+                   + ("bash -c <ncclgen-bind> ncclgen-bind " if p.launch.bind else "") + cmd)
+    else:
+        out.append(f"  head: ray start --head --port={p.launch.ray_port} --num-gpus={p.launch.gpus_per_node} "
+                   f"--num-cpus={p.launch.cpus_per_node}; workers: ray start --address=<head>:{p.launch.ray_port}")
+        out.append(f"  wait: until {p.launch.nodes} nodes and {p.launch.nodes * p.launch.gpus_per_node} GPUs "
+                   f"joined (timeout {p.launch.ray_ready_timeout_s} s)")
+        out.append(f"  driver (once, head node): {cmd}")
+    if p.workload.framework == "verl" and p.workload.launcher == "ray":
+        out.append(f"  collective timeout: actor_rollout_ref.nccl_timeout={p.workload.timeout_s} "
+                   "(NCCL has no NCCL_TIMEOUT; PyTorch's init_process_group(timeout=) is the real one)")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,46 @@
+"""Project defaults: which cluster, tier and workload a command uses when no flag says.
+
+Precedence, highest first: command-line flag, NCCLGEN_CLUSTER / NCCLGEN_TIER / NCCLGEN_WORKLOAD, the
+`ncclgen.yaml` in the current folder, built-in defaults (h100-ib, tier 1, verl-grpo-qwen2-7b).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from .errors import UserError
+from .schema import field, load_dataclass
+from .yamlio import load_file
+
+FILE = "ncclgen.yaml"
+BUILTIN = {"cluster": "h100-ib", "tier": 1, "workload": "verl-grpo-qwen2-7b"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Project:
+    """ncclgen.yaml: defaults for every command run in this folder."""
+    cluster: Optional[str] = field(None, doc="default --cluster (name or path)")
+    tier: Optional[int] = field(None, doc="default --tier", min=1, max=3)
+    workload: Optional[str] = field(None, doc="default --workload (name or path)")
+
+
+def _project() -> Project:
+    if not os.path.exists(FILE):
+        return Project()
+    doc = load_file(FILE)
+    return load_dataclass(doc, doc.data, Project)
+
+
+def default(key: str):
+    """The default for ``key`` (cluster, tier or workload) by the precedence above."""
+    env = os.environ.get(f"NCCLGEN_{key.upper()}")
+    if env:
+        if key == "tier":
+            if env not in ("1", "2", "3"):
+                raise UserError(f"NCCLGEN_TIER={env!r}: expected 1, 2 or 3")
+            return int(env)
+        return env
+    value = getattr(_project(), key)
+    return value if value is not None else BUILTIN[key]

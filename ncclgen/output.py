@@ -1,0 +1,30 @@
+"""Writing results: to stdout, or atomically to a file so an error never leaves a partial file."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from .errors import UserError
+
+
+def emit(text: str, path: str | None, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` (atomically: temp file + rename) or to stdout when path is None/-."""
+    if path in (None, "-"):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UserError("output folder does not exist", file=path)
+    fd, tmp = tempfile.mkstemp(prefix=".ncclgen-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,163 @@
+"""Tier rules: data in ncclgen/data/rules.yaml, evaluated here against a descriptor and a workload.
+
+Logic that cannot be a literal (HCA lists, interface lists, CTA counts) lives in DERIVATIONS, named
+from the data file; everything else (which variable, which tier, when, why, from where) is data.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+from . import resources
+from .descriptor import Descriptor
+from .schema import field, load_dataclass
+from .workload import Workload
+from .yamlio import load_file
+
+
+@dataclass(frozen=True, kw_only=True)
+class When:
+    """Conditions of a rule; all given ones must hold."""
+    fabric: Optional[tuple[str, ...]] = field(None)
+    not_fabric: Optional[tuple[str, ...]] = field(None)
+    plugin: Optional[tuple[str, ...]] = field(None)
+    not_plugin: Optional[tuple[str, ...]] = field(None)
+    nccl_min: Optional[str] = field(None)
+    nccl_below: Optional[str] = field(None)
+    torch_below: Optional[str] = field(None)
+    launcher: Optional[tuple[str, ...]] = field(None)
+    framework: Optional[tuple[str, ...]] = field(None)
+    backend: Optional[tuple[str, ...]] = field(None)
+    nodes_min: Optional[int] = field(None)
+    model_b_min: Optional[float] = field(None)
+    memory_saving: Optional[bool] = field(None)
+    sharp: Optional[bool] = field(None)
+    debug: Optional[bool] = field(None)
+    bind: Optional[bool] = field(None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Derive:
+    derive: str = field(doc="name in rules.DERIVATIONS")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rule:
+    """One variable, the tier that emits it, when, why and from where."""
+    id: str = field()
+    tier: int = field(min=1, max=3)
+    var: str = field()
+    when: When = field(factory=When)
+    value: Union[str, Derive] = field(scalar=True)
+    reason: str = field()
+    source: str = field()
+
+
+@dataclass(frozen=True)
+class Context:
+    """What rule conditions and derivations look at."""
+    cluster: Descriptor
+    workload: Workload
+    nodes: int
+    debug: bool
+    bind: bool
+
+
+def version(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split("."))
+
+
+@functools.lru_cache(maxsize=1)
+def load_rules() -> tuple[Rule, ...]:
+    doc = load_file(resources.data("rules.yaml"))
+    if not isinstance(doc.data, list):
+        raise doc.error((), "rules.yaml must be a list of rules")
+    rules = tuple(load_dataclass(doc, item, Rule, (i,)) for i, item in enumerate(doc.data))
+    for i, r in enumerate(rules):
+        if isinstance(r.value, Derive) and r.value.derive not in DERIVATIONS:
+            raise doc.error((i, "value", "derive"), f"unknown derivation {r.value.derive!r}")
+    return rules
+
+
+def holds(w: When, ctx: Context) -> bool:
+    net, wl = ctx.cluster.network, ctx.workload
+    nccl = version(ctx.cluster.software.nccl)
+    checks = (
+        w.fabric is None or net.fabric in w.fabric,
+        w.not_fabric is None or net.fabric not in w.not_fabric,
+        w.plugin is None or net.net_plugin in w.plugin,
+        w.not_plugin is None or net.net_plugin not in w.not_plugin,
+        w.nccl_min is None or nccl >= version(w.nccl_min),
+        w.nccl_below is None or nccl < version(w.nccl_below),
+        w.torch_below is None or version(ctx.cluster.software.torch) < version(w.torch_below),
+        w.launcher is None or wl.launcher in w.launcher,
+        w.framework is None or wl.framework in w.framework,
+        w.backend is None or wl.backend in w.backend,
+        w.nodes_min is None or ctx.nodes >= w.nodes_min,
+        w.model_b_min is None or (wl.model_params_b or 0) >= w.model_b_min,
+        w.memory_saving is None or wl.nccl_memory_saving == w.memory_saving,
+        w.sharp is None or net.sharp == w.sharp,
+        w.debug is None or ctx.debug == w.debug,
+        w.bind is None or ctx.bind == w.bind,
+    )
+    return all(checks)
+
+
+# -- derivations: descriptor facts -> NCCL value syntax (see NCCL v2.30.7 src/misc/utils.cc) ----------
+
+def _ib_hca(ctx: Context) -> Optional[str]:
+    ports = []
+    for r in ctx.cluster.network.compute:
+        entry = f"{r.hca}:{r.port}"
+        if r.hca and entry not in ports:
+            ports.append(entry)
+    return "=" + ",".join(ports) if ports else None
+
+
+def _nccl_socket_ifname(ctx: Context) -> str:
+    return "=" + ",".join(ctx.cluster.network.bootstrap_interfaces)
+
+
+def _gloo_socket_ifname(ctx: Context) -> str:
+    return ",".join(ctx.cluster.network.bootstrap_interfaces)
+
+
+def _roce_gid_index(ctx: Context) -> Optional[str]:
+    roce = ctx.cluster.network.roce
+    return None if roce is None or roce.gid_index == "auto" else str(roce.gid_index)
+
+
+def _roce_traffic_class(ctx: Context) -> Optional[str]:
+    roce = ctx.cluster.network.roce
+    return None if roce is None or roce.traffic_class is None else str(roce.traffic_class)
+
+
+def _topo_file(ctx: Context) -> Optional[str]:
+    return ctx.cluster.network.topo_file
+
+
+def _min_ctas(ctx: Context) -> Optional[str]:
+    rails = len(ctx.cluster.network.compute)
+    return str(min(32, 2 * rails)) if rails else None
+
+
+DERIVATIONS: dict[str, Callable[[Context], Any]] = {
+    "ib_hca": _ib_hca,
+    "nccl_socket_ifname": _nccl_socket_ifname,
+    "gloo_socket_ifname": _gloo_socket_ifname,
+    "roce_gid_index": _roce_gid_index,
+    "roce_traffic_class": _roce_traffic_class,
+    "topo_file": _topo_file,
+    "min_ctas": _min_ctas,
+}
+
+
+def evaluate(rule: Rule, ctx: Context) -> Optional[str]:
+    """The rule's value for ``ctx``, or None when it does not apply."""
+    if not holds(rule.when, ctx):
+        return None
+    if isinstance(rule.value, Derive):
+        return DERIVATIONS[rule.value.derive](ctx)
+    return rule.value
