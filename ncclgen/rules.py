@@ -55,6 +55,21 @@ class Rule:
     source: str = field()
 
 
+@dataclass(frozen=True, kw_only=True)
+class NotEmitted:
+    """A variable ncclgen never emits although recipes set it, and why (listed in docs/tiers.md)."""
+    var: str = field()
+    reason: str = field()
+    source: str = field()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RuleFile:
+    """rules.yaml: the rules, and the variables deliberately left out."""
+    not_emitted: tuple[NotEmitted, ...] = field()
+    rules: tuple[Rule, ...] = field()
+
+
 @dataclass(frozen=True)
 class Context:
     """What rule conditions and derivations look at."""
@@ -70,15 +85,21 @@ def version(v: str) -> tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def load_rules() -> tuple[Rule, ...]:
+def rule_file() -> RuleFile:
     doc = load_file(resources.data("rules.yaml"))
-    if not isinstance(doc.data, list):
-        raise doc.error((), "rules.yaml must be a list of rules")
-    rules = tuple(load_dataclass(doc, item, Rule, (i,)) for i, item in enumerate(doc.data))
-    for i, r in enumerate(rules):
+    data = load_dataclass(doc, doc.data, RuleFile)
+    for i, r in enumerate(data.rules):
         if isinstance(r.value, Derive) and r.value.derive not in DERIVATIONS:
-            raise doc.error((i, "value", "derive"), f"unknown derivation {r.value.derive!r}")
-    return rules
+            raise doc.error(("rules", i, "value", "derive"), f"unknown derivation {r.value.derive!r}")
+    return data
+
+
+def load_rules() -> tuple[Rule, ...]:
+    return rule_file().rules
+
+
+def not_emitted() -> tuple[NotEmitted, ...]:
+    return rule_file().not_emitted
 
 
 def holds(w: When, ctx: Context) -> bool:
@@ -108,6 +129,7 @@ def holds(w: When, ctx: Context) -> bool:
 # -- derivations: descriptor facts -> NCCL value syntax (see NCCL v2.30.7 src/misc/utils.cc) ----------
 
 def _ib_hca(ctx: Context) -> Optional[str]:
+    """'=' then every compute rail's hca:port once, in descriptor order (network.compute)."""
     ports = []
     for r in ctx.cluster.network.compute:
         entry = f"{r.hca}:{r.port}"
@@ -117,28 +139,34 @@ def _ib_hca(ctx: Context) -> Optional[str]:
 
 
 def _nccl_socket_ifname(ctx: Context) -> str:
+    """'=' then network.bootstrap_interfaces joined by commas (exact interface names)."""
     return "=" + ",".join(ctx.cluster.network.bootstrap_interfaces)
 
 
 def _gloo_socket_ifname(ctx: Context) -> str:
+    """network.bootstrap_interfaces joined by commas (Gloo takes a plain list)."""
     return ",".join(ctx.cluster.network.bootstrap_interfaces)
 
 
 def _roce_gid_index(ctx: Context) -> Optional[str]:
+    """network.roce.gid_index; skipped when it is auto."""
     roce = ctx.cluster.network.roce
     return None if roce is None or roce.gid_index == "auto" else str(roce.gid_index)
 
 
 def _roce_traffic_class(ctx: Context) -> Optional[str]:
+    """network.roce.traffic_class; skipped when not declared."""
     roce = ctx.cluster.network.roce
     return None if roce is None or roce.traffic_class is None else str(roce.traffic_class)
 
 
 def _topo_file(ctx: Context) -> Optional[str]:
+    """network.topo_file; skipped when not declared."""
     return ctx.cluster.network.topo_file
 
 
 def _min_ctas(ctx: Context) -> Optional[str]:
+    """2 x the number of compute rails (network.compute), at most 32."""
     rails = len(ctx.cluster.network.compute)
     return str(min(32, 2 * rails)) if rails else None
 
