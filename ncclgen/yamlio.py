@@ -16,6 +16,7 @@ from .errors import UserError
 
 MAX_BYTES = 1 << 20          # a descriptor is a few KiB; 1 MiB is generous
 MAX_NODES = 200_000          # values built, aliases counted each time they are used
+MAX_DEPTH = 64               # descriptors nest about 6 deep; deeper crashes libyaml's C composer
 
 try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
     _Loader = yaml.CSafeLoader
@@ -81,6 +82,7 @@ def load_file(file: str) -> Document:
 def load_text(text: str, file: str) -> Document:
     """Parse one YAML document from ``text``; ``file`` names it in errors."""
     try:
+        _check_depth(text, file)
         node = yaml.compose(text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -91,28 +93,78 @@ def load_text(text: str, file: str) -> Document:
         raise UserError(f"YAML error: {str(exc).splitlines()[0]}", file=file) from None
     if node is None:
         raise UserError("empty document, expected a mapping", file=file)
+    _check_shape(node, file)
     builder = _Builder(file)
     data = builder.build(node, ())
     return Document(data, builder.marks, file)
+
+
+def _check_depth(text: str, file: str) -> None:
+    """Refuse deep nesting on the parser's event stream, before composing.
+
+    libyaml's composer recurses in C once per level: 50,000 nested '[' (100 KB) crash the interpreter
+    with SIGSEGV. The event stream is produced without recursion, so it is safe to measure first.
+    """
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                m = event.start_mark
+                raise UserError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=m.line + 1,
+                                col=m.column + 1)
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+
+def _node_error(node, file: str, path: Path, message: str) -> UserError:
+    m = node.start_mark
+    return UserError(message, file=file, path=format_path(path) or None, line=m.line + 1, col=m.column + 1)
+
+
+def _check_shape(root, file: str) -> None:
+    """Refuse alias bombs and deep nesting before building anything.
+
+    Aliases share node objects in the composed graph, so memoising each node's expanded size prices a
+    billion-laughs document in microseconds; building it first and counting would take seconds.
+    """
+    sizes: dict[int, int] = {}
+
+    def size(node, path: Path) -> int:
+        if len(path) > MAX_DEPTH:  # only a self-referencing anchor (&a [*a]) gets here
+            raise _node_error(node, file, path[:1], f"nested more than {MAX_DEPTH} levels deep "
+                                                    "(a YAML alias refers to itself?)")
+        if id(node) in sizes:
+            return sizes[id(node)]
+        if isinstance(node, yaml.MappingNode):
+            total = 1 + sum(size(k, path) + size(v, path + (_key_text(k),)) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(child, path + (i,)) for i, child in enumerate(node.value))
+        else:
+            total = 1
+        if total > MAX_NODES:
+            raise _node_error(node, file, path, f"document expands to more than {MAX_NODES} values "
+                                                "(YAML alias bomb?)")
+        sizes[id(node)] = total
+        return total
+
+    size(root, ())
+
+
+def _key_text(node) -> str:
+    return node.value if isinstance(node, yaml.ScalarNode) else "?"
 
 
 class _Builder:
     def __init__(self, file: str):
         self.file = file
         self.marks: dict[Path, tuple[int, int]] = {}
-        self.count = 0
         self.constructor = yaml.constructor.SafeConstructor()
 
     def _err(self, node, path: Path, message: str) -> UserError:
-        m = node.start_mark
-        return UserError(message, file=self.file, path=format_path(path) or None,
-                         line=m.line + 1, col=m.column + 1)
+        return _node_error(node, self.file, path, message)
 
     def build(self, node, path: Path) -> Any:
-        self.count += 1
-        if self.count > MAX_NODES:
-            raise self._err(node, path, f"document expands to more than {MAX_NODES} values "
-                                        "(YAML alias bomb?)")
         self.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if isinstance(node, yaml.MappingNode):
             out: dict = {}
