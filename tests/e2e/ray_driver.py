@@ -1,13 +1,14 @@
 """Ray driver for the Ray end-to-end tests, run once on the head node by the rendered sbatch script.
 
-Usage: python3 ray_driver.py OUT_DIR NODES GPUS [hold]
+Usage: python3 ray_driver.py OUT_DIR NODES GPUS [hold [MARKER]]
 Connects with ray.init() (the script exports RAY_ADDRESS), checks that NODES nodes are alive with GPUS
 GPUs in total, then runs GPUS tasks (num_gpus=1, num_cpus=0) that meet at a barrier, so all of them
 hold their GPU at the same time and the scheduler must spread them over every (node, GPU) pair. Each
 task reports its node, GPU ids, environment and CPU affinity; the driver writes OUT_DIR/ray.json.
 
 With `hold` the driver writes OUT_DIR/holding once the tasks run and then waits far longer than the
-failure test allows: only the script's failure handling can end such a job in time.
+failure test allows: only the script's failure handling can end such a job in time. MARKER is unused:
+it makes the driver's command line findable with `pgrep -f` afterwards.
 """
 
 import asyncio
@@ -87,4 +88,4 @@ def main(out_dir: str, nodes: int, gpus: int, hold: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:] == ["hold"]))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:5] == ["hold"]))
