@@ -145,7 +145,9 @@ class Slurm:
     container_image: Optional[str] = field(None, doc="pyxis/enroot image for srun --container-image")
     container_mounts: tuple[str, ...] = field((), doc="pyxis --container-mounts entries SRC:DST[:FLAGS]")
     extra_sbatch: dict[str, str] = field(factory=dict, doc="more #SBATCH options, name -> value",
-                                         key_pattern=r"[a-z][a-z0-9-]*", scalar=True)
+                                         key_pattern=r"[a-z][a-z0-9-]*",
+                                         key_pattern_doc="a long sbatch option name like gpu-bind",
+                                         scalar=True)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,7 +167,8 @@ class Kubernetes:
     gpu_resource: str = field("nvidia.com/gpu", doc="GPU extended resource name", pattern=RESOURCE_NAME,
                               pattern_doc="a Kubernetes resource name")
     resources: dict[str, int] = field(factory=dict, doc="more device resources per pod, e.g. rdma/ib: 8, "
-                                      "vpc.amazonaws.com/efa: 32", key_pattern=RESOURCE_NAME)
+                                      "vpc.amazonaws.com/efa: 32", key_pattern=RESOURCE_NAME,
+                                      key_pattern_doc="a Kubernetes resource name like nvidia.com/gpu")
     annotations: dict[str, str] = field(factory=dict, doc="pod annotations, e.g. Multus "
                                         "k8s.v1.cni.cncf.io/networks")
     node_selector: dict[str, str] = field(factory=dict, doc="pod nodeSelector")

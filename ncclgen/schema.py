@@ -5,7 +5,9 @@ Why not pydantic: a render must stay near 0.1 s and pydantic's import alone cost
 single source for both validation and `ncclgen schema`, so the two cannot drift.
 
 Field metadata keys (``field(metadata=...)``): ``doc`` (description), ``min``/``max`` (numbers),
-``pattern`` (regex for strings), ``examples``.
+``pattern`` (regex for strings) with ``pattern_doc`` (what it means, for errors), ``key_pattern`` /
+``key_pattern_doc`` (the same for mapping keys), ``scalar`` (a string that may be written as a YAML
+integer), ``examples``.
 """
 
 from __future__ import annotations
@@ -104,7 +106,8 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         out = {}
         for k, v in value.items():
             if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k):
-                raise doc.error(path + (k,), f"key {k!r} does not match {meta['key_pattern']}")
+                raise doc.error(path + (k,), f"key {k!r} is not "
+                                             f"{meta.get('key_pattern_doc', meta['key_pattern'])}")
             out[k] = convert(doc, v, val_tp, path + (k,))
         return out
     if tp is bool:
