@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-from .errors import did_you_mean
+from .errors import UserError, did_you_mean
 from .yamlio import Document
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -79,12 +79,13 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         args = [a for a in get_args(tp) if a is not type(None)]
         if value is None and len(args) < len(get_args(tp)):
             return None
-        errors = []
+        if len(args) == 1:  # Optional[X]: X's own error is the precise one
+            return convert(doc, value, args[0], path, meta)
         for arg in args:
             try:
                 return convert(doc, value, arg, path, meta)
-            except Exception as exc:  # try the next alternative
-                errors.append(exc)
+            except UserError:  # try the next alternative
+                pass
         raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}")
     if dataclasses.is_dataclass(tp):
         return load_dataclass(doc, value, tp, path)
