@@ -208,7 +208,7 @@ def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
     elif origin is dict:
         out = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1], {}, defs)}
         if meta.get("key_pattern"):
-            out["propertyNames"] = {"pattern": meta["key_pattern"]}
+            out["propertyNames"] = {"pattern": _anchored(meta["key_pattern"])}
     elif tp is bool:
         out = {"type": "boolean"}
     elif tp is int:
@@ -224,9 +224,14 @@ def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
     if "max" in meta and meta["max"] is not None:
         out["maximum"] = meta["max"]
     if meta.get("pattern"):
-        out["pattern"] = meta["pattern"]
+        out["pattern"] = _anchored(meta["pattern"])
     if meta.get("doc") and "$ref" not in out:
         out["description"] = meta["doc"]
     elif meta.get("doc"):
         out = {"allOf": [out], "description": meta["doc"]}
     return out
+
+
+def _anchored(pattern: str) -> str:
+    """JSON Schema `pattern` is a search, the loader uses re.fullmatch: anchor it so both agree."""
+    return f"^(?:{pattern})$"
