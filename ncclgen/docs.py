@@ -130,8 +130,9 @@ def tiers_md() -> str:
     else:
         out.append("None.")
     out += ["", "## Deliberately not emitted", "",
-            "Common recipes (and the article ncclgen's tiers are modelled on) set these; ncclgen never "
-            "does, and `ncclgen lint` explains each where it finds one.", "",
+            "Common recipes (and the article ncclgen's tiers are modelled on) set these; no tier rule "
+            "does (a preset's vendor settings may, where the vendor publishes one). `ncclgen lint` flags "
+            "the invented, deprecated and no-op ones.", "",
             "| variable | why not | source |", "|---|---|---|"]
     for n in rules.not_emitted():
         out.append(f"| `{n.var}` | {_cell(n.reason)} | {_cell(n.source)} |")
