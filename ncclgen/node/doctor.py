@@ -1,0 +1,235 @@
+"""`ncclgen doctor`: check the live node against its descriptor before a job trusts the descriptor.
+
+The rules and renderers take the descriptor as truth; a node with a missing HCA, a port that
+trained at half rate, a GPU on another NUMA node, locked-memory limits that break RDMA registration
+or an environment full of invented variables makes the generated settings wrong or useless. Each
+check gives one row: pass, info, warn or fail; any fail makes the exit status 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import resource
+import shutil
+from dataclasses import asdict, dataclass
+from typing import Callable, Mapping, Optional
+
+from .. import cpuset
+from ..descriptor import Descriptor
+from . import Unavailable, nvml, sysfs
+from .discover import gpu_numa
+from .sysfs import Sysfs
+
+STATUSES = ("pass", "info", "warn", "fail")
+RDMA_FABRICS = ("infiniband", "roce", "efa")
+LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}   # what the port reports per fabric
+_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
+_UNITS = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_MODEL = re.compile(r"\b[A-Z]{1,2}\d{2,4}[A-Z]?\b")
+
+
+@dataclass(frozen=True)
+class Check:
+    status: str   # one of STATUSES
+    check: str    # what was checked, e.g. hca.mlx5_0:1
+    detail: str
+
+
+def quantity_bytes(text: str) -> int:
+    """A Kubernetes quantity ('256Gi', '64M') in bytes; the descriptor schema checked the syntax."""
+    m = _QUANTITY.fullmatch(text)
+    return int(float(m.group(1)) * _UNITS[m.group(2)])
+
+
+def _worst(statuses) -> str:
+    return max(statuses, key=STATUSES.index, default="pass")
+
+
+def model_matches(declared: str, reported: str) -> Optional[bool]:
+    """Whether NVML's name ('NVIDIA H100 80GB HBM3') is the declared model ('H100-SXM5-80GB').
+
+    Compared by the model number (H100, A100, L40S, GB200): names differ in everything else.
+    None when the declared name has no model number to compare.
+    """
+    want = _MODEL.findall(declared.upper())
+    if not want:
+        return None
+    return want[0] in _MODEL.findall(reported.upper())
+
+
+def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], backend) -> list[Check]:
+    words = (max((max(c) for c in numa.values() if c), default=63) // 64) + 1
+    try:
+        with nvml.session(backend) as nv:
+            gpus = nv.gpus(cpu_words=words)
+    except Unavailable as exc:
+        return [Check("fail", "gpu.count", f"cannot count GPUs: {exc}")]
+    want = desc.node.gpus_per_node
+    out = [Check("pass" if len(gpus) == want else "fail", "gpu.count", f"{len(gpus)} GPUs (descriptor: {want})")]
+    if gpus:
+        names = sorted({g.name for g in gpus})
+        ok = model_matches(desc.node.gpu_model, names[0]) if len(names) == 1 else False
+        status = {True: "pass", False: "fail", None: "warn"}[ok]
+        out.append(Check(status, "gpu.model", f"{', '.join(names)} (descriptor: {desc.node.gpu_model})"
+                         + (" - no model number to compare" if ok is None else "")))
+    by_index = {g.index: g for g in gpus}
+    cpus_with = {n: c for n, c in numa.items() if c}
+    for g in sorted(desc.node.gpus, key=lambda g: g.index):
+        live = by_index.get(g.index)
+        if live is None:
+            out.append(Check("fail", f"gpu{g.index}", "not present"))
+            continue
+        problems = []
+        if g.pci_bus_id and g.pci_bus_id.lower() != live.bus_id:
+            problems.append(f"PCI {live.bus_id}, descriptor {g.pci_bus_id.lower()}")
+        loc = sysfs.pci_device(fs, live.bus_id)
+        node, guess = gpu_numa(live, loc, cpus_with) if cpus_with else (None, None)
+        if node != g.numa:
+            problems.append(f"NUMA {node if node is not None else 'unknown'}, descriptor {g.numa}")
+        out.append(Check("fail" if problems else "pass", f"gpu{g.index}",
+                         "; ".join(problems) or f"{live.bus_id}, NUMA {node}" + (" (from NVML affinity)" if guess else "")))
+    return out
+
+
+def check_numa(desc: Descriptor, numa: dict[int, frozenset[int]]) -> list[Check]:
+    out = []
+    for n in desc.node.numa_nodes:
+        want = cpuset.parse(n.cpus)
+        have = numa.get(n.id)
+        if have is None:
+            out.append(Check("fail", f"numa{n.id}", "no such NUMA node on this node"))
+        elif have != want:
+            out.append(Check("fail", f"numa{n.id}", f"CPUs {cpuset.format(have) or 'none'}, descriptor {n.cpus}"))
+        else:
+            out.append(Check("pass", f"numa{n.id}", f"CPUs {n.cpus}"))
+    declared = {n.id for n in desc.node.numa_nodes}
+    for n, cpus in numa.items():
+        if n not in declared and cpus:
+            out.append(Check("warn", f"numa{n}", f"CPUs {cpuset.format(cpus)} are on a NUMA node the descriptor "
+                                                 "does not declare; no rank will be bound there"))
+    return out
+
+
+def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
+    ports = {(p.hca, p.port): p for p in sysfs.hca_ports(fs)}
+    nets = {n.name: n for n in sysfs.netdevs(fs)}
+    fabric = desc.network.fabric
+    out = []
+    for r in desc.network.compute:
+        if r.hca is None:
+            nd = nets.get(r.netdev)
+            if nd is None:
+                out.append(Check("fail", f"net.{r.netdev}", "interface not present"))
+            else:
+                out.append(Check("pass" if nd.operstate == "up" else "fail", f"net.{r.netdev}",
+                                 f"operstate {nd.operstate}"))
+            continue
+        name = f"hca.{r.hca}:{r.port}"
+        p = ports.get((r.hca, r.port))
+        if p is None:
+            out.append(Check("fail", name, "RDMA port not present in /sys/class/infiniband"))
+            continue
+        rows = []   # (status, text)
+        rows.append(("pass" if p.state == "ACTIVE" else "fail", p.state or "state unknown"))
+        rows.append(("pass" if p.phys_state == "LinkUp" else "fail", p.phys_state or "phys_state unknown"))
+        if p.rate_gbps is None:
+            rows.append(("fail", f"rate unknown (descriptor {r.gbps} Gb/s)"))
+        elif round(p.rate_gbps) < r.gbps:
+            rows.append(("fail", f"{p.rate_gbps:g} Gb/s, descriptor {r.gbps} (link trained low?)"))
+        elif round(p.rate_gbps) > r.gbps:
+            rows.append(("warn", f"{p.rate_gbps:g} Gb/s, descriptor {r.gbps} (descriptor out of date?)"))
+        else:
+            rows.append(("pass", f"{p.rate_gbps:g} Gb/s"))
+        want_layer = LINK_LAYER.get(fabric)
+        if want_layer:
+            rows.append(("pass" if p.link_layer == want_layer else "fail",
+                         p.link_layer if p.link_layer == want_layer
+                         else f"link layer {p.link_layer}, fabric {fabric} needs {want_layer}"))
+        node = p.pci.numa if p.pci else None
+        if node is None:
+            rows.append(("warn", f"NUMA unknown, descriptor {r.numa}"))
+        else:
+            rows.append(("pass" if node == r.numa else "fail",
+                         f"NUMA {node}" if node == r.numa else f"NUMA {node}, descriptor {r.numa}"))
+        if r.netdev and p.netdev and p.netdev != r.netdev:
+            rows.append(("warn", f"netdev {p.netdev}, descriptor {r.netdev}"))
+        out.append(Check(_worst(s for s, _ in rows), name, ", ".join(t for _, t in rows)))
+    if fabric == "efa" and desc.network.efa is not None:
+        efa = {p.hca for p in ports.values() if p.driver == "efa"}
+        want = desc.network.efa.devices_per_node
+        out.append(Check("pass" if len(efa) >= want else "fail", "efa.devices",
+                         f"{len(efa)} EFA devices (descriptor: {want})"))
+    return out
+
+
+def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
+                 which: Callable[[str], Optional[str]]) -> list[Check]:
+    out = []
+    soft = memlock if memlock is not None else resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    rdma = desc.network.fabric in RDMA_FABRICS
+    if soft == resource.RLIM_INFINITY:
+        out.append(Check("pass", "ulimit.memlock", "unlimited"))
+    else:
+        out.append(Check("fail" if rdma else "info", "ulimit.memlock",
+                         f"{soft // 1024} KiB (ulimit -l); "
+                         + ("RDMA memory registration needs unlimited" if rdma else f"fine without RDMA ({desc.network.fabric})")))
+    try:
+        st = os.statvfs(shm_path)
+    except OSError as exc:
+        out.append(Check("fail", "shm", f"{shm_path}: {exc.strerror}; NCCL's shared-memory transport needs it"))
+    else:
+        size = st.f_frsize * st.f_blocks
+        want = quantity_bytes(desc.kubernetes.shm_size)
+        gib = f"{size / 2**30:.1f} GiB"
+        out.append(Check("pass" if size >= want else "warn", "shm",
+                         f"{shm_path} {gib}" + ("" if size >= want else
+                                                f", smaller than kubernetes.shm_size {desc.kubernetes.shm_size}")))
+    path = which("numactl")
+    out.append(Check("pass" if path else "fail", "numactl",
+                     path or "not on PATH; the per-rank NUMA binding runs ranks under numactl"))
+    return out
+
+
+def check_env(desc: Descriptor, environ: Mapping[str, str]) -> list[Check]:
+    from ..lint import lint_environ
+
+    status = {"error": "fail", "warning": "warn", "info": "info"}
+    out = [Check(status[f.severity], f"env.{f.variable}", f"{f.code}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+           for f in lint_environ(environ, desc)]
+    return out or [Check("pass", "env", "no findings in the NCCL/PyTorch variables of this environment")]
+
+
+def run(desc: Descriptor, *, sysfs_root: str = "/", backend=None, environ: Optional[Mapping[str, str]] = None,
+        memlock: Optional[int] = None, shm_path: str = "/dev/shm",
+        which: Callable[[str], Optional[str]] = shutil.which) -> list[Check]:
+    """Every check, in table order. ``backend``: a pynvml-like module (tests); ``memlock``: a
+    RLIMIT_MEMLOCK soft limit to judge instead of this process's."""
+    fs = Sysfs(sysfs_root)
+    numa = sysfs.numa_cpus(fs)
+    return (check_gpus(desc, fs, numa, backend) + check_numa(desc, numa) + check_rails(desc, fs)
+            + check_limits(desc, memlock, shm_path, which)
+            + check_env(desc, os.environ if environ is None else environ))
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(c.status == "fail" for c in checks)
+
+
+def render_text(desc: Descriptor, checks: list[Check]) -> str:
+    width = max(len(c.check) for c in checks)
+    lines = [f"{'STATUS':<6}  {'CHECK':<{width}}  DETAIL"]
+    lines += [f"{c.status:<6}  {c.check:<{width}}  {c.detail}" for c in checks]
+    counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
+    lines.append("")
+    lines.append(f"{desc.name}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+                 + (" - FAILED" if counts["fail"] else " - ok"))
+    return "\n".join(lines) + "\n"
+
+
+def render_json(desc: Descriptor, checks: list[Check]) -> str:
+    return json.dumps({"cluster": desc.name, "ok": not failed(checks),
+                       "counts": {s: sum(c.status == s for c in checks) for s in STATUSES},
+                       "checks": [asdict(c) for c in checks]}, indent=2) + "\n"

@@ -1,0 +1,191 @@
+"""`ncclgen doctor` against sysfs fixture trees (tests/sysfs_fixtures.py) and a fake NVML.
+
+Healthy trees must pass every hardware check against the reference preset and against what
+`discover` wrote; each kind of breakage must fail its own row and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import sys
+
+import pytest
+
+import sysfs_fixtures as sf
+from fake_nvml import FakeNvml
+from ncclgen import descriptor
+from ncclgen.cli import main
+from ncclgen.node import discover as disc, doctor
+
+H100 = descriptor.load_cluster("h100-ib")
+SOFTWARE = {"nccl": ("2.21.5", "test"), "torch": ("2.6.0", "test"), "cuda": ("12.4", "test")}
+UNLIMITED = resource.RLIM_INFINITY
+
+
+def rows(checks) -> dict[str, tuple[str, str]]:
+    return {c.check: (c.status, c.detail) for c in checks}
+
+
+def check(desc, layout, fake=None, **kw):
+    kw.setdefault("memlock", UNLIMITED)
+    kw.setdefault("environ", {})
+    return doctor.run(desc, sysfs_root=str(layout.root), backend=fake or FakeNvml.from_layout(layout), **kw)
+
+
+def discovered(tmp_path, layout, fake=None):
+    path = tmp_path / "discovered.yaml"
+    path.write_text(disc.discover(str(layout.root), backend=fake or FakeNvml.from_layout(layout), hostname="n1",
+                                  software=SOFTWARE))
+    return descriptor.load(str(path))
+
+
+def test_healthy_dgx_passes_the_reference_preset(tmp_path):
+    lay = sf.dgx_h100(tmp_path)
+    checks = check(H100, lay, shm_path=str(tmp_path), which=lambda _: "/usr/bin/numactl")
+    r = rows(checks)
+    hw = {k: v for k, v in r.items() if k.split(".")[0] in ("gpu", "hca") or k.startswith(("gpu", "numa"))}
+    assert {s for s, _ in hw.values()} == {"pass"}, hw
+    assert r["gpu.count"] == ("pass", "8 GPUs (descriptor: 8)")
+    assert r["gpu.model"][0] == "pass"        # 'NVIDIA H100 80GB HBM3' is an H100-SXM5-80GB
+    assert r["gpu4"] == ("pass", "0000:9d:00.0, NUMA 1")
+    assert r["hca.mlx5_0:1"] == ("pass", "ACTIVE, LinkUp, 400 Gb/s, InfiniBand, NUMA 0")
+    assert r["numa1"] == ("pass", "CPUs 56-111,168-223")
+    assert len([k for k in r if k.startswith("hca.")]) == 8
+    assert r["ulimit.memlock"] == ("pass", "unlimited")
+    assert r["env"][0] == "pass"
+    assert r["numactl"] == ("pass", "/usr/bin/numactl")
+    assert not doctor.failed(checks)
+
+
+@pytest.mark.parametrize("build", [sf.dgx_h100, sf.oci_h100, sf.no_hca])
+def test_each_layout_passes_what_discover_wrote_for_it(tmp_path, build):
+    lay = build(tmp_path / "root")
+    fake = FakeNvml.from_layout(lay, name="NVIDIA L40S", nvlinks=0) if build is sf.no_hca else None
+    desc = discovered(tmp_path, lay, fake)
+    r = rows(check(desc, lay, fake, shm_path=str(tmp_path), which=lambda _: "/usr/bin/numactl"))
+    failing = {k: v for k, v in r.items() if v[0] == "fail"}
+    assert failing == {}
+
+
+def test_broken_ports_gpus_and_numa_fail_their_own_rows(tmp_path):
+    lay = sf.dgx_h100(tmp_path)
+    ib = tmp_path / "sys/class/infiniband"
+    (ib / "mlx5_3/ports/1/state").write_text("1: DOWN\n")
+    (ib / "mlx5_3/ports/1/phys_state").write_text("3: Polling\n")
+    (ib / "mlx5_4/ports/1/rate").write_text("200 Gb/sec (4X HDR)\n")
+    (ib / "mlx5_6/ports/1/link_layer").write_text("Ethernet\n")
+    (ib / "mlx5_5").unlink()
+    (tmp_path / "sys/devices/system/node/node1/cpulist").write_text("56-111\n")
+    fake = FakeNvml.from_layout(lay)
+    fake.gpus = fake.gpus[:7]                      # GPU 7 fell off the bus
+    r = rows(check(H100, lay, fake, shm_path=str(tmp_path)))
+    assert r["gpu.count"] == ("fail", "7 GPUs (descriptor: 8)")
+    assert r["gpu7"] == ("fail", "not present")
+    assert r["hca.mlx5_3:1"] == ("fail", "DOWN, Polling, 400 Gb/s, InfiniBand, NUMA 0")
+    assert r["hca.mlx5_4:1"] == ("fail", "ACTIVE, LinkUp, 200 Gb/s, descriptor 400 (link trained low?), InfiniBand, NUMA 0")
+    assert r["hca.mlx5_5:1"] == ("fail", "RDMA port not present in /sys/class/infiniband")
+    assert r["hca.mlx5_6:1"][0] == "fail" and "link layer Ethernet, fabric infiniband needs InfiniBand" in r["hca.mlx5_6:1"][1]
+    assert r["numa1"] == ("fail", "CPUs 56-111, descriptor 56-111,168-223")
+    still_fine = ["hca.mlx5_0:1", "hca.mlx5_9:1", "hca.mlx5_10:1", "hca.mlx5_11:1", "numa0", "gpu0", "gpu6"]
+    assert [r[k][0] for k in still_fine] == ["pass"] * len(still_fine)
+
+
+def test_gpu_on_another_numa_node_or_pci_address_fails(tmp_path):
+    lay = sf.oci_h100(tmp_path / "root")
+    text = disc.discover(str(lay.root), backend=FakeNvml.from_layout(lay), hostname="n1", software=SOFTWARE)
+    text = text.replace('{index: 0, numa: 0, pci_bus_id: "0000:0f:00.0"}', '{index: 0, numa: 1, pci_bus_id: "0000:0f:00.0"}')
+    text = text.replace('pci_bus_id: "0000:2d:00.0"', 'pci_bus_id: "0000:2e:00.0"')
+    path = tmp_path / "d.yaml"
+    path.write_text(text)
+    r = rows(check(descriptor.load(str(path)), lay))
+    assert r["gpu0"] == ("fail", "NUMA 0, descriptor 1")
+    assert r["gpu1"] == ("fail", "PCI 0000:2d:00.0, descriptor 0000:2e:00.0")
+    assert r["gpu2"][0] == "pass"
+
+
+def test_gpu_model_compared_by_model_number():
+    assert doctor.model_matches("H100-SXM5-80GB", "NVIDIA H100 80GB HBM3") is True
+    assert doctor.model_matches("H100-SXM5-80GB", "NVIDIA H200") is False
+    assert doctor.model_matches("A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB") is True
+    assert doctor.model_matches("FAKE-GPU", "NVIDIA H100") is None
+
+
+def test_wrong_gpu_model_fails(tmp_path):
+    lay = sf.dgx_h100(tmp_path)
+    r = rows(check(H100, lay, FakeNvml.from_layout(lay, name="NVIDIA A100-SXM4-80GB")))
+    assert r["gpu.model"] == ("fail", "NVIDIA A100-SXM4-80GB (descriptor: H100-SXM5-80GB)")
+
+
+def test_no_nvml_fails_the_gpu_row_only(tmp_path):
+    lay = sf.dgx_h100(tmp_path)
+    r = rows(check(H100, lay, FakeNvml([], init_error=True)))
+    assert r["gpu.count"] == ("fail", "cannot count GPUs: NVML: NVML Shared Library Not Found")
+    assert r["hca.mlx5_0:1"][0] == "pass"
+
+
+def test_limits_memlock_shm_numactl(tmp_path):
+    lay = sf.dgx_h100(tmp_path / "root")
+    r = rows(check(H100, lay, memlock=8 << 20, shm_path=str(tmp_path / "missing"), which=lambda _: None))
+    assert r["ulimit.memlock"] == ("fail", "8192 KiB (ulimit -l); RDMA memory registration needs unlimited")
+    assert r["shm"][0] == "fail" and "No such file or directory" in r["shm"][1]
+    assert r["numactl"][0] == "fail"
+    # without RDMA a locked-memory limit is not a failure
+    tcp = descriptor.load_cluster("local-ci")
+    assert rows(doctor.check_limits(tcp, 8 << 20, str(tmp_path), shutil.which))["ulimit.memlock"][0] == "info"
+
+
+def test_shm_smaller_than_the_descriptor_wants_warns(tmp_path):
+    import os
+
+    st = os.statvfs(str(tmp_path))
+    size = st.f_frsize * st.f_blocks
+    r = rows(doctor.check_limits(H100, UNLIMITED, str(tmp_path), shutil.which))
+    assert r["shm"][0] == ("pass" if size >= doctor.quantity_bytes("256Gi") else "warn")
+    assert doctor.quantity_bytes("256Gi") == 256 * 2**30 and doctor.quantity_bytes("32M") == 32 * 10**6
+
+
+def test_environment_is_linted(tmp_path):
+    lay = sf.dgx_h100(tmp_path)
+    env = {"NCCL_TIMEOUT": "1800", "NCCL_IB_HCA": "mlx5", "NCCL_BUFFSIZE": "1048576", "PATH": "/usr/bin"}
+    r = rows(check(H100, lay, environ=env))
+    assert r["env.NCCL_TIMEOUT"][0] == "fail"     # invented: the seed article's "NCCL_TIMEOUT"
+    assert r["env.NCCL_IB_HCA"][0] == "fail"      # prefix 'mlx5' also selects the storage HCAs
+    assert r["env.NCCL_BUFFSIZE"][0] == "warn"    # shrinks the 4 MiB default
+    assert "env" not in r and not any(k == "env.PATH" for k in r)
+
+
+# -- the command ---------------------------------------------------------------------------------------
+
+def test_cli_text_and_json_agree_with_exit_status(tmp_path, monkeypatch, capsys):
+    lay = sf.dgx_h100(tmp_path)
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml.from_layout(lay))
+    for name in [k for k in list(__import__("os").environ) if k.startswith(("NCCL_", "TORCH_"))]:
+        monkeypatch.delenv(name)
+    rc = main(["doctor", "--cluster", "h100-ib", "--sysfs-root", str(lay.root), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    real_memlock_ok = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0] == resource.RLIM_INFINITY
+    by = {c["check"]: c["status"] for c in report["checks"]}
+    assert by["ulimit.memlock"] == ("pass" if real_memlock_ok else "fail")
+    assert by["hca.mlx5_11:1"] == "pass" and by["gpu.count"] == "pass"
+    assert rc == (0 if report["ok"] else 1) and report["ok"] == all(s != "fail" for s in by.values())
+    assert report["counts"]["fail"] == sum(s == "fail" for s in by.values())
+
+    rc_text = main(["doctor", "--cluster", "h100-ib", "--sysfs-root", str(lay.root)])
+    text = capsys.readouterr().out
+    assert rc_text == rc
+    assert text.splitlines()[0].split() == ["STATUS", "CHECK", "DETAIL"]
+    assert any(line.split()[:2] == ["pass", "hca.mlx5_0:1"] for line in text.splitlines())
+    assert text.rstrip().endswith("FAILED" if rc else "ok")
+
+
+def test_cli_bad_cluster_is_one_line_exit_2(tmp_path, capsys):
+    assert main(["doctor", "--cluster", "h100-ibb"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean 'h100-ib'" in err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nnode: [\n")
+    assert main(["doctor", "--cluster", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(bad) in err and "Traceback" not in err
