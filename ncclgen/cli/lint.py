@@ -1,0 +1,39 @@
+"""`ncclgen lint`: check an env file, script, manifest or `ncclgen env` output against what NCCL reads."""
+
+from __future__ import annotations
+
+import click
+
+from .. import lint as lintmod
+
+
+@click.command()
+@click.option("--cluster", "-c", metavar="NAME|PATH",
+              help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.argument("file", metavar="FILE|-")
+@click.pass_context
+def lint(ctx, cluster, fmt, file):
+    """Lint NCCL/PyTorch variables in FILE ('-' reads stdin).
+
+    FILE may be an env/dotenv file, `ncclgen env` output (shell or --format json), an sbatch/bash
+    script (its `export` lines and line-start assignments) or a Kubernetes manifest (every `env:` list).
+    Exit status: 0 without errors, 1 when a finding is an error, 2 for unreadable input.
+
+    \b
+    Example:
+      ncclgen lint --cluster h100-ib examples/seed-article.env
+    """
+    desc = None
+    if cluster:
+        from .. import descriptor
+        desc = descriptor.load_cluster(cluster)
+    label = "<stdin>" if file == "-" else file
+    text = lintmod.read_input(file)
+    pairs = lintmod.parse_text(text, label)
+    findings = lintmod.lint_pairs(pairs, desc, file=label)
+    checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
+    render = lintmod.format_json if fmt == "json" else lintmod.format_text
+    click.echo(render(findings, label, checked, lintmod.target_label(desc)), nl=False)
+    if any(f.severity == "error" for f in findings):
+        ctx.exit(1)

@@ -1,0 +1,615 @@
+"""Lint NCCL/PyTorch environment settings against what the libraries really read.
+
+Inputs: env/dotenv files, `ncclgen env` output, sbatch/bash scripts (line-start assignments and
+`export` lines only), Kubernetes manifests (every `env:` list) and `ncclgen env --format json`.
+Every finding names a stable code, so scripts and `doctor` can act on it. The facts come from
+ncclgen.knowledge; this module only decides what a combination of facts means for one input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping, Optional
+
+from . import knowledge as kb
+from .errors import UserError, did_you_mean
+from .knowledge import matches, parse_if_list
+
+if TYPE_CHECKING:  # descriptor is only needed with --cluster; keep `ncclgen lint` imports light
+    from .descriptor import Descriptor
+
+__all__ = ["Finding", "CODES", "lint_pairs", "lint_text", "lint_environ", "parse_text", "parse_if_list",
+           "matches", "is_relevant"]
+
+# code -> (rule name, what it catches). Codes are stable: never renumber, only append.
+CODES = {
+    "NG001": ("unknown-variable", "a name no NCCL release, PyTorch or known plugin reads"),
+    "NG002": ("invented-variable", "a name that never existed (e.g. NCCL_TIMEOUT)"),
+    "NG003": ("removed-variable", "a name the target NCCL no longer reads, or will stop reading"),
+    "NG004": ("deprecated-alias", "a deprecated name that still works, with its replacement"),
+    "NG005": ("dead-variable", "a name NCCL parses but never uses"),
+    "NG006": ("invalid-value", "a value the reader rejects or silently misreads"),
+    "NG007": ("out-of-range", "a number outside the accepted range"),
+    "NG008": ("socket-product", "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD > 64"),
+    "NG009": ("default-value", "a setting equal to the default: it does nothing"),
+    "NG010": ("buffsize-shrink", "NCCL_BUFFSIZE below the 4 MiB default"),
+    "NG011": ("transport-mismatch", "a knob for a transport the cluster does not use"),
+    "NG012": ("ib-hca-mismatch", "NCCL_IB_HCA against the descriptor's HCAs"),
+    "NG013": ("socket-ifname-mismatch", "NCCL_SOCKET_IFNAME against the descriptor's interfaces"),
+    "NG014": ("needs-newer-nccl", "a name the cluster's NCCL is too old to read"),
+    "NG015": ("plugin-managed", "a name the cluster's net plugin sets itself"),
+    "NG016": ("duplicate", "the same name set twice: the later value wins"),
+}
+SEVERITIES = ("error", "warning", "info")
+# Prefixes worth checking even when the name is unknown; other names (PATH, HF_HOME) are not ours.
+PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "GLOO_", "UCX_", "FI_", "SHARP_", "CUDA_DEVICE_")
+NET_PLUGINS = ("aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp")   # descriptor network.net_plugin
+VERBS_FABRICS = ("infiniband", "roce")
+SOCKET_IRRELEVANT = ("infiniband", "roce", "efa")       # fabrics whose GPU traffic never uses NCCL's Socket
+BUFFSIZE_DEFAULT = 4194304  # NCCL v2.30.7 src/init.cc:812-834, DEFAULT_BUFFSIZE 1<<22
+MAX_SOCKETS = 64            # NCCL v2.30.7 src/transport/net_socket.cc MAX_SOCKETS
+MAX_THREADS = 16            # ... MAX_THREADS (NCCL_SOCKET_NTHREADS above it is clamped with a WARN)
+MAX_INPUT = 1 << 20
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: where, which variable, what is wrong and what to write instead."""
+    code: str
+    severity: str
+    variable: str
+    message: str
+    fix: str = ""
+    line: Optional[int] = None
+    file: Optional[str] = None
+
+    @property
+    def rule(self) -> str:
+        return CODES[self.code][0]
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "rule": self.rule, "severity": self.severity, "file": self.file,
+                "line": self.line, "variable": self.variable, "message": self.message, "fix": self.fix}
+
+
+def is_relevant(name: str) -> bool:
+    """Names the linter checks: every name the knowledge base knows, and the NCCL-family prefixes."""
+    return kb.lookup(name) is not None or name.startswith(PREFIXES)
+
+
+# -- the rules -------------------------------------------------------------------------------------
+
+class _Target:
+    """What the findings are judged against: the cluster's NCCL and fabric, or the KB's NCCL alone."""
+
+    def __init__(self, cluster: Optional["Descriptor"]):
+        self.cluster = cluster
+        self.nccl = cluster.software.nccl if cluster else kb.KB_VERSIONS["nccl"]
+        self.fabric = cluster.network.fabric if cluster else None
+        self.plugin = cluster.network.net_plugin if cluster else None
+        self.where = f"{cluster.name} (NCCL {self.nccl})" if cluster else f"NCCL {self.nccl}"
+
+
+def _fix_with(replacement: str, value: Optional[str]) -> str:
+    """'NCCL_MIN_CTAS' + '4' -> 'NCCL_MIN_CTAS=4'; '{value}' placeholders take the linted value."""
+    shown = value if value not in (None, "") else "N"
+    if NAME_RE.fullmatch(replacement):
+        return f"{replacement}={shown}"
+    return replacement.replace("{value}", shown)
+
+
+def _replace_fix(replacement: str, value: Optional[str], verb: str) -> str:
+    """The fix for a name with a replacement ('NAME', 'NAME=V', free text) or with none ('none: why')."""
+    if not replacement:
+        return "remove it"
+    if replacement.startswith("none:"):
+        return f"remove it; {replacement[len('none:'):].strip()}"
+    return verb + _fix_with(replacement, value)
+
+
+def _name_findings(info: kb.VarInfo, value: Optional[str], t: _Target) -> list[tuple]:
+    """Status and version findings for a known name: (code, severity, message, fix)."""
+    out = []
+    name = info.name
+    if info.status == "invented":
+        out.append(("NG002", "error", f"{name} is not a real variable. {info.meaning}",
+                    _replace_fix(info.replacement, value, "use ")))
+        return out
+    if info.reader == "nccl" and info.last_version and not kb.read_in(info, t.nccl):
+        fix = _replace_fix(info.replacement, value, "use ")
+        out.append(("NG003", "error", f"{name} is not read by {t.where}: last read by NCCL {info.last_version}. "
+                                      f"{info.meaning}", fix))
+        return out
+    if info.reader == "nccl" and info.first_version and not kb.read_in(info, t.nccl):
+        out.append(("NG014", "error", f"{name} needs NCCL >= {info.first_version}; {t.where} ignores it",
+                    f"upgrade NCCL to {info.first_version} or later, or remove it"))
+        return out
+    if info.status == "removed":   # still read by the target version, gone in a later one
+        out.append(("NG003", "info", f"{name} is read by NCCL {t.nccl} but not after {info.last_version}",
+                    _replace_fix(info.replacement, value, "use ") + " before upgrading NCCL"))
+    elif info.status == "deprecated":
+        target = kb.lookup(info.replacement) if NAME_RE.fullmatch(info.replacement or "-") else None
+        if target is None or kb.read_in(target, t.nccl):   # no warning while the replacement is too new
+            out.append(("NG004", "warning", f"{name} is deprecated: {info.meaning}",
+                        _replace_fix(info.replacement, value, "use ")))
+    elif info.status == "dead":
+        out.append(("NG005", "warning", f"{name} has no effect: {info.meaning}", "remove it"))
+    return out
+
+
+def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    found = kb.classify(info, value)
+    if found:
+        kind, why = found
+        hint = f"a value in {info.min}..{info.max}" if kind == "range" and info.min is not None and \
+            info.max is not None else (f"one of {', '.join(info.choices)}" if info.choices else "see the meaning: "
+                                       + info.meaning)
+        return [("NG007" if kind == "range" else "NG006", "error", f"{info.name}={value}: {why}", f"use {hint}")]
+    out = []
+    if info.syntax == "proto-list" and (":" in value or ";" in value) and \
+            kb._cmp(t.nccl, kb.PER_FUNCTION_SINCE) < 0:
+        out.append(("NG006", "error", f"{info.name}={value}: the per-function form needs NCCL >= "
+                                      f"{kb.PER_FUNCTION_SINCE}; {t.where} rejects it",
+                    "use a plain comma list, or upgrade NCCL"))
+    if info.default and kb.same_value(info, value, info.default):
+        out.append(("NG009", "info", f"{info.name}={value} is already the default, so it does nothing",
+                    "remove it"))
+    if info.name == "NCCL_BUFFSIZE":
+        number, _ = kb._int_problem(info, value)
+        if number is not None and number < BUFFSIZE_DEFAULT:
+            out.append(("NG010", "warning",
+                        f"NCCL_BUFFSIZE={value} shrinks the per-connection Simple-protocol buffer from the 4 MiB "
+                        f"default to {_size(number)}: a memory-saving setting that can lower bandwidth, "
+                        "not a speed-up", "remove it unless GPU memory is the constraint"))
+    return out
+
+
+def _size(n: int) -> str:
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+def _scope_findings(info: kb.VarInfo, t: _Target) -> list[tuple]:
+    """Knobs of a transport or plugin the cluster does not use; knobs its plugin sets itself."""
+    if t.cluster is None:
+        return []
+    out, name, fabric, net = [], info.name, t.fabric, t.cluster.network
+    if info.scope == "socket" and fabric in SOCKET_IRRELEVANT:
+        out.append(("NG011", "warning", f"{name} tunes NCCL's Socket (TCP) transport only; {t.cluster.name} "
+                                        f"carries GPU traffic over {fabric}, so it has no effect",
+                    "remove it (NUMA binding is numactl per local rank: ncclgen tier 3)"))
+    elif info.scope in ("ib", "roce", "infiniband") and fabric not in VERBS_FABRICS:
+        out.append(("NG011", "warning", f"{name} tunes NCCL's built-in IB verbs transport, which "
+                                        f"{t.cluster.name} ({fabric}) does not use", "remove it"))
+    elif info.scope == "roce" and fabric == "infiniband":
+        out.append(("NG011", "warning", f"{name} only applies to RoCE (Ethernet link layer); on InfiniBand "
+                                        "NCCL picks the GID itself (NCCL_IB_ROUTABLE_FLID_GID_INDEX or 0)",
+                    "remove it"))
+    elif info.scope == "infiniband" and fabric == "roce":
+        out.append(("NG011", "warning", f"{name} only applies to the InfiniBand link layer; "
+                                        f"{t.cluster.name} runs RoCE", "remove it"))
+    elif info.scope.startswith("plugin:"):
+        wanted = info.scope[len("plugin:"):].split(",")
+        uses = net.net_plugin in wanted or ("rdma-sharp" in wanted and net.sharp)
+        if set(wanted) & set(NET_PLUGINS) and not uses:
+            out.append(("NG011", "warning", f"{name} is read only by the {'/'.join(wanted)} plugin, which "
+                                            f"{t.cluster.name} does not load (net_plugin: {net.net_plugin})",
+                        "remove it"))
+    if net.net_plugin in info.managed_by:
+        out.append(("NG015", "warning", f"the {net.net_plugin} plugin sets {name} itself for the platforms it "
+                                        "tunes; a value here overrides the plugin's choice",
+                    "remove it and let the plugin decide"))
+    return out
+
+
+def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_IB_HCA against the descriptor: storage NICs, over-wide prefixes, unknown names, lost rails."""
+    cluster = t.cluster
+    if cluster is None or t.fabric not in VERBS_FABRICS:
+        return []
+    net = cluster.network
+    rails = [r for r in net.compute if r.hca]
+    storage = [s for s in net.storage if s.kind == "hca"]
+    known = sorted({r.hca for r in rails} | {s.name for s in storage}, key=_natural)
+    exclude, exact, entries = parse_if_list(value)
+    exact_fix = "use NCCL_IB_HCA==" + ",".join(f"{r.hca}:{r.port}" for r in rails)
+    out = []
+    picked = [s for s in storage if matches(value, s.name, -1)]
+    if picked:
+        prefixes = [n for n, _ in entries if not exact and not exclude and
+                    any(s.name.startswith(n) and s.name != n for s in picked)]
+        how = f" ({', '.join(repr(p) for p in prefixes)} is a prefix: it matches every HCA whose name starts " \
+              "with it)" if prefixes else ""
+        out.append(("NG012", "error", f"NCCL_IB_HCA={value} selects storage/in-band NIC(s) "
+                                      f"{', '.join(s.name for s in picked)} of {cluster.name}{how}: NCCL would "
+                                      "send GPU traffic over them", exact_fix))
+    for name, port in entries:
+        hits = [d for d in known if (d == name if exact else d.startswith(name))]
+        if port != -1:
+            hits = [d for d in hits if d not in {r.hca for r in rails} or any(r.hca == d and r.port == port
+                                                                           for r in rails)]
+        if not hits:
+            out.append(("NG012", "warning" if exclude else "error",
+                        f"NCCL_IB_HCA entry {name}{':' + str(port) if port != -1 else ''} matches no HCA port "
+                        f"of {cluster.name} (HCAs: {', '.join(known)})", exact_fix))
+        elif not exact and name in known and len(hits) > 1:
+            others = [d for d in hits if d != name]
+            out.append(("NG012", "warning", f"NCCL_IB_HCA entry {name} is a prefix: it also matches "
+                                            f"{', '.join(others)}", f"{exact_fix} ('=' makes every name exact)"))
+    lost = [r for r in rails if not matches(value, r.hca, r.port)]
+    if lost:
+        gpus = sorted({g for r in lost for g in r.gpus})
+        out.append(("NG012", "warning", f"NCCL_IB_HCA={value} leaves out compute rail(s) "
+                                        f"{', '.join(f'{r.hca}:{r.port}' for r in lost)}: GPU(s) "
+                                        f"{', '.join(map(str, gpus))} lose their nearest NIC", exact_fix))
+    return out
+
+
+def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_SOCKET_IFNAME against the descriptor's bootstrap (and storage) interfaces."""
+    cluster = t.cluster
+    if cluster is None:
+        return []
+    net = cluster.network
+    boot = list(net.bootstrap_interfaces)
+    storage = [s.name for s in net.storage if s.kind == "netdev"]
+    known = boot + [r.netdev for r in net.compute if r.netdev] + storage
+    exclude, exact, entries = parse_if_list(value)
+    fix = "use NCCL_SOCKET_IFNAME==" + ",".join(boot)
+    out = []
+    if not any(matches(value, b, -1) for b in boot):
+        out.append(("NG013", "error", f"NCCL_SOCKET_IFNAME={value} selects none of {cluster.name}'s bootstrap "
+                                      f"interface(s) {', '.join(boot)}: NCCL would bootstrap elsewhere or find "
+                                      "no interface", fix))
+    picked = [s for s in storage if matches(value, s, -1)]
+    if picked:
+        out.append(("NG013", "warning", f"NCCL_SOCKET_IFNAME={value} also selects storage interface(s) "
+                                        f"{', '.join(picked)}", fix))
+    if not exclude:
+        for name, _ in entries:
+            if not any((k == name if exact else k.startswith(name)) for k in known):
+                out.append(("NG013", "warning", f"NCCL_SOCKET_IFNAME entry {name} is not an interface "
+                                                f"{cluster.name} declares ({', '.join(known)})", fix))
+    if any(port != -1 for _, port in entries):
+        out.append(("NG013", "warning", "a ':port' suffix in NCCL_SOCKET_IFNAME is ignored for IP interfaces",
+                    "remove the ':port' suffix"))
+    return out
+
+
+def _socket_product(values: dict, lines: dict) -> list[Finding]:
+    """NCCL keeps NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 by lowering NSOCKS_PERTHREAD."""
+    nt_info, ns_info = kb.lookup("NCCL_SOCKET_NTHREADS"), kb.lookup("NCCL_NSOCKS_PERTHREAD")
+    nt, _ = kb._int_problem(nt_info, values.get("NCCL_SOCKET_NTHREADS") or "")
+    ns, _ = kb._int_problem(ns_info, values.get("NCCL_NSOCKS_PERTHREAD") or "")
+    if nt is None or ns is None or nt < 1 or ns < 1:
+        return []
+    nt = min(nt, MAX_THREADS)
+    if nt * ns <= MAX_SOCKETS:
+        return []
+    return [Finding("NG008", "warning", "NCCL_NSOCKS_PERTHREAD",
+                    f"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {nt} x {ns} = {nt * ns} > {MAX_SOCKETS}: "
+                    f"NCCL lowers NCCL_NSOCKS_PERTHREAD to {MAX_SOCKETS // nt}",
+                    f"NCCL_NSOCKS_PERTHREAD={MAX_SOCKETS // nt}", lines["NCCL_NSOCKS_PERTHREAD"])]
+
+
+def _natural(s: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
+
+
+def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
+               cluster: Optional["Descriptor"] = None, file: Optional[str] = None) -> list[Finding]:
+    """Findings for (name, value, line) triples; value None means 'set, but not knowable statically'.
+
+    Names that are neither in the knowledge base nor NCCL-family prefixed are skipped. The order of the
+    result is deterministic: by line, variable, severity (errors first), code.
+    """
+    t = _Target(cluster)
+    out: list[Finding] = []
+    values: dict[str, Optional[str]] = {}
+    lines: dict[str, Optional[int]] = {}
+    for name, value, line in pairs:
+        if not is_relevant(name):
+            continue
+        raw: list[tuple] = []
+        if name in values:
+            raw.append(("NG016", "warning", f"{name} is set again (first on line {lines[name]}); the later "
+                                            "value wins" if lines[name] else f"{name} is set twice",
+                        "keep one assignment"))
+        values[name], lines[name] = value, line
+        info = kb.lookup(name)
+        if info is None:
+            sug = kb.suggest(name)
+            who = f"NCCL {kb.KB_VERSIONS['nccl']}, PyTorch {kb.KB_VERSIONS['torch']} or any plugin ncclgen knows"
+            raw.append(("NG001", "error" if name.startswith("NCCL_") else "warning",
+                        f"{name} is not read by {who}{did_you_mean(name, sug)}",
+                        f"use {sug[0]}" if sug else "remove it"))
+        else:
+            named = _name_findings(info, value, t)
+            raw += named
+            if value is not None and not any(sev == "error" for _, sev, _, _ in named):
+                raw += _value_findings(info, value, t)
+                if kb.classify(info, value) is None:
+                    if name == "NCCL_IB_HCA":
+                        raw += _ib_hca_findings(value, t)
+                    elif name == "NCCL_SOCKET_IFNAME":
+                        raw += _socket_ifname_findings(value, t)
+            if info.status not in ("invented", "removed"):
+                raw += _scope_findings(info, t)
+        out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
+    out += [Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
+            for f in _socket_product(values, lines)]
+    return sorted(out, key=lambda f: (f.line or 0, f.variable, SEVERITIES.index(f.severity), f.code, f.message))
+
+
+def lint_environ(environ: Mapping[str, str], cluster: Optional["Descriptor"] = None) -> list[Finding]:
+    """Lint the relevant names of a process environment (no line numbers); used by `doctor`."""
+    pairs = [(k, v, None) for k, v in sorted(environ.items()) if is_relevant(k)]
+    return lint_pairs(pairs, cluster)
+
+
+def lint_text(text: str, name: str, cluster: Optional["Descriptor"] = None) -> list[Finding]:
+    """Autodetect the format of ``text`` (named ``name`` in errors and findings) and lint it."""
+    return lint_pairs(parse_text(text, name), cluster, file=name)
+
+
+# -- reading the inputs ----------------------------------------------------------------------------
+
+def read_input(path: str) -> str:
+    """The text of ``path`` ('-' = stdin): small UTF-8 text, or one UserError naming the file."""
+    import sys
+
+    if path == "-":
+        raw = sys.stdin.buffer.read(MAX_INPUT + 1)
+        label = "<stdin>"
+    else:
+        label = path
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read(MAX_INPUT + 1)
+        except FileNotFoundError:
+            raise UserError("no such file", file=path) from None
+        except IsADirectoryError:
+            raise UserError("is a directory, expected an env file, script or manifest", file=path) from None
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror}", file=path) from None
+    if len(raw) > MAX_INPUT:
+        raise UserError(f"larger than {MAX_INPUT} bytes, expected an env file, script or manifest", file=label)
+    if b"\0" in raw:
+        raise UserError("binary data (NUL byte), expected text", file=label)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"not UTF-8 text (byte {exc.start})", file=label) from None
+
+
+def detect(text: str) -> str:
+    """'json' (ncclgen env --format json), 'manifest' (Kubernetes YAML) or 'shell' (env/dotenv/script)."""
+    if text.lstrip().startswith("{"):
+        return "json"
+    if re.search(r"^\s*(apiVersion|kind)\s*:", text, re.M) and not re.search(r"^\s*(export\s+)?[A-Za-z_]\w*=",
+                                                                              text, re.M):
+        return "manifest"
+    return "shell"
+
+
+def parse_text(text: str, name: str) -> list[tuple[str, Optional[str], Optional[int]]]:
+    """(variable, value or None, line) for every assignment in ``text``, in order."""
+    kind = detect(text)
+    if kind == "json":
+        return _parse_json(text, name)
+    if kind == "manifest":
+        return _parse_manifest(text, name)
+    return _parse_shell(text, name)
+
+
+def _parse_json(text: str, name: str) -> list:
+    import json
+
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"JSON syntax error: {exc.msg}", file=name, line=exc.lineno, col=exc.colno) from None
+    env = doc.get("env") if isinstance(doc, dict) else None
+    if not isinstance(env, list):
+        raise UserError("expected a JSON object with an \"env\" list (ncclgen env --format json)", file=name,
+                        path="env")
+    out, pos = [], 0
+    for i, item in enumerate(env):
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            raise UserError("expected an object with a string \"name\"", file=name, path=f"env[{i}]")
+        value = item.get("value")
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise UserError("expected a string value", file=name, path=f"env[{i}].value")
+        found = text.find(f'"{item["name"]}"', pos)
+        line = text.count("\n", 0, found) + 1 if found >= 0 else None
+        pos = found + 1 if found >= 0 else pos
+        out.append((item["name"], str(value), line))
+    return out
+
+
+def _parse_manifest(text: str, name: str) -> list:
+    """Every `env:` list of {name, value} in every document; valueFrom entries have no static value."""
+    import yaml
+
+    from . import yamlio
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        yamlio._check_depth(text, name)   # deep nesting crashes libyaml's recursive composer
+        docs = list(yaml.compose_all(text, Loader=loader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        raise UserError(f"YAML syntax error: {exc.problem or exc.context}", file=name,
+                        line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"YAML error: {str(exc).splitlines()[0]}", file=name) from None
+    out: list = []
+    seen: set[int] = set()   # aliases share nodes: visit each once (no alias-bomb blow-up)
+
+    def scalar(node, key):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return v
+        return None
+
+    def walk(node):
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
+                    for item in v.value:
+                        if not isinstance(item, yaml.MappingNode):
+                            continue
+                        n, val = scalar(item, "name"), scalar(item, "value")
+                        if isinstance(n, yaml.ScalarNode):
+                            value = val.value if isinstance(val, yaml.ScalarNode) else None
+                            out.append((n.value, value, n.start_mark.line + 1))
+                walk(v)
+        elif isinstance(node, yaml.SequenceNode):
+            for child in node.value:
+                walk(child)
+
+    for doc in docs:
+        if doc is not None:
+            walk(doc)
+    return out
+
+
+class _Unclosed(Exception):
+    pass
+
+
+def _shell_words(s: str) -> list[tuple[str, bool]]:
+    """Split one logical shell line into (word, dynamic) like the shell would, without expanding.
+
+    dynamic is True when the word has a `$` or backquote outside single quotes: its value is only known
+    at run time. A `#` at the start of a word starts a comment. Raises _Unclosed on an open quote.
+    """
+    words: list[tuple[str, bool]] = []
+    i, n = 0, len(s)
+    while i < n:
+        while i < n and s[i] in " \t":
+            i += 1
+        if i >= n or s[i] == "#":
+            break
+        if s[i] in ";&|<>()":
+            words.append((s[i], False))
+            i += 1
+            continue
+        buf, dynamic = [], False
+        while i < n and s[i] not in " \t;&|<>()":
+            c = s[i]
+            if c == "'":
+                j = s.find("'", i + 1)
+                if j < 0:
+                    raise _Unclosed
+                buf.append(s[i + 1:j])
+                i = j + 1
+            elif c == '"':
+                i += 1
+                while True:
+                    if i >= n:
+                        raise _Unclosed
+                    if s[i] == '"':
+                        i += 1
+                        break
+                    if s[i] == "\\" and i + 1 < n and s[i + 1] in '$`"\\\n':
+                        buf.append(s[i + 1])
+                        i += 2
+                        continue
+                    if s[i] in "$`":
+                        dynamic = True
+                    buf.append(s[i])
+                    i += 1
+            elif c == "\\":
+                if i + 1 < n:
+                    buf.append(s[i + 1])
+                i += 2
+            else:
+                if c in "$`":
+                    dynamic = True
+                buf.append(c)
+                i += 1
+        words.append(("".join(buf), dynamic))
+    return words
+
+
+def _parse_shell(text: str, name: str) -> list:
+    """Assignments at the start of a line (`NAME=v`, `export NAME=v ...`) in env files and scripts."""
+    out: list = []
+    lines = text.split("\n")
+    i, heredoc = 0, None
+    while i < len(lines):
+        start = i
+        logical = lines[i]
+        if heredoc is not None:
+            if logical.strip() == heredoc:
+                heredoc = None
+            i += 1
+            continue
+        while True:
+            if logical.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                logical = logical[:-1] + lines[i]
+                continue
+            try:
+                words = _shell_words(logical)
+                break
+            except _Unclosed:
+                if i + 1 >= len(lines):
+                    raise UserError("unclosed quote", file=name, line=start + 1) from None
+                i += 1
+                logical += "\n" + lines[i]
+        i += 1
+        m = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", logical)
+        if m:
+            heredoc = m.group(1)
+        if words and words[0] == ("export", False):
+            words = words[1:]
+            if words and words[0][0].startswith("-"):
+                continue      # export -n/-f/-p: not an assignment
+        for word, dynamic in words:
+            key, eq, value = word.partition("=")
+            if not eq or not NAME_RE.fullmatch(key):
+                break
+            out.append((key, None if dynamic else value, start + 1))
+    return out
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+def counts(findings: list[Finding]) -> dict[str, int]:
+    return {sev: sum(f.severity == sev for f in findings) for sev in SEVERITIES}
+
+
+def format_text(findings: list[Finding], file: str, checked: int, target: str) -> str:
+    """One line per finding (file:line: severity code variable: message), its fix indented below."""
+    out = []
+    for f in findings:
+        where = f"{file}:{f.line}" if f.line else file
+        out.append(f"{where}: {f.severity} {f.code} {f.variable}: {f.message}")
+        if f.fix:
+            out.append(f"    fix: {f.fix}")
+    c = counts(findings)
+    out.append(f"{file}: {checked} variable(s) checked against {target}: {c['error']} error(s), "
+               f"{c['warning']} warning(s), {c['info']} info")
+    return "\n".join(out) + "\n"
+
+
+def format_json(findings: list[Finding], file: str, checked: int, target: str) -> str:
+    import json
+
+    c = counts(findings)
+    doc = {"file": file, "target": target, "checked": checked, "findings": [f.as_dict() for f in findings],
+           "errors": c["error"], "warnings": c["warning"], "infos": c["info"]}
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def target_label(cluster: Optional["Descriptor"]) -> str:
+    return _Target(cluster).where
