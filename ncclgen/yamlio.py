@@ -27,13 +27,18 @@ Path = tuple  # a key path: ("node", "gpus", 3, "numa")
 
 
 def format_path(path: Path) -> str:
-    """("node", "gpus", 3, "numa") -> node.gpus[3].numa"""
+    """("node", "gpus", 3, "numa") -> node.gpus[3].numa
+
+    A key with a control or line-break character is shown quoted and escaped (repr): error messages
+    must stay one line and must not carry terminal escapes from a hostile file.
+    """
     out = ""
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            text = str(part)
+            out += ("." if out else "") + (text if text.isprintable() else repr(text))
     return out
 
 
