@@ -92,6 +92,7 @@ CORPUS = {
     "bad-resource-name.yaml": ("kubernetes.resources.RDMA/ib device", "is not a Kubernetes resource name"),
     "alias-bomb.yaml": ("a5", "document expands to more than 200000 values (YAML alias bomb?)"),
     "deep-nesting.yaml": (None, "nested more than 64 levels deep"),
+    "self-alias.yaml": ("name", "nested more than 64 levels deep (a YAML alias refers to itself?)"),
     "binary.yaml": (None, "binary data (NUL byte), expected a YAML text file"),
 }
 

@@ -266,3 +266,12 @@ def test_preset_numa_cpus_are_disjoint_and_gpus_complete(name):
     sets = [cpuset.parse(n.cpus) for n in d.node.numa_nodes]
     assert sum(map(len, sets)) == len(frozenset().union(*sets)) == d.cpus_per_node
     assert sorted(g.index for g in d.node.gpus) == list(range(d.node.gpus_per_node))
+
+
+def test_hostile_key_stays_on_one_printable_line(tmp_path):
+    """A key with a vertical tab, an escape or U+2028 is quoted in the key path (found by fuzzing)."""
+    text = edit("  gpu_model: X\n", '  gpu_model: X\n  "a\\vb\\ec\\u2028": 1\n')
+    with pytest.raises(UserError) as info:
+        descriptor.load(write(tmp_path, text))
+    assert info.value.path == "node.'a\\x0bb\\x1bc\\u2028'"
+    assert str(info.value).isprintable()

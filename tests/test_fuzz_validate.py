@@ -67,7 +67,7 @@ def validate(path: Path, content: bytes) -> None:
         assert len(stderr.splitlines()) == 1 and stderr[:-1].isprintable(), stderr
 
 
-@settings(FUZZ, max_examples=150)
+@settings(FUZZ, max_examples=100)
 @given(document=values)
 def test_arbitrary_yaml_documents(target, document):
     validate(target, dump(document))
@@ -110,7 +110,7 @@ def mutated_descriptor(draw) -> object:
     return data
 
 
-@settings(FUZZ, max_examples=200)
+@settings(FUZZ, max_examples=150)
 @given(document=mutated_descriptor())
 def test_mutated_descriptors(target, document):
     validate(target, dump(document))
