@@ -207,7 +207,7 @@ def test_bad_name_and_missing_root_are_user_errors(tmp_path, capsys):
 
 def test_gpu_without_nvml_gpus_is_unavailable(tmp_path):
     lay = sf.dgx_h100(tmp_path)
-    with pytest.raises(Unavailable, match=r"no NVIDIA GPU \(no GPU in NVML\) and RDMA devices present"):
+    with pytest.raises(Unavailable, match=r"^no NVIDIA GPU \(NVML reports none\) and RDMA devices present"):
         disc.discover(str(lay.root), backend=FakeNvml([]), software=SOFTWARE)
 
 

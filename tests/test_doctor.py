@@ -121,7 +121,7 @@ def test_wrong_gpu_model_fails(tmp_path):
 def test_no_nvml_fails_the_gpu_row_only(tmp_path):
     lay = sf.dgx_h100(tmp_path)
     r = rows(check(H100, lay, FakeNvml([], init_error=True)))
-    assert r["gpu.count"] == ("fail", "cannot count GPUs: NVML: NVML Shared Library Not Found")
+    assert r["gpu.count"] == ("fail", "no NVIDIA GPU (NVML: NVML Shared Library Not Found)")
     assert r["hca.mlx5_0:1"][0] == "pass"
 
 

@@ -93,7 +93,10 @@ def test_signal_stops_cleanly_with_the_file_flushed(tmp_path, sig):
 def test_no_gpu_is_one_line_exit_1(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([], init_error=True))
     assert main(["monitor", "--duration", "0"]) == 1
-    assert capsys.readouterr().err == "ncclgen: error: NVML: NVML Shared Library Not Found\n"
+    assert capsys.readouterr().err == "ncclgen: error: monitor: no NVIDIA GPU (NVML: NVML Shared Library Not Found)\n"
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([]))
+    assert main(["monitor", "--duration", "0"]) == 1
+    assert capsys.readouterr().err == "ncclgen: error: monitor: no NVIDIA GPU (NVML reports none)\n"
 
 
 def test_cli_writes_to_stdout_and_refuses_a_missing_folder(tmp_path, monkeypatch, capsys):

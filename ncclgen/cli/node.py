@@ -22,12 +22,12 @@ SYSFS_HELP = "Read sysfs (and /proc/net/route) under this folder instead of /, e
 
 
 @contextlib.contextmanager
-def _node_required():
+def _node_required(command: str):
     """Unavailable -> one line on stderr, exit status 1 (the node, not the input, is the problem)."""
     try:
         yield
     except Unavailable as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.ClickException(f"{command}: {exc}") from None
 
 
 def _writable(path):
@@ -56,7 +56,7 @@ def discover(sysfs_root, name, output):
     from ..node import discover as mod
 
     _writable(output)
-    with _node_required():
+    with _node_required("discover"):
         text = mod.discover(sysfs_root, name=name)
     emit(text, output)
 
@@ -141,7 +141,8 @@ Examples:
 """)
 @click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
               help="Seconds between samples.")
-@click.option("--duration", type=click.FloatRange(min=0), help="Stop after this many seconds (default: on SIGTERM/SIGINT).")
+@click.option("--duration", type=click.FloatRange(min=0),
+              help="Stop after this many seconds (default: on SIGTERM/SIGINT).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write JSONL here instead of stdout.")
 @click.pass_context
 def monitor(ctx, interval, duration, output):
@@ -161,7 +162,7 @@ def monitor(ctx, interval, duration, output):
                 raise UserError(f"cannot write: {exc.strerror}", file=output) from None
         else:
             out = click.get_text_stream("stdout")
-        with _node_required():
+        with _node_required("monitor"):
             mod.run(out, interval, duration)
 
 

@@ -10,7 +10,6 @@ torch is imported only inside :func:`measure`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket

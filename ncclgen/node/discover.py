@@ -132,7 +132,7 @@ def _bootstrap(fs: Sysfs, rail_netdevs: set[str]) -> tuple[str, str]:
     for nd in sysfs.netdevs(fs):
         if nd.name != "lo" and nd.operstate == "up" and nd.name not in rail_netdevs:
             return nd.name, "guess: first interface that is up (no default route found)"
-    raise Unavailable("discover: no network interface is up for NCCL/Gloo bootstrap (none but lo)")
+    raise Unavailable("no network interface is up for NCCL/Gloo bootstrap (none but lo)")
 
 
 def detect_software(session: Optional[nvml.Session]) -> dict[str, tuple[str, str]]:
@@ -191,7 +191,7 @@ def discover(sysfs_root: str = "/", *, name: Optional[str] = None, backend=None,
             numa = {0: cpuset.parse(online)}
     words = (max((max(c) for c in numa.values()), default=63) // 64) + 1
     gpus: list[nvml.GpuInfo] = []
-    why = "no GPU in NVML"
+    why = "no NVIDIA GPU (NVML reports none)"
     try:
         with nvml.session(backend) as nv:
             gpus = nv.gpus(cpu_words=words)
@@ -200,9 +200,9 @@ def discover(sysfs_root: str = "/", *, name: Optional[str] = None, backend=None,
         why = str(exc)
     if not gpus:
         hcas = "RDMA devices present" if ports else f"no RDMA device in {fs.host_path('/sys/class/infiniband')}"
-        raise Unavailable(f"discover: no NVIDIA GPU ({why}) and {hcas}; run it on a GPU node")
+        raise Unavailable(f"{why} and {hcas}; run it on a GPU node")
     if not numa:
-        raise Unavailable(f"discover: no CPU list under {fs.host_path('/sys/devices/system')}")
+        raise Unavailable(f"no CPU list under {fs.host_path('/sys/devices/system')}")
     host = hostname if hostname is not None else socket.gethostname()
     return render(fs, gpus, ports, numa, sw, name or host_name_to_cluster(host), host)
 

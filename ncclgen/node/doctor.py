@@ -66,7 +66,7 @@ def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], bac
         with nvml.session(backend) as nv:
             gpus = nv.gpus(cpu_words=words)
     except Unavailable as exc:
-        return [Check("fail", "gpu.count", f"cannot count GPUs: {exc}")]
+        return [Check("fail", "gpu.count", str(exc))]
     want = desc.node.gpus_per_node
     out = [Check("pass" if len(gpus) == want else "fail", "gpu.count", f"{len(gpus)} GPUs (descriptor: {want})")]
     if gpus:
@@ -89,8 +89,8 @@ def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], bac
         node, guess = gpu_numa(live, loc, cpus_with) if cpus_with else (None, None)
         if node != g.numa:
             problems.append(f"NUMA {node if node is not None else 'unknown'}, descriptor {g.numa}")
-        out.append(Check("fail" if problems else "pass", f"gpu{g.index}",
-                         "; ".join(problems) or f"{live.bus_id}, NUMA {node}" + (" (from NVML affinity)" if guess else "")))
+        ok = f"{live.bus_id}, NUMA {node}" + (" (from NVML affinity)" if guess else "")
+        out.append(Check("fail" if problems else "pass", f"gpu{g.index}", "; ".join(problems) or ok))
     return out
 
 
@@ -173,9 +173,8 @@ def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
     if soft == resource.RLIM_INFINITY:
         out.append(Check("pass", "ulimit.memlock", "unlimited"))
     else:
-        out.append(Check("fail" if rdma else "info", "ulimit.memlock",
-                         f"{soft // 1024} KiB (ulimit -l); "
-                         + ("RDMA memory registration needs unlimited" if rdma else f"fine without RDMA ({desc.network.fabric})")))
+        why = "RDMA memory registration needs unlimited" if rdma else f"fine without RDMA ({desc.network.fabric})"
+        out.append(Check("fail" if rdma else "info", "ulimit.memlock", f"{soft // 1024} KiB (ulimit -l); {why}"))
     try:
         st = os.statvfs(shm_path)
     except OSError as exc:
@@ -197,7 +196,8 @@ def check_env(desc: Descriptor, environ: Mapping[str, str]) -> list[Check]:
     from ..lint import lint_environ
 
     status = {"error": "fail", "warning": "warn", "info": "info"}
-    out = [Check(status[f.severity], f"env.{f.variable}", f"{f.code}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+    out = [Check(status[f.severity], f"env.{f.variable}",
+                 f"{f.code}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
            for f in lint_environ(environ, desc)]
     return out or [Check("pass", "env", "no findings in the NCCL/PyTorch variables of this environment")]
 

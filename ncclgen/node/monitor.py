@@ -18,7 +18,7 @@ import time
 from typing import IO, Optional
 
 from ..errors import UserError
-from . import nvml
+from . import Unavailable, nvml
 
 TARGET_UTIL_PCT = 85
 
@@ -61,6 +61,8 @@ def run(out: IO[str], interval: float, duration: Optional[float] = None, *, back
     try:
         with nvml.session(backend) as sess:
             gpus = sess.gpus()
+            if not gpus:
+                raise Unavailable("no NVIDIA GPU (NVML reports none)")
             prev: dict = {}
             start = time.monotonic()
             taken = 0

@@ -105,7 +105,7 @@ def _import_pynvml():
     try:
         import pynvml
     except ImportError:
-        raise Unavailable("the pynvml module is not installed (pip install nvidia-ml-py)") from None
+        raise Unavailable("no NVML: the pynvml module is not installed (pip install nvidia-ml-py)") from None
     return pynvml
 
 
@@ -116,7 +116,7 @@ def session(backend=None) -> Iterator[Session]:
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        raise Unavailable(f"NVML: {exc}") from None
+        raise Unavailable(f"no NVIDIA GPU (NVML: {exc})") from None
     try:
         yield Session(nv)
     finally:
