@@ -1,0 +1,110 @@
+"""Every golden example in examples/<workload>/ equals a fresh render (h100-ib, tier 3).
+
+After an intended change to a renderer, a rule, h100-ib or a bundled workload, regenerate with
+    bash examples/regen.sh
+(or NCCLGEN_REGEN_GOLDEN=1 python -m pytest -q tests/test_examples.py, which runs it), then read the
+diff of examples/ before committing it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ncclgen import workload
+from ncclgen.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+REGEN = "bash examples/regen.sh"
+WORKLOADS = sorted(workload.bundled())
+FLAGS = ["--cluster", "h100-ib", "--tier", "3"]
+
+
+def _subprocess_env() -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NCCLGEN_")}
+    env["PYTHON"] = sys.executable
+    return env
+
+
+@pytest.fixture(scope="module", autouse=True)
+def regenerate():
+    """NCCLGEN_REGEN_GOLDEN=1: rewrite every example with the documented command first."""
+    if os.environ.get("NCCLGEN_REGEN_GOLDEN") == "1":
+        subprocess.run(["bash", str(EXAMPLES / "regen.sh")], check=True, env=_subprocess_env(), timeout=600)
+
+
+def render(tmp_path: Path, monkeypatch, capsys, w: str) -> dict[str, str]:
+    """What regen.sh writes for ``w``, rendered in-process from a clean folder with the same relative
+    paths (job.sh names its own -o path in its header)."""
+    for key in ("NCCLGEN_CLUSTER", "NCCLGEN_TIER", "NCCLGEN_WORKLOAD", "NCCLGEN_CLUSTERS"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    out = Path("examples") / w
+    out.mkdir(parents=True)
+    assert main(["slurm", *FLAGS, "--workload", w, "-o", str(out / "job.sh")]) == 0
+    assert main(["k8s", *FLAGS, "--workload", w, "-o", str(out / "job.yaml")]) == 0
+    capsys.readouterr()
+    assert main(["explain", *FLAGS, "--workload", w]) == 0
+    return {"workload.yaml": Path(workload.bundled()[w]).read_text(),
+            "job.sh": (out / "job.sh").read_text(), "job.yaml": (out / "job.yaml").read_text(),
+            "explain.txt": capsys.readouterr().out}
+
+
+def test_every_bundled_workload_has_an_example_and_nothing_else_does():
+    dirs = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+    assert dirs == WORKLOADS, f"examples/ out of date; regenerate: {REGEN} (and remove stale folders)"
+
+
+@pytest.mark.parametrize("w", WORKLOADS)
+def test_example_equals_a_fresh_render(tmp_path, monkeypatch, capsys, w):
+    fresh = render(tmp_path, monkeypatch, capsys, w)
+    for name, text in fresh.items():
+        committed = EXAMPLES / w / name
+        assert committed.is_file(), f"examples/{w}/{name} is missing; regenerate: {REGEN}"
+        assert committed.read_text() == text, f"examples/{w}/{name} is stale; regenerate: {REGEN}"
+
+
+@pytest.mark.parametrize("w", WORKLOADS)
+def test_example_parses(w):
+    """The goldens are what users copy: the script is valid bash, the manifests valid YAML objects."""
+    proc = subprocess.run(["bash", "-n", str(EXAMPLES / w / "job.sh")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    docs = list(yaml.safe_load_all((EXAMPLES / w / "job.yaml").read_text()))
+    assert docs and all(d["apiVersion"] and d["kind"] and d["metadata"]["name"] for d in docs)
+    assert f"workload {w}" in (EXAMPLES / w / "explain.txt").read_text().splitlines()[0]
+
+
+def test_regen_script_writes_the_committed_bytes(tmp_path):
+    """The documented command itself (one torchrun workload keeps it quick)."""
+    proc = subprocess.run(["bash", str(EXAMPLES / "regen.sh"), "--into", str(tmp_path), "bench"],
+                          capture_output=True, text=True, env=_subprocess_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "examples/bench: workload.yaml job.sh job.yaml explain.txt\n"
+    written = sorted(p.name for p in (tmp_path / "examples/bench").iterdir())
+    assert written == ["explain.txt", "job.sh", "job.yaml", "workload.yaml"]
+    for name in written:
+        assert (tmp_path / "examples/bench" / name).read_bytes() == (EXAMPLES / "bench" / name).read_bytes(), name
+    assert os.access(tmp_path / "examples/bench/job.sh", os.X_OK)
+
+
+def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
+    """examples/README.md is prose: each variable it names must still be in an example's plan, or be one
+    rules.yaml lists as never emitted (NCCL_TIMEOUT), so a rule change cannot leave it describing
+    settings that are gone."""
+    import re
+
+    from ncclgen import rules
+
+    readme = (EXAMPLES / "README.md").read_text()
+    section = readme.split("## What was generated, and why", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`((?:NCCL|CUDA|TORCH|GLOO)_[A-Z0-9_]+)(?:=[^`]*)?`", section))
+    emitted = {line.split()[0] for w in WORKLOADS
+               for line in (EXAMPLES / w / "explain.txt").read_text().split("\nBINDING", 1)[0].splitlines()[3:]
+               if line.startswith("  ") and not line.startswith("    ")}
+    assert named and named - emitted <= {n.var for n in rules.not_emitted()}, named - emitted
