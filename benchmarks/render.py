@@ -1,0 +1,98 @@
+"""How long `ncclgen slurm` / `ncclgen k8s` take as whole processes, and what the slurm path imports.
+
+Why: ncclgen runs in job-submission wrappers and CI loops, so its cost is a process start, not a
+function call. The goal is that rendering an sbatch script costs at most 0.1 s over a bare
+`python -c pass` (so the slurm path must not import the kubernetes client or torch), and that
+`ncclgen k8s`, which does need the kubernetes client, stays under 0.6 s wall.
+
+Usage: python benchmarks/render.py [--runs N]     (N timed runs per command after one warm-up; median)
+Exit status 1 when a goal is missed or the slurm path imports a heavy module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+
+SLURM_OVERHEAD_GOAL_S = 0.1
+K8S_WALL_GOAL_S = 0.6
+HEAVY = ("kubernetes", "torch", "ray")  # none of them is needed to render an sbatch script
+ARGS = ["--cluster", "h100-ib", "--tier", "3"]
+
+
+def _ncclgen() -> list[str]:
+    """The console script pip installed for this interpreter (what users run), else `-m ncclgen`.
+
+    Not shutil.which: a version manager's shim on PATH (pyenv's is a bash script) would add its own
+    start-up to every run, and the baseline below runs this interpreter directly.
+    """
+    exe = os.path.join(sysconfig.get_path("scripts"), "ncclgen")
+    return [exe] if os.access(exe, os.X_OK) else [sys.executable, "-m", "ncclgen"]
+
+
+def _median_s(argv: list[str], runs: int) -> float:
+    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)  # warm-up: page cache, .pyc files
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _imported(argv_tail: list[str]) -> set[str]:
+    """Top-level packages a real `ncclgen slurm` process imports (from -X importtime on stderr)."""
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "ncclgen", *argv_tail],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    mods = set()
+    for line in r.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            name = line.rsplit("|", 1)[1].strip()
+            mods.add(name.split(".")[0])
+    return mods
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15, help="timed runs per command (default 15)")
+    runs = ap.parse_args(argv).runs
+    if runs < 1:
+        ap.error("--runs must be >= 1")
+
+    rows, ok = [], True
+    bare = _median_s([sys.executable, "-c", "pass"], runs)
+    rows.append(("python -c pass", bare, "", "", "baseline"))
+    slurm = _median_s(_ncclgen() + ["slurm", *ARGS], runs)
+    met = slurm - bare <= SLURM_OVERHEAD_GOAL_S
+    ok &= met
+    rows.append(("ncclgen slurm " + " ".join(ARGS), slurm, f"{slurm - bare:+.3f}", f"{slurm / bare:.2f}x",
+                 f"overhead <= {SLURM_OVERHEAD_GOAL_S} s: {'met' if met else 'MISSED'}"))
+    if importlib.util.find_spec("ncclgen.cli.k8s") is None:
+        rows.append(("ncclgen k8s " + " ".join(ARGS), None, "", "", "skipped: ncclgen.cli.k8s not there yet"))
+    else:
+        k8s = _median_s(_ncclgen() + ["k8s", *ARGS], runs)
+        met = k8s < K8S_WALL_GOAL_S
+        ok &= met
+        rows.append(("ncclgen k8s " + " ".join(ARGS), k8s, f"{k8s - bare:+.3f}", f"{k8s / bare:.2f}x",
+                     f"wall < {K8S_WALL_GOAL_S} s: {'met' if met else 'MISSED'}"))
+
+    heavy = sorted(set(HEAVY) & _imported(["slurm", *ARGS]))
+    ok &= not heavy
+
+    print(f"{runs} runs per command, median wall time; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"{'command':<40} {'median s':>9} {'overhead':>9} {'ratio':>7}  goal")
+    for name, t, over, ratio, goal in rows:
+        print(f"{name:<40} {'-' if t is None else f'{t:.3f}':>9} {over:>9} {ratio:>7}  {goal}")
+    print("ncclgen slurm imports " + (", ".join(heavy) + ": MISSED" if heavy else
+                                      f"none of {', '.join(HEAVY)}: met"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

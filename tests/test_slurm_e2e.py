@@ -1,0 +1,224 @@
+"""End to end on a real 2-node Slurm cluster: `ncclgen slurm` scripts run torchrun and Ray for real.
+
+The rendered sbatch script is submitted unchanged to the local cluster (tests/slurm_harness.py), on the
+`local-ci` descriptor at tier 3: torchrun/gloo and a Ray cluster on CPU, 2 fake nodes x 2 fake GPUs.
+What each rank or Ray task really saw (environment, CPU affinity, world size) is written as JSON by the
+programs in tests/e2e/ and compared with the plan built in-process, exactly as the CLI builds it.
+The failure tests bound how long a job with a dead rank or a dead Ray node keeps its allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ncclgen import cpuset, descriptor
+from ncclgen.cli.common import make_plan
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+E2E = Path(__file__).resolve().parent / "e2e"
+CLUSTER, TIER, NODES = "local-ci", 3, 2
+GPUS_PER_NODE = descriptor.load_cluster(CLUSTER).node.gpus_per_node
+# Commas are what `srun --export=A=x,B=y` would split, `^` and `=` are NCCL list syntax, and the quote,
+# space and `$` would be mangled by any unquoted shell expansion on the way to the ranks. NCCL reads
+# this variable (debug log path) but these CPU jobs never load NCCL, so nothing is written there.
+SETS = ("NCCL_DEBUG_FILE=/tmp/ncclgen-e2e/it's a $HOME,y^z.%h.%p",)
+# Generous for 2 cores (lab: 2-node torchrun job 9-11 s, Ray job 24-28 s), bounded so a hang fails.
+JOB_TIMEOUT_S = 240
+FAIL_BOUND_S = 60  # a dead rank must end the whole job within this, counted from submission
+RAY_FAULT_BOUND_S = 30  # a dead Ray node must end the job within this, counted from the kill
+READY = re.compile(r"Ray cluster ready.*?after ([0-9.]+) ?s")
+
+
+def _workload(tmp_path: Path, name: str, launcher: str, command: list[str]) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": name,
+        "description": f"ncclgen end-to-end test ({launcher})",
+        "launcher": launcher,
+        "framework": "torch",
+        "nodes": NODES,
+        "time": "00:10:00",
+        "command": command,
+    }), encoding="utf-8")
+    return path
+
+
+def _render(workload: Path, tmp_path: Path) -> Path:
+    """Render with the real CLI in its own process, as a user would."""
+    script = tmp_path / "job.sh"
+    r = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "slurm", "--cluster", CLUSTER, "--tier", str(TIER),
+         "--workload", str(workload), "--partition", "debug", "-o", str(script),
+         *(arg for s in SETS for arg in ("--set", s))],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and script.is_file(), r.stderr
+    return script
+
+
+def _plan(workload: Path):
+    return make_plan(CLUSTER, TIER, str(workload), None, SETS, False)
+
+
+def _log(cwd: Path, job: str) -> str:
+    path = cwd / f"ncclgen-{job}.out"
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else f"(no {path.name})"
+
+
+def _run_job(cluster, script: Path, cwd: Path, timeout: float = JOB_TIMEOUT_S):
+    t0 = time.monotonic()
+    job = cluster.sbatch(script, cwd=cwd)
+    result = cluster.wait(job, timeout=timeout)
+    return job, result, time.monotonic() - t0
+
+
+def _cpus(plan, gpu: int) -> list[int]:
+    (b,) = [b for b in plan.binding if b.gpu == gpu]
+    return sorted(cpuset.parse(b.cpus))
+
+
+def _assert_env(seen: dict[str, str], plan, who: str) -> None:
+    want = plan.env_dict()
+    got = {name: seen.get(name) for name in want}
+    assert got == want, f"{who}: environment differs from the plan"
+
+
+def _pgrep(pattern: str) -> list[str]:
+    r = subprocess.run(["pgrep", "-a", "-f", pattern], capture_output=True, text=True, check=False)
+    return r.stdout.splitlines()
+
+
+def _wait_no_process(pattern: str, grace_s: float = 5.0) -> list[str]:
+    """Processes still matching after a short grace (a killed process may take a moment to exit)."""
+    deadline = time.monotonic() + grace_s
+    while (left := _pgrep(pattern)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_torchrun_two_nodes_env_and_binding_reach_every_rank(slurm_cluster, tmp_path):
+    out = tmp_path / "ranks"
+    out.mkdir()
+    wl = _workload(tmp_path, "e2e-torchrun", "torchrun", [sys.executable, str(E2E / "allreduce.py"), str(out)])
+    plan = _plan(wl)
+    job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
+    print(f"torchrun job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s")
+    log = _log(tmp_path, job)
+    assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
+
+    world = NODES * GPUS_PER_NODE
+    reports = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob("rank-*.json"))]
+    assert sorted(r["rank"] for r in reports) == list(range(world)), log
+    assert {(r["node"], r["local_rank"]) for r in reports} == {
+        (f"node{n}", lr) for n in range(1, NODES + 1) for lr in range(GPUS_PER_NODE)}
+    for r in reports:
+        who = f"rank {r['rank']} ({r['node']}, local rank {r['local_rank']})"
+        assert r["world_size"] == world, who
+        assert r["allreduce"] == world * (world + 1) / 2, who  # sum of rank+1
+        _assert_env(r["env"], plan, who)
+        assert r["affinity"] == _cpus(plan, r["local_rank"]), who
+
+
+def test_ray_two_nodes_tasks_spread_with_env_and_binding(slurm_cluster, tmp_path, record_property):
+    out = tmp_path / "ray"
+    out.mkdir()
+    gpus = NODES * GPUS_PER_NODE
+    wl = _workload(tmp_path, "e2e-ray", "ray",
+                   [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(gpus)])
+    plan = _plan(wl)
+    job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
+    log = _log(tmp_path, job)
+    ready = READY.search(log)
+    print(f"ray job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s; "
+          f"{ready.group(0) if ready else 'no ready line'}")
+    assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
+    assert ready, "the script must report when the Ray cluster is ready:\n" + log
+    record_property("ray_ready_s", float(ready.group(1)))  # lands in --junitxml reports
+
+    report = json.loads((out / "ray.json").read_text(encoding="utf-8"))
+    assert (report["nodes_alive"], report["gpus"]) == (NODES, gpus)
+    tasks = report["tasks"]
+    assert all(len(t["gpu_ids"]) == 1 for t in tasks), tasks
+    pairs = {(t["node"], int(t["gpu_ids"][0])) for t in tasks}
+    assert pairs == {(f"node{n}", g) for n in range(1, NODES + 1) for g in range(GPUS_PER_NODE)}
+    for t in tasks:
+        gpu = int(t["gpu_ids"][0])
+        who = f"Ray task on {t['node']} GPU {gpu}"
+        _assert_env(t["env"], plan, who)
+        assert t["affinity"] == _cpus(plan, gpu), who
+
+
+def test_torchrun_failed_rank_ends_the_job_and_every_process(slurm_cluster, tmp_path):
+    out = tmp_path / "fail"
+    out.mkdir()
+    marker = f"ncclgen-e2e-fail-{uuid.uuid4().hex}"
+    wl = _workload(tmp_path, "e2e-fail", "torchrun",
+                   [sys.executable, str(E2E / "fail_rank.py"), str(out), marker])
+    job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path, timeout=FAIL_BOUND_S + 60)
+    log = _log(tmp_path, job)
+    print(f"failing torchrun job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s")
+    assert sorted(p.name for p in out.iterdir()) == [
+        "started-0-0", "started-0-1", "started-1-0", "started-1-1"], log
+    assert result.state == "FAILED" and result.exit_code != 0, result.raw + "\n" + log
+    assert wall <= FAIL_BOUND_S, f"the job held its nodes {wall:.1f} s after submission\n{log}"
+    assert _wait_no_process(marker) == []
+
+
+def _raylet_of(job: str, node: str) -> int | None:
+    """The raylet the job started for `node`: fake nodes share one host, so match the Slurm env."""
+    want = {f"SLURM_JOB_ID={job}".encode(), f"SLURMD_NODENAME={node}".encode()}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/comm", encoding="ascii") as f:
+                if f.read().strip() != "raylet":
+                    continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if want <= set(f.read().split(b"\0")):
+                    return int(pid)
+        except OSError:  # gone meanwhile
+            continue
+    return None
+
+
+def test_ray_dead_worker_node_ends_the_job(slurm_cluster, tmp_path):
+    out = tmp_path / "rayfail"
+    out.mkdir()
+    marker = f"ncclgen-e2e-rayfail-{uuid.uuid4().hex}"
+    wl = _workload(tmp_path, "e2e-ray-fail", "ray",
+                   [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(NODES * GPUS_PER_NODE),
+                    "hold", marker])
+    script = _render(wl, tmp_path)
+    job = slurm_cluster.sbatch(script, cwd=tmp_path)
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while not (out / "holding.json").exists():
+        if time.monotonic() > deadline:
+            slurm_cluster.cancel(job)
+            pytest.fail("the Ray driver never got its tasks running:\n" + _log(tmp_path, job))
+        time.sleep(0.5)
+    raylet = _raylet_of(job, "node2")
+    assert raylet, "no raylet of this job for node2:\n" + _log(tmp_path, job)
+    os.kill(raylet, signal.SIGKILL)
+    t_fault = time.monotonic()
+    result = slurm_cluster.wait(job, timeout=RAY_FAULT_BOUND_S + 60)
+    after = time.monotonic() - t_fault
+    log = _log(tmp_path, job)
+    print(f"ray job {job} with node2's raylet killed: {result.state} exit {result.exit_code} "
+          f"{after:.1f} s after the kill")
+    assert result.state == "FAILED" and result.exit_code != 0, result.raw + "\n" + log
+    assert after <= RAY_FAULT_BOUND_S, log
+    assert _wait_no_process(marker) == []
+    deadline = time.monotonic() + 5  # same grace as _wait_no_process
+    while (left := [n for n in ("node1", "node2") if _raylet_of(job, n)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == [], f"raylets of job {job} still running for {left}"
