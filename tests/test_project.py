@@ -188,6 +188,7 @@ def test_check_sh_passes_shellcheck(tmp_path, capsys):
     assert proc.returncode == 0, proc.stdout
 
 
+@pytest.mark.slow   # about 30 ncclgen processes: 3 tiers x (env, slurm, k8s) each piped into lint
 def test_ci_check_fails_on_the_scaffold_and_passes_once_filled(tmp_path, capsys):
     """The scaffolded CI end to end: validate, TODO check, schema check, env/slurm/k8s | lint per tier."""
     cli(capsys, "init", str(tmp_path), "--name", "lab")
