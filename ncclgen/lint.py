@@ -330,7 +330,7 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
         else:
             named = _name_findings(info, value, t)
             raw += named
-            if value is not None and not any(sev == "error" for _, sev, _, _ in named):
+            if value is not None and info.status != "removed" and not any(sev == "error" for _, sev, _, _ in named):
                 raw += _value_findings(info, value, t)
                 if kb.classify(info, value) is None:
                     if name == "NCCL_IB_HCA":
@@ -342,7 +342,11 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
         out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
     out += [Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
             for f in _socket_product(values, lines)]
-    return sorted(out, key=lambda f: (f.line or 0, f.variable, SEVERITIES.index(f.severity), f.code, f.message))
+    return sorted(out, key=_order)
+
+
+def _order(f: Finding) -> tuple:
+    return (f.line or 0, f.variable, SEVERITIES.index(f.severity), f.code, f.message)
 
 
 def lint_environ(environ: Mapping[str, str], cluster: Optional["Descriptor"] = None) -> list[Finding]:
@@ -352,8 +356,15 @@ def lint_environ(environ: Mapping[str, str], cluster: Optional["Descriptor"] = N
 
 
 def lint_text(text: str, name: str, cluster: Optional["Descriptor"] = None) -> list[Finding]:
-    """Autodetect the format of ``text`` (named ``name`` in errors and findings) and lint it."""
-    return lint_pairs(parse_text(text, name), cluster, file=name)
+    """Autodetect the format of ``text`` (named ``name`` in errors and findings) and lint it.
+
+    Each `env:` list of a manifest is one environment (a head and a worker both setting NCCL_DEBUG is
+    not a duplicate); an env file, script or JSON document is one environment.
+    """
+    findings: list[Finding] = []
+    for group in _parse_groups(text, name):
+        findings += lint_pairs(group, cluster, file=name)
+    return sorted(findings, key=_order)
 
 
 # -- reading the inputs ----------------------------------------------------------------------------
@@ -390,20 +401,25 @@ def detect(text: str) -> str:
     """'json' (ncclgen env --format json), 'manifest' (Kubernetes YAML) or 'shell' (env/dotenv/script)."""
     if text.lstrip().startswith("{"):
         return "json"
-    if re.search(r"^\s*(apiVersion|kind)\s*:", text, re.M) and not re.search(r"^\s*(export\s+)?[A-Za-z_]\w*=",
-                                                                              text, re.M):
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
+    # A YAML stream starts with '---' or a 'key:'; no env file or shell script line looks like that.
+    if re.match(r"(---|[A-Za-z_][\w.-]*\s*:(\s|$))", first):
         return "manifest"
     return "shell"
 
 
 def parse_text(text: str, name: str) -> list[tuple[str, Optional[str], Optional[int]]]:
     """(variable, value or None, line) for every assignment in ``text``, in order."""
+    return [pair for group in _parse_groups(text, name) for pair in group]
+
+
+def _parse_groups(text: str, name: str) -> list[list]:
     kind = detect(text)
     if kind == "json":
-        return _parse_json(text, name)
+        return [_parse_json(text, name)]
     if kind == "manifest":
         return _parse_manifest(text, name)
-    return _parse_shell(text, name)
+    return [_parse_shell(text, name)]
 
 
 def _parse_json(text: str, name: str) -> list:
@@ -432,7 +448,7 @@ def _parse_json(text: str, name: str) -> list:
 
 
 def _parse_manifest(text: str, name: str) -> list:
-    """Every `env:` list of {name, value} in every document; valueFrom entries have no static value."""
+    """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value."""
     import yaml
 
     from . import yamlio
@@ -463,13 +479,15 @@ def _parse_manifest(text: str, name: str) -> list:
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
                 if isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
+                    group: list = []
+                    out.append(group)
                     for item in v.value:
                         if not isinstance(item, yaml.MappingNode):
                             continue
                         n, val = scalar(item, "name"), scalar(item, "value")
                         if isinstance(n, yaml.ScalarNode):
                             value = val.value if isinstance(val, yaml.ScalarNode) else None
-                            out.append((n.value, value, n.start_mark.line + 1))
+                            group.append((n.value, value, n.start_mark.line + 1))
                 walk(v)
         elif isinstance(node, yaml.SequenceNode):
             for child in node.value:

@@ -355,6 +355,25 @@ def test_kubernetes_manifest_env_lists_in_every_document():
     assert (f.code, f.line, f.file) == ("NG007", 16, "job.yaml")
 
 
+def test_each_env_list_of_a_manifest_is_its_own_environment():
+    text = "\n".join([
+        "apiVersion: v1",
+        "kind: ConfigMap",
+        "data:",
+        "  setup.sh: |",
+        "    export NCCL_TIMEOUT=10",        # a script inside a manifest is data, not this file's env
+        "---",
+        "kind: RayJob",
+        "spec:",
+        "  head: {env: [{name: NCCL_DEBUG, value: WARN}]}",
+        "  workers:",
+        "  - env: [{name: NCCL_DEBUG, value: WARN}, {name: NCCL_DEBUG, value: INFO}]",
+    ])
+    assert lint.detect(text) == "manifest"
+    found = lint.lint_text(text, "job.yaml")
+    assert [(f.code, f.line) for f in found] == [("NG016", 11)]
+
+
 def test_json_from_ncclgen_env(capsys):
     assert main(["env", "--cluster", str(ROOT / "clusters" / "h100-ib.yaml"), "--format", "json"]) == 0
     text = capsys.readouterr().out

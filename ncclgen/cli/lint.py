@@ -30,8 +30,8 @@ def lint(ctx, cluster, fmt, file):
         desc = descriptor.load_cluster(cluster)
     label = "<stdin>" if file == "-" else file
     text = lintmod.read_input(file)
+    findings = lintmod.lint_text(text, label, desc)
     pairs = lintmod.parse_text(text, label)
-    findings = lintmod.lint_pairs(pairs, desc, file=label)
     checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
     render = lintmod.format_json if fmt == "json" else lintmod.format_text
     click.echo(render(findings, label, checked, lintmod.target_label(desc)), nl=False)
