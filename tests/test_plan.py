@@ -236,7 +236,7 @@ def test_project_defaults_precedence(tmp_path):
     assert doc["tier"] == 1                                    # flag beats both
     (tmp_path / "ncclgen.yaml").write_text("tier: 5\n")
     rc, out, err = run_cli("env", cwd=tmp_path)
-    assert rc == 2 and "ncclgen.yaml:1:1: tier: expected a value <= 3" in err
+    assert rc == 2 and "ncclgen.yaml:1:7: tier: expected a value <= 3" in err
 
 
 def test_every_rule_is_well_formed():
