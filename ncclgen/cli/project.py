@@ -54,7 +54,6 @@ def scaffold_data(name: str) -> dict:
         "storage": [(_flow(name="TODO", note="TODO"), _flow(name=s.name, note=s.note)) for s in net.storage],
         "bootstrap": "[" + ", ".join(net.bootstrap_interfaces) + "]",
         "nvlink_gbps": f"{ex.node.nvlink_gbps:g}",
-        "version": __version__,
     }
 
 
