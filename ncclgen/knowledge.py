@@ -164,8 +164,8 @@ def version_tuple(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def _cmp(a: str, b: str) -> int:
-    """Compare on the common prefix, so '2.17' means any 2.17.x (a descriptor may give only major.minor)."""
+def compare_versions(a: str, b: str) -> int:
+    """-1/0/1, comparing on the common prefix, so '2.17' means any 2.17.x (a descriptor may give only major.minor)."""
     ta, tb = version_tuple(a), version_tuple(b)
     n = min(len(ta), len(tb))
     return (ta[:n] > tb[:n]) - (ta[:n] < tb[:n])
@@ -181,9 +181,9 @@ def read_in(info: VarInfo, nccl_version: str) -> bool:
         return False
     if info.reader != "nccl":
         return True
-    if info.first_version and _cmp(nccl_version, info.first_version) < 0:
+    if info.first_version and compare_versions(nccl_version, info.first_version) < 0:
         return False
-    if info.last_version and _cmp(nccl_version, info.last_version) > 0:
+    if info.last_version and compare_versions(nccl_version, info.last_version) > 0:
         return False
     return True
 
@@ -322,7 +322,7 @@ def _proto_problem(info: VarInfo, value: str) -> Optional[str]:
     return None
 
 
-def _int_problem(info: VarInfo, value: str) -> tuple[Optional[int], Optional[str]]:
+def parse_int(info: VarInfo, value: str) -> tuple[Optional[int], Optional[str]]:
     """Parse an integer the way its reader does: NCCL_PARAM readers via strtoll, others as decimals."""
     if value.strip() == "":
         return None, "empty value: the default is used"
@@ -357,7 +357,7 @@ def classify(info: VarInfo, value: str) -> Optional[tuple[str, str]]:
     """('invalid' | 'range', why) when ``value`` is not what ``info``'s reader accepts, else None."""
     t = info.type
     if t in ("int", "size"):
-        number, problem = _int_problem(info, value)
+        number, problem = parse_int(info, value)
         if problem:
             return "invalid", problem
         problem = _range_problem(info, number)
@@ -398,8 +398,8 @@ def check_value(info: VarInfo, value: str) -> Optional[str]:
 def same_value(info: VarInfo, a: str, b: str) -> bool:
     """Whether two spellings mean the same value to the reader (0x10 == 16, INFO == info, y == true)."""
     if info.type in ("int", "size"):
-        na, pa = _int_problem(info, a)
-        nb, pb = _int_problem(info, b)
+        na, pa = parse_int(info, a)
+        nb, pb = parse_int(info, b)
         return pa is None and pb is None and na == nb
     if info.type == "bool":
         def truth(v: str) -> Optional[bool]:

@@ -88,7 +88,6 @@ class _Target:
         self.cluster = cluster
         self.nccl = cluster.software.nccl if cluster else kb.KB_VERSIONS["nccl"]
         self.fabric = cluster.network.fabric if cluster else None
-        self.plugin = cluster.network.net_plugin if cluster else None
         self.where = f"{cluster.name} (NCCL {self.nccl})" if cluster else f"NCCL {self.nccl}"
 
 
@@ -143,13 +142,11 @@ def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
     found = kb.classify(info, value)
     if found:
         kind, why = found
-        hint = f"a value in {info.min}..{info.max}" if kind == "range" and info.min is not None and \
-            info.max is not None else (f"one of {', '.join(info.choices)}" if info.choices else "see the meaning: "
-                                       + info.meaning)
-        return [("NG007" if kind == "range" else "NG006", "error", f"{info.name}={value}: {why}", f"use {hint}")]
+        return [("NG007" if kind == "range" else "NG006", "error", f"{info.name}={value}: {why}",
+                 f"use {_expected(info)}")]
     out = []
     if info.syntax == "proto-list" and (":" in value or ";" in value) and \
-            kb._cmp(t.nccl, kb.PER_FUNCTION_SINCE) < 0:
+            kb.compare_versions(t.nccl, kb.PER_FUNCTION_SINCE) < 0:
         out.append(("NG006", "error", f"{info.name}={value}: the per-function form needs NCCL >= "
                                       f"{kb.PER_FUNCTION_SINCE}; {t.where} rejects it",
                     "use a plain comma list, or upgrade NCCL"))
@@ -157,13 +154,36 @@ def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
         out.append(("NG009", "info", f"{info.name}={value} is already the default, so it does nothing",
                     "remove it"))
     if info.name == "NCCL_BUFFSIZE":
-        number, _ = kb._int_problem(info, value)
+        number, _ = kb.parse_int(info, value)
         if number is not None and number < BUFFSIZE_DEFAULT:
             out.append(("NG010", "warning",
                         f"NCCL_BUFFSIZE={value} shrinks the per-connection Simple-protocol buffer from the 4 MiB "
                         f"default to {_size(number)}: a memory-saving setting that can lower bandwidth, "
                         "not a speed-up", "remove it unless GPU memory is the constraint"))
     return out
+
+
+def _expected(info: kb.VarInfo) -> str:
+    """What a valid value of ``info`` looks like, for the fix line of NG006/NG007."""
+    lo, hi = info.min, info.max
+    if info.type in ("int", "size"):
+        text = "a number (decimal or 0x hex)" if info.reader in kb.STRTOLL_READERS else "a decimal integer"
+        if lo is not None or hi is not None:
+            text += f" in {lo}..{hi}" if lo is not None and hi is not None else \
+                (f" >= {lo}" if lo is not None else f" <= {hi}")
+        return text + (f", a multiple of {info.multiple}" if info.multiple else "")
+    if info.syntax in ("hca-list", "ifname-list"):
+        return "[^][=]name[:port],... ('^' then '=', both for the whole list)"
+    if info.choices:
+        text = f"one of {', '.join(info.choices)}"
+        if info.syntax == "proto-list":
+            return text + " as a comma list ('^' excludes), or func:list;func:list per collective"
+        if info.syntax == "caret-list":
+            return text + " as a comma list ('^' inverts)"
+        return text + (f", or a number >= {lo}" if lo is not None else "")
+    if info.pattern:
+        return f"a value matching {info.pattern}"
+    return "a valid value"
 
 
 def _size(n: int) -> str:
@@ -283,8 +303,8 @@ def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:
 def _socket_product(values: dict, lines: dict) -> list[Finding]:
     """NCCL keeps NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 by lowering NSOCKS_PERTHREAD."""
     nt_info, ns_info = kb.lookup("NCCL_SOCKET_NTHREADS"), kb.lookup("NCCL_NSOCKS_PERTHREAD")
-    nt, _ = kb._int_problem(nt_info, values.get("NCCL_SOCKET_NTHREADS") or "")
-    ns, _ = kb._int_problem(ns_info, values.get("NCCL_NSOCKS_PERTHREAD") or "")
+    nt, _ = kb.parse_int(nt_info, values.get("NCCL_SOCKET_NTHREADS") or "")
+    ns, _ = kb.parse_int(ns_info, values.get("NCCL_NSOCKS_PERTHREAD") or "")
     if nt is None or ns is None or nt < 1 or ns < 1:
         return []
     nt = min(nt, MAX_THREADS)

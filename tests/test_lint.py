@@ -130,7 +130,7 @@ def test_per_function_proto_needs_nccl_2_24():
 
 def test_out_of_range():
     [f] = run({"NCCL_IB_TIMEOUT": "32"})
-    assert (f.code, f.severity, f.fix) == ("NG007", "error", "use a value in 1..31")
+    assert (f.code, f.severity, f.fix) == ("NG007", "error", "use a number (decimal or 0x hex) in 1..31")
     assert run({"NCCL_IB_TIMEOUT": "22"}) == []
 
 
