@@ -182,7 +182,10 @@ class _Builder:
                 key = str(key)
                 if key in out:
                     raise self._err(key_node, path + (key,), "duplicate key")
-                self.marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                # A scalar's errors are about its value, so point there (tier: 5 -> the 5); a mapping's or
+                # list's point at its key, since a block value starts on a later line.
+                at = value_node if isinstance(value_node, yaml.ScalarNode) else key_node
+                self.marks[path + (key,)] = (at.start_mark.line + 1, at.start_mark.column + 1)
                 out[key] = self.build(value_node, path + (key,))
             return out
         if isinstance(node, yaml.SequenceNode):
