@@ -108,6 +108,10 @@ class Network:
     fabric: Literal["infiniband", "roce", "efa", "tcp", "tcpx", "tcpxo"] = field(doc="GPU-to-GPU transport")
     bootstrap_interfaces: tuple[str, ...] = field(doc="exact interface names for NCCL/Gloo bootstrap "
                                                   "sockets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)")
+    bootstrap_match: Literal["exact", "prefix"] = field(
+        "exact", doc="exact: bootstrap_interfaces are interface names (NCCL_SOCKET_IFNAME gets '='); "
+        "prefix: they are name prefixes (e.g. AWS's 'en'); Gloo takes only exact names, so "
+        "GLOO_SOCKET_IFNAME is not set then")
     compute: tuple[Rail, ...] = field((), doc="compute rails, one entry per HCA port or NIC")
     storage: tuple[StorageNic, ...] = field((), doc="NICs NCCL must not use")
     roce: Optional[Roce] = field(None, doc="required when fabric is roce")

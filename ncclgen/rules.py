@@ -139,13 +139,15 @@ def _ib_hca(ctx: Context) -> Optional[str]:
 
 
 def _nccl_socket_ifname(ctx: Context) -> str:
-    """'=' then network.bootstrap_interfaces joined by commas (exact interface names)."""
-    return "=" + ",".join(ctx.cluster.network.bootstrap_interfaces)
+    """network.bootstrap_interfaces joined by commas, after '=' when they are exact names."""
+    net = ctx.cluster.network
+    return ("=" if net.bootstrap_match == "exact" else "") + ",".join(net.bootstrap_interfaces)
 
 
-def _gloo_socket_ifname(ctx: Context) -> str:
-    """network.bootstrap_interfaces joined by commas (Gloo takes a plain list)."""
-    return ",".join(ctx.cluster.network.bootstrap_interfaces)
+def _gloo_socket_ifname(ctx: Context) -> Optional[str]:
+    """network.bootstrap_interfaces joined by commas; nothing for prefixes (Gloo matches exactly)."""
+    net = ctx.cluster.network
+    return ",".join(net.bootstrap_interfaces) if net.bootstrap_match == "exact" else None
 
 
 def _roce_gid_index(ctx: Context) -> Optional[str]:
