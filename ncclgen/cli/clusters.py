@@ -42,7 +42,8 @@ def render_show(d: descriptor.Descriptor) -> str:
     """The text of `clusters show`; deterministic, used by the golden test."""
     net = d.network
     lines = [f"{d.name}: {d.description}",
-             f"node: {d.node.gpus_per_node}x {d.node.gpu_model}, {len(d.node.numa_nodes)} NUMA nodes, "
+             f"node: {d.node.gpus_per_node}x {d.node.gpu_model}, {len(d.node.numa_nodes)} NUMA "
+             f"node{'s' if len(d.node.numa_nodes) != 1 else ''}, "
              f"{d.cpus_per_node} CPUs" + (f", NVLink {d.node.nvlink_gbps:g} Gb/s per GPU" if d.node.nvlink_gbps else ""),
              f"fabric: {net.fabric}" + (f", net plugin {net.net_plugin}" if net.net_plugin != "none" else "")
              + (f", RoCE GID index {net.roce.gid_index}" if net.roce else "")
