@@ -14,6 +14,7 @@ Exit status 1 when a job fails, prints no ready line, or the median misses the g
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     script = _render(workdir)
     cluster = slurm_harness.LocalSlurm(workdir / "slurm", nodes=NODES)
     ready, walls = [], []
+    load_before = os.getloadavg()[0]  # Ray start-up is CPU-bound: other work on the machine shows here
     try:
         cluster.start()
         for i in range(args.runs):
@@ -87,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
 
     median = statistics.median(ready)
     ratio = VERL_SLEEP_S / median
-    print(f"\n{NODES}-node local-ci Ray job, {args.runs} runs (seconds)")
+    print(f"\n{NODES}-node local-ci Ray job, {args.runs} runs (seconds); load average before/after "
+          f"{load_before:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     print(f"{'':<28} {'min':>6} {'median':>7} {'max':>6}")
     print(f"{'ncclgen: cluster ready':<28} {min(ready):>6.1f} {median:>7.1f} {max(ready):>6.1f}")
     print(f"{'job wall (submit to end)':<28} {min(walls):>6.1f} {statistics.median(walls):>7.1f} "

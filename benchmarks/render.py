@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     heavy = sorted(set(HEAVY) & _imported(["slurm", *ARGS]))
     ok &= not heavy
 
-    print(f"{runs} runs per command, median wall time; python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    print(f"{runs} runs per command, median wall time; python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<40} {'median s':>9} {'overhead':>9} {'ratio':>7}  goal")
     for name, t, over, ratio, goal in rows:
         print(f"{name:<40} {'-' if t is None else f'{t:.3f}':>9} {over:>9} {ratio:>7}  {goal}")
