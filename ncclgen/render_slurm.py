@@ -10,6 +10,7 @@ Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -339,7 +340,9 @@ def heredoc(program: Program) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=1)
 def _environment():
+    """One jinja2 environment per process: it caches the compiled templates."""
     import jinja2
 
     env = jinja2.Environment(
