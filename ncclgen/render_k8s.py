@@ -1,0 +1,404 @@
+"""Kubernetes manifests from a Plan: a PyTorchJob (kubeflow.org/v1) or a RayJob (ray.io/v1), plus a
+ConfigMap holding the scripts the pods run (per-rank binding, Ray bring-up, the Ray binding hook).
+
+Manifests are plain dicts dumped with yaml.safe_dump, never text. They are not built from the
+`kubernetes` client's typed models: with client 37 (pydantic models) importing V1PodTemplateSpec alone
+costs about 0.5 s of CPU on the 2-core CI machine, more than the whole 0.6 s budget of `ncclgen k8s`.
+Instead, tests/k8s_validate.py checks every rendered object against those same typed models
+(unknown keys and wrong types rejected) and against the CRDs' structural schemas, as the API server would.
+
+Why each knob (fabrics.md sec. 7; peers.md sec. 2.6-2.7):
+- GPUs and the descriptor's device resources go in BOTH requests and limits: extended resources cannot
+  be overcommitted, and a request alone is rejected.
+- IPC_LOCK: RDMA memory registration pins memory. privileged only where the vendor requires it.
+- /dev/shm: a memory-backed emptyDir; the container runtime's 64 MiB default starves NCCL's SHM
+  transport and PyTorch data loaders.
+- In a container's command, args and env values a `$` before `(` or `$` is written `$$`: the kubelet
+  expands `$(NAME)` there and reduces `$$` to `$`, so each value reaches the process as the plan says.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+import yaml
+
+from . import binding
+from .errors import UserError
+
+KINDS = ("pytorchjob", "rayjob")
+CONFIG_DIR = "/etc/ncclgen"
+BIND_SCRIPT = "bind.sh"
+RAY_HEAD_SCRIPT = "ray-head.sh"
+RAY_WORKER_SCRIPT = "ray-worker.sh"
+# The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
+RAYWAIT_MODULE = "ncclgen_raywait.py"
+RAYBIND_MODULE = "ncclgen_raybind.py"
+RAYBIND_HOOK = "ncclgen_raybind.hook"
+RAY_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"   # read by Ray's default_worker.py (Ray 2.60)
+GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"                           # read by ncclgen/raybind.py
+
+DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+# KubeRay appends 6 characters to a RayJob's name for its RayCluster, whose longest Service suffix is
+# "-serve-svc": 63 - 10 - 6 = 47 (kuberay ray-operator/controllers/ray/utils/constant.go).
+RAYJOB_NAME_MAX = 47
+# torchrun options the training operator already sets through PET_* (or that would override them):
+#   --nproc-per-node: PET_NPROC_PER_NODE comes from spec.nprocPerNode (the same number);
+#   --rdzv-backend=c10d: without --rdzv-endpoint c10d ignores PET_MASTER_ADDR/PORT; the operator's
+#     non-elastic mode is torchrun's default static rendezvous at MASTER_ADDR:MASTER_PORT;
+#   --rdzv-conf=join_timeout=600: static rendezvous reads only `timeout`, whose default is already
+#     600 s (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py).
+OPERATOR_SETS = ("--nproc-per-node", "--rdzv-backend", "--rdzv-conf")
+
+
+def default_kind(plan) -> str:
+    """rayjob for Ray workloads, pytorchjob for torchrun ones."""
+    return "rayjob" if plan.launch.launcher == "ray" else "pytorchjob"
+
+
+def render(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
+           image: str | None = None) -> str:
+    """The manifests as one YAML stream (ConfigMap first when there is one, then the job)."""
+    docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image)
+    # width: never fold a long scalar (the entrypoint, the explain line) over several lines.
+    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
+                         allow_unicode=True, explicit_start=True, width=1 << 20)
+
+
+def documents(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
+              image: str | None = None) -> list[dict]:
+    """The manifests as data: [ConfigMap?, PyTorchJob | RayJob]."""
+    kube = plan.cluster.kubernetes
+    kind = kind or default_kind(plan)
+    if kind not in KINDS:
+        raise UserError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
+    if kind == "rayjob" and plan.launch.launcher != "ray":
+        raise UserError(f"--kind rayjob: workload {plan.workload.name} is launched by torchrun (one process "
+                        "per GPU), not as a Ray driver; use --kind pytorchjob")
+    job = _Job(plan, kind, _job_name(plan, kind, name),
+               _namespace(kube.namespace if namespace is None else namespace),
+               _image(kube.image if image is None else image))
+    out = [job.config_map()] if job.files else []
+    out.append(job.pytorchjob() if kind == "pytorchjob" else job.rayjob())
+    return out
+
+
+# -- names and flags ------------------------------------------------------------------------------------
+
+def _job_name(plan, kind: str, name: str | None) -> str:
+    """DNS-1035 (both operators' webhooks), short enough for every object the operator derives."""
+    given = name is not None
+    name = name if given else plan.workload.name
+    what = f"--name {name!r}" if given else f"workload name {name!r} (the default --name)"
+    if kind == "rayjob":
+        limit, why = RAYJOB_NAME_MAX, "KubeRay appends a suffix for the RayCluster and its Services"
+    else:
+        # The operator names pods and Services <name>-master-0 and <name>-worker-<i>.
+        longest = f"-worker-{plan.launch.nodes - 2}" if plan.launch.nodes > 1 else "-master-0"
+        limit, why = 63 - len(longest), f"the operator names a Service {name[:8]}...{longest}"
+    if not DNS1035.fullmatch(name) or len(name) > limit:
+        raise UserError(f"{what}: expected a DNS-1035 label (lower-case letters, digits and '-', starting "
+                        f"with a letter, ending with a letter or digit) of at most {limit} characters for a "
+                        f"{'RayJob' if kind == 'rayjob' else 'PyTorchJob'} ({why})"
+                        + ("" if given else "; pass --name"))
+    return name
+
+
+def _namespace(ns: str) -> str:
+    if not DNS1123.fullmatch(ns) or len(ns) > 63:
+        raise UserError(f"--namespace {ns!r}: expected a DNS-1123 label (lower-case letters, digits and '-', "
+                        "at most 63 characters)")
+    return ns
+
+
+def _image(image: str) -> str:
+    if not image or any(c.isspace() or not c.isprintable() for c in image):
+        raise UserError(f"--image {image!r}: expected an image reference without spaces or control "
+                        "characters, e.g. verlai/verl:latest")
+    return image
+
+
+def _label_value(value: str, what: str) -> str:
+    if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
+        raise UserError(f"{what} {value!r} cannot be a Kubernetes label value (at most 63 letters, digits, "
+                        "'-', '_', '.', starting and ending with a letter or digit)")
+    return value
+
+
+def _kubelet_literal(s: str) -> str:
+    """Escape so the kubelet's $(VAR) expansion hands the process exactly ``s``.
+
+    The kubelet turns `$$` into `$` and `$(NAME)` into NAME's value and keeps any other `$` as it is,
+    so only a `$` followed by `$` or `(` needs doubling (`${PATH}` stays readable).
+    """
+    return re.sub(r"\$(?=[$(])", "$$", s)
+
+
+def _seconds(hms: str) -> int:
+    """'[D-]HH:MM:SS' (the workload's wall-clock limit, as in the sbatch --time) -> seconds."""
+    days, _, rest = hms.rpartition("-")
+    h, m, s = (int(x) for x in rest.split(":"))
+    return (int(days) if days else 0) * 86400 + h * 3600 + m * 60 + s
+
+
+def explain_command(plan) -> str:
+    """The `ncclgen explain` line that prints every variable's reason and source for this plan."""
+    argv = ["ncclgen", "explain", "--cluster", plan.cluster.name, "--tier", str(plan.tier),
+            "--workload", plan.workload.name, "--nodes", str(plan.launch.nodes)]
+    argv += ["--debug"] if plan.debug else []
+    for e in plan.env:
+        if e.origin == "--set":
+            argv += ["--set", f"{e.name}={e.value}"]
+    return shlex.join(argv)
+
+
+def _module_text(filename: str) -> str:
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), filename), encoding="utf-8") as fh:
+        return fh.read()
+
+
+# -- the job --------------------------------------------------------------------------------------------
+
+class _Job:
+    """One rendering: the names, the ConfigMap's files and the pod templates derived from the plan."""
+
+    def __init__(self, plan, kind: str, name: str, namespace: str, image: str):
+        self.plan, self.kind, self.name, self.namespace, self.image = plan, kind, name, namespace, image
+        self.launch = plan.launch
+        self.ray = plan.launch.launcher == "ray"
+        # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/raybind.py).
+        self.ray_bind = self.ray and self.launch.bind
+        self.labels = {
+            "app.kubernetes.io/name": name,
+            "app.kubernetes.io/managed-by": "ncclgen",
+            "ncclgen.io/cluster": _label_value(plan.cluster.name, "cluster name"),
+            "ncclgen.io/tier": str(plan.tier),
+        }
+        self.files = self._files()
+
+    # ConfigMap ------------------------------------------------------------------------------------------
+    def _files(self) -> dict[str, str]:
+        files = {}
+        if self.launch.bind and not self.ray:
+            files[BIND_SCRIPT] = binding.wrapper_script(self.plan.binding, self.launch.bind_memory)
+        if self.ray and self.kind == "pytorchjob":
+            files[RAY_HEAD_SCRIPT] = self._ray_head_script()
+            files[RAY_WORKER_SCRIPT] = self._ray_worker_script()
+            files[RAYWAIT_MODULE] = _module_text("raywait.py")
+        if self.ray_bind:
+            files[RAYBIND_MODULE] = _module_text("raybind.py")
+        return files
+
+    @property
+    def config_name(self) -> str:
+        return f"{self.name}-ncclgen"
+
+    def config_map(self) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": self.config_name, "namespace": self.namespace, "labels": dict(self.labels)},
+                "data": dict(self.files)}
+
+    # scripts for a Ray workload run as a PyTorchJob -----------------------------------------------------
+    def _ray_start_options(self) -> str:
+        # Same CPU/GPU declaration as the sbatch script's `ray start`: the whole node's CPUs (the pods
+        # request no CPU limit) and its GPUs.
+        return (f"--num-gpus={self.launch.gpus_per_node} --num-cpus={self.launch.cpus_per_node} "
+                "--disable-usage-stats")
+
+    def _ray_prologue(self, role: str) -> list[str]:
+        lines = [f"# ncclgen: Ray {role} for the PyTorchJob {self.name} (Ray workload {self.plan.workload.name}).",
+                 "set -euo pipefail"]
+        if self.ray_bind:
+            # The binding hook module is importable by every Ray worker through PYTHONPATH, which is
+            # prepended here (a container env entry would replace the image's own PYTHONPATH).
+            lines.append(f'export PYTHONPATH="{CONFIG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"')
+        return lines
+
+    def _ray_head_script(self) -> str:
+        """Master pod: Ray head, wait until every node and GPU joined (like the sbatch poller), driver."""
+        la = self.launch
+        local = f"127.0.0.1:{la.ray_port}"   # the GCS listens on every interface of the pod
+        lines = self._ray_prologue("head and driver") + [
+            f"ray start --head --port={la.ray_port} {self._ray_start_options()}",
+            f"python3 {CONFIG_DIR}/{RAYWAIT_MODULE} wait {local} {la.nodes} {la.nodes * la.gpus_per_node} "
+            f"{la.ray_ready_timeout_s}",
+            f"export RAY_ADDRESS={local}",
+            'exec "$@"',
+        ]
+        return "\n".join(lines) + "\n"
+
+    def _ray_worker_script(self) -> str:
+        """Worker pods join the head at the master's Service name, which the operator puts in MASTER_ADDR.
+
+        A worker that starts before the head's GCS exists waits for it (ray-on-slurm.md); one that never
+        joins makes the head's wait fail, which fails the master and so the job.
+        """
+        lines = self._ray_prologue("worker") + [
+            f'exec ray start --address="${{MASTER_ADDR:?set by the training operator}}:{self.launch.ray_port}" '
+            f"{self._ray_start_options()} --block",
+        ]
+        return "\n".join(lines) + "\n"
+
+    # pod templates --------------------------------------------------------------------------------------
+    def env(self) -> list[dict]:
+        env = [(e.name, e.value) for e in self.plan.env]
+        if self.ray_bind:
+            env += [(GPU_CPUS_ENV, binding.gpu_cpu_map(self.plan.binding)), (RAY_HOOK_ENV, RAYBIND_HOOK)]
+        return [{"name": n, "value": _kubelet_literal(v)} for n, v in env]
+
+    def resources(self) -> dict:
+        kube = self.plan.cluster.kubernetes
+        qty = {kube.gpu_resource: str(self.launch.gpus_per_node)}
+        qty.update({k: str(v) for k, v in kube.resources.items()})
+        hugepages = [k for k in qty if k.startswith("hugepages-")]
+        if hugepages and not {"cpu", "memory"} & set(qty):
+            raise UserError(f"cluster {self.plan.cluster.name}: kubernetes.resources asks for {hugepages[0]} "
+                            "but no memory (or cpu); the API server rejects such a pod (\"HugePages require "
+                            "cpu or memory\"): add memory: <bytes> to kubernetes.resources")
+        # Extended resources cannot be overcommitted: requests must equal limits.
+        return {"limits": dict(qty), "requests": dict(qty)}
+
+    def container(self, name: str, command: list[str] | None, args: list[str] | None = None,
+                  ports: list[dict] | None = None) -> dict:
+        kube = self.plan.cluster.kubernetes
+        security: dict = {"capabilities": {"add": list(kube.capabilities)}} if kube.capabilities else {}
+        if kube.privileged:
+            security["privileged"] = True
+        mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        if self.files:
+            mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
+        c = {"name": name, "image": self.image, "env": self.env(), "resources": self.resources(),
+             "volumeMounts": mounts}
+        if security:
+            c["securityContext"] = security
+        if command is not None:
+            c["command"] = [_kubelet_literal(a) for a in command]
+        if args is not None:
+            c["args"] = [_kubelet_literal(a) for a in args]
+        if ports:
+            c["ports"] = ports
+        return c
+
+    def pod_template(self, container: dict, component: str, annotations: dict | None = None) -> dict:
+        kube = self.plan.cluster.kubernetes
+        meta_annotations = dict(kube.annotations)
+        meta_annotations.update(annotations or {})
+        meta_annotations["ncclgen.io/explain"] = explain_command(self.plan)
+        volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": kube.shm_size}}]
+        if self.files:
+            volumes.append({"name": "ncclgen", "configMap": {"name": self.config_name}})
+        spec: dict = {"containers": [container], "volumes": volumes}
+        if kube.host_network:
+            # Without ClusterFirstWithHostNet a hostNetwork pod resolves with the node's DNS and cannot
+            # find the Services the operators create (the master's address, the Ray head).
+            spec["hostNetwork"] = True
+            spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+        if kube.node_selector:
+            spec["nodeSelector"] = dict(kube.node_selector)
+        if kube.tolerations:
+            spec["tolerations"] = [{k: v for k, v in (("key", t.key), ("operator", t.operator),
+                                                      ("value", t.value), ("effect", t.effect)) if v is not None}
+                                   for t in kube.tolerations]
+        labels = dict(self.labels)
+        labels["app.kubernetes.io/component"] = component
+        return {"metadata": {"labels": labels, "annotations": meta_annotations}, "spec": spec}
+
+    def _job_meta(self) -> dict:
+        return {"name": self.name, "namespace": self.namespace, "labels": dict(self.labels)}
+
+    # PyTorchJob -----------------------------------------------------------------------------------------
+    def pytorchjob(self) -> dict:
+        la = self.launch
+        if self.ray:
+            # A Ray workload as a PyTorchJob: the master runs the Ray head and the driver, the workers
+            # join it. The operator's MASTER_PORT is the port named pytorchjob-port: the Ray GCS port.
+            port = la.ray_port
+            master_cmd = ["bash", f"{CONFIG_DIR}/{RAY_HEAD_SCRIPT}", *la.command]
+            worker_cmd = ["bash", f"{CONFIG_DIR}/{RAY_WORKER_SCRIPT}"]
+        else:
+            # No --nnodes/--rdzv-endpoint/--node-rank: torchrun reads PET_NNODES, PET_NODE_RANK,
+            # PET_MASTER_ADDR, PET_MASTER_PORT and PET_NPROC_PER_NODE, which the operator injects.
+            port = la.rdzv_port
+            opts = [o for o in la.torchrun_options() if o.split("=", 1)[0] not in OPERATOR_SETS]
+            bind = ["bash", f"{CONFIG_DIR}/{BIND_SCRIPT}"] if la.bind else []
+            master_cmd = worker_cmd = ["torchrun", *opts, *bind, *la.command]
+        ports = [{"name": "pytorchjob-port", "containerPort": port, "protocol": "TCP"}]
+
+        def replica(replicas: int, command: list[str], component: str) -> dict:
+            # restartPolicy Never + backoffLimit 0: a failed rank fails the job, as in the sbatch script.
+            return {"replicas": replicas, "restartPolicy": "Never",
+                    "template": self.pod_template(self.container("pytorch", command, ports=ports), component)}
+
+        specs = {"Master": replica(1, master_cmd, "master")}
+        if la.nodes > 1:
+            specs["Worker"] = replica(la.nodes - 1, worker_cmd, "worker")
+        return {
+            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": self._job_meta(),
+            "spec": {
+                "nprocPerNode": str(la.gpus_per_node),
+                # Running: when the job ends, delete pods still running (a hung rank's GPUs are freed)
+                # but keep the finished ones and their logs.
+                "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "Running",
+                              "activeDeadlineSeconds": _seconds(self.plan.workload.time)},
+                "pytorchReplicaSpecs": specs,
+            },
+        }
+
+    # RayJob ---------------------------------------------------------------------------------------------
+    def rayjob(self) -> dict:
+        la = self.launch
+        # num-gpus/num-cpus as in the sbatch script's `ray start`. The plan's env is in every Ray
+        # container, so runtimeEnvYAML env_vars is not needed: raylets, and so every Ray worker and the
+        # driver the job submitter starts on the head, inherit the container's environment.
+        params = {"num-cpus": str(la.cpus_per_node), "num-gpus": str(la.gpus_per_node)}
+        command = args = None
+        annotations = {}
+        if self.ray_bind:
+            # PYTHONPATH must be prepended (an env entry would replace the image's), so the container
+            # runs KubeRay's generated `ray start` itself, the documented way to customise it.
+            annotations["ray.io/overwrite-container-cmd"] = "true"
+            command = ["/bin/bash", "-c", "--"]
+            args = [f'export PYTHONPATH="{CONFIG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; ulimit -n 65536; '
+                    'exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
+        head = {"rayStartParams": dict(params),
+                "template": self.pod_template(self.container("ray-head", command, args), "head", annotations)}
+        cluster: dict = {"headGroupSpec": head}
+        if la.nodes > 1:
+            n = la.nodes - 1
+            cluster["workerGroupSpecs"] = [{
+                "groupName": "workers", "replicas": n, "minReplicas": n, "maxReplicas": n,
+                "rayStartParams": dict(params),
+                "template": self.pod_template(self.container("ray-worker", command, args), "worker", annotations),
+            }]
+        return {
+            "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": self._job_meta(),
+            "spec": {
+                "entrypoint": shlex.join(la.command),
+                "shutdownAfterJobFinishes": True,
+                "activeDeadlineSeconds": _seconds(self.plan.workload.time),
+                "rayClusterSpec": cluster,
+            },
+        }
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that writes multi-line strings (the ConfigMap's scripts) as literal blocks.
+
+    The emitter falls back to a quoted style by itself whenever a literal block could not hold the
+    string exactly (trailing spaces, control characters), so every value still round-trips.
+    No anchors or aliases: each pod template reads on its own, as kubectl shows it.
+    """
+
+    def ignore_aliases(self, data):
+        return True
+
+
+def _represent_str(dumper, data):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+_Dumper.add_representer(str, _represent_str)

@@ -1,0 +1,444 @@
+"""Validate rendered Kubernetes objects the way an API server and the two operators would.
+
+No kube-apiserver can run here (Debian 12 ships kubectl and etcd but not the API server; PyPI has none;
+kind, minikube and envtest download binaries), so this module re-implements what matters:
+
+- ``check_custom_resource``: a CR against its CRD's openAPIV3Schema with structural-schema semantics:
+  type, required, enum, int32/int64 ranges, pattern, min/max, x-kubernetes-int-or-string,
+  x-kubernetes-preserve-unknown-fields, list-type map/set uniqueness, nullable. Unknown fields are
+  ERRORS wherever a schema does not preserve them: a real API server silently prunes them, which is
+  how a misplaced `resources:` loses its GPUs and RDMA devices. CEL rules (x-kubernetes-validations)
+  cannot be evaluated here: a transition rule (oldSelf) only applies on update and is skipped, any
+  other rule on a field the object sets is reported so it cannot pass unchecked.
+- ``check_core``: a core object (ConfigMap, PodTemplateSpec) against the `kubernetes` client's typed
+  models, strictly: every key must be a field of the model (openapi_types/attribute_map), of its type.
+- ``check_pod_template``: the API server's own pod validation that no schema expresses (extended
+  resources requests == limits, hugepages need cpu or memory, mounts name volumes, names, labels).
+- ``check_pytorchjob`` / ``check_rayjob``: the training-operator webhook and KubeRay's
+  ValidateRayJobSpec/ValidateRayJobMetadata rules that apply to what ncclgen renders.
+
+Every check returns a list of "path: message" strings; ``validate`` raises when any is found.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+
+import yaml
+
+CRD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "crds")
+CRD_FILES = {("kubeflow.org", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
+             ("ray.io", "RayJob"): "ray.io_rayjobs.yaml"}
+
+DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
+DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
+QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+LABEL_VALUE = rf"({QUALIFIED_NAME})?"
+QUANTITY = (r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
+            r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?")
+INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+
+class Invalid(AssertionError):
+    """The object would be rejected (or silently pruned) by the API server or an operator."""
+
+
+def validate(obj: dict) -> None:
+    """Every check that applies to ``obj`` (a ConfigMap, PyTorchJob or RayJob); raise Invalid on any error."""
+    errors = check(obj)
+    if errors:
+        raise Invalid(f"{obj.get('kind')} {obj.get('metadata', {}).get('name')}: " + "; ".join(errors))
+
+
+def check(obj: dict) -> list[str]:
+    kind = obj.get("kind")
+    if kind == "ConfigMap":
+        bad_keys = [k for k in obj.get("data") or {} if len(k) > 253 or not re.fullmatch(r"[-._a-zA-Z0-9]+", k)]
+        return (check_core(obj, "V1ConfigMap") + check_object_meta(obj.get("metadata"), "metadata")
+                + [f"data.{k}: not a valid ConfigMap key" for k in bad_keys])
+    group = str(obj.get("apiVersion", "")).split("/")[0]
+    if (group, kind) not in CRD_FILES:
+        return [f"kind: no validator for {obj.get('apiVersion')} {kind}"]
+    errors = check_custom_resource(obj)
+    for path, template in pod_templates(obj):
+        errors += check_core(template, "V1PodTemplateSpec", path)
+        errors += check_pod_template(template, path)
+    errors += check_pytorchjob(obj) if kind == "PyTorchJob" else check_rayjob(obj)
+    return errors
+
+
+# -- CRD structural schemas -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def crd_schemas(group: str, kind: str) -> dict[str, dict]:
+    """version -> openAPIV3Schema for the CRD copied into tests/data/crds (see the README there)."""
+    with open(os.path.join(CRD_DIR, CRD_FILES[(group, kind)]), encoding="utf-8") as fh:
+        crd = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    assert crd["spec"]["group"] == group and crd["spec"]["names"]["kind"] == kind
+    return {v["name"]: v["schema"]["openAPIV3Schema"] for v in crd["spec"]["versions"] if v.get("served")}
+
+
+def check_custom_resource(obj: dict, schemas: dict | None = None) -> list[str]:
+    """``obj`` against the served version of its CRD named by apiVersion."""
+    group, _, version = str(obj.get("apiVersion", "")).partition("/")
+    if schemas is None:
+        schemas = crd_schemas(group, obj.get("kind"))
+    if version not in schemas:
+        return [f"apiVersion: {obj.get('apiVersion')} is not served (served: {', '.join(sorted(schemas))})"]
+    schema = schemas[version]
+    errors = check_object_meta(obj.get("metadata"), "metadata")
+    # The API server validates ObjectMeta itself; the CRD schema only says `type: object` there.
+    body = {k: v for k, v in obj.items() if k != "metadata"}
+    top = dict(schema, properties={k: v for k, v in schema.get("properties", {}).items() if k != "metadata"})
+    errors += check_schema(body, top, "")
+    return errors
+
+
+def check_schema(value, schema: dict, path: str) -> list[str]:
+    """Structural-schema validation of ``value`` at ``path`` (a JSON-path-like string, '' for the root)."""
+    where = path or "<root>"
+    if value is None:
+        return [] if schema.get("nullable") else [f"{where}: null is not allowed"]
+    errors: list[str] = []
+    if schema.get("x-kubernetes-int-or-string"):
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            return [f"{where}: expected an integer or a string, got {type(value).__name__}"]
+    else:
+        errors += _type_errors(value, schema.get("type"), where)
+        if errors:
+            return errors
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{where}: {value!r} is not one of {schema['enum']}")
+    if isinstance(value, str):
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
+        if len(value) > schema.get("maxLength", len(value)) or len(value) < schema.get("minLength", 0):
+            errors.append(f"{where}: length {len(value)} outside [{schema.get('minLength', 0)}, "
+                          f"{schema.get('maxLength', 'inf')}]")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        lo, hi = INT_RANGE.get(schema.get("format"), (None, None))
+        lo = schema.get("minimum", lo)
+        hi = schema.get("maximum", hi)
+        if (lo is not None and value < lo) or (hi is not None and value > hi):
+            errors.append(f"{where}: {value} outside [{lo}, {hi}]")
+    for key in ("anyOf", "oneOf"):
+        if key in schema and not schema.get("x-kubernetes-int-or-string"):
+            ok = sum(not check_schema(value, s, path) for s in schema[key])
+            if ok == 0 or (key == "oneOf" and ok > 1):
+                errors.append(f"{where}: matches {ok} of the {key} alternatives")
+    for s in schema.get("allOf", []):
+        errors += check_schema(value, s, path)
+    for rule in schema.get("x-kubernetes-validations", []):
+        if "oldSelf" not in rule.get("rule", ""):
+            errors.append(f"{where}: CEL rule {rule['rule']!r} cannot be checked here")
+    if isinstance(value, dict):
+        errors += _object_errors(value, schema, path)
+    elif isinstance(value, list):
+        errors += _array_errors(value, schema, path)
+    return errors
+
+
+def _type_errors(value, typ, where: str) -> list[str]:
+    ok = {None: True,
+          "object": isinstance(value, dict),
+          "array": isinstance(value, list),
+          "string": isinstance(value, str),
+          "boolean": isinstance(value, bool),
+          "integer": isinstance(value, int) and not isinstance(value, bool),
+          "number": isinstance(value, (int, float)) and not isinstance(value, bool)}[typ]
+    return [] if ok else [f"{where}: expected {typ}, got {type(value).__name__} {value!r}"[:300]]
+
+
+def _object_errors(value: dict, schema: dict, path: str) -> list[str]:
+    errors = []
+    props = schema.get("properties", {})
+    extra = schema.get("additionalProperties")
+    preserve = schema.get("x-kubernetes-preserve-unknown-fields") or extra is True
+    for key in schema.get("required", []):
+        if key not in value:
+            errors.append(f"{path}.{key}: required" if path else f"{key}: required")
+    for key, sub in value.items():
+        sub_path = f"{path}.{key}" if path else str(key)
+        if not isinstance(key, str):
+            errors.append(f"{sub_path}: keys must be strings")
+        elif key in props:
+            errors += check_schema(sub, props[key], sub_path)
+        elif isinstance(extra, dict):
+            errors += check_schema(sub, extra, sub_path)
+        elif not preserve:
+            errors.append(f"{sub_path}: unknown field (the API server would prune it)")
+    return errors
+
+
+def _array_errors(value: list, schema: dict, path: str) -> list[str]:
+    errors = []
+    if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
+        errors.append(f"{path}: {len(value)} items outside [{schema.get('minItems', 0)}, "
+                      f"{schema.get('maxItems', 'inf')}]")
+    if "items" in schema:
+        for i, item in enumerate(value):
+            errors += check_schema(item, schema["items"], f"{path}[{i}]")
+    kind = schema.get("x-kubernetes-list-type")
+    if kind == "map":
+        keys = schema.get("x-kubernetes-list-map-keys", [])
+        seen = [tuple(item.get(k) for k in keys) for item in value if isinstance(item, dict)]
+        if len(seen) != len(set(seen)):
+            errors.append(f"{path}: duplicate entries for list-map keys {keys}")
+    elif kind == "set":
+        seen = [repr(item) for item in value]
+        if len(seen) != len(set(seen)):
+            errors.append(f"{path}: duplicate entries in a set")
+    return errors
+
+
+# -- ObjectMeta and core objects ------------------------------------------------------------------------
+
+def check_object_meta(meta, path: str, *, name_required: bool = True) -> list[str]:
+    """The API server's ObjectMeta rules for what ncclgen writes: name, namespace, labels, annotations."""
+    if not isinstance(meta, dict):
+        return [f"{path}: expected a mapping"]
+    errors = []
+    name = meta.get("name")
+    if name_required or name is not None:
+        if not isinstance(name, str) or len(name) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, name):
+            errors.append(f"{path}.name: {name!r} is not a DNS-1123 subdomain")
+    ns = meta.get("namespace")
+    if ns is not None and (not isinstance(ns, str) or len(ns) > 63 or not re.fullmatch(DNS1123_LABEL, ns)):
+        errors.append(f"{path}.namespace: {ns!r} is not a DNS-1123 label")
+    for key, value in (meta.get("labels") or {}).items():
+        errors += [f"{path}.labels.{key}: {m}" for m in _qualified_name_errors(key)]
+        if not isinstance(value, str) or len(value) > 63 or not re.fullmatch(LABEL_VALUE, value):
+            errors.append(f"{path}.labels.{key}: {value!r} is not a valid label value")
+    annotations = meta.get("annotations") or {}
+    for key, value in annotations.items():
+        errors += [f"{path}.annotations.{key}: {m}" for m in _qualified_name_errors(key)]
+        if not isinstance(value, str):
+            errors.append(f"{path}.annotations.{key}: values must be strings")
+    if sum(len(k) + len(str(v)) for k, v in annotations.items()) > 256 * 1024:
+        errors.append(f"{path}.annotations: larger than 256 KiB")
+    return errors
+
+
+def _qualified_name_errors(key) -> list[str]:
+    """k8s.io/apimachinery validation.IsQualifiedName: [DNS-1123 subdomain '/'] name (max 63)."""
+    if not isinstance(key, str):
+        return ["keys must be strings"]
+    prefix, _, name = key.rpartition("/")
+    errors = []
+    if "/" in key and (not prefix or len(prefix) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, prefix)):
+        errors.append(f"prefix {prefix!r} is not a DNS-1123 subdomain")
+    if not name or len(name) > 63 or not re.fullmatch(QUALIFIED_NAME, name):
+        errors.append(f"name part {name!r} is not a qualified name")
+    return errors
+
+
+_GENERIC = re.compile(r"(?:List|list)\[(.+)\]|(?:Dict|dict)[\[(]str, (.+)[\])]")
+
+
+def check_core(obj, model: str, path: str = "") -> list[str]:
+    """``obj`` against the kubernetes client's typed model ``model`` (e.g. "V1PodTemplateSpec").
+
+    The client's own deserializer drops unknown keys silently (as the API server prunes them); here
+    every key must name a field (attribute_map), every value must have the field's openapi type, and
+    fields the model requires must be present.
+    """
+    from kubernetes.client import models
+
+    cls = getattr(models, model)
+    where = path or model
+    if not isinstance(obj, dict):
+        return [f"{where}: expected a mapping for {model}, got {type(obj).__name__}"]
+    by_json = {json_key: attr for attr, json_key in cls.attribute_map.items()}
+    errors = []
+    fields = getattr(cls, "model_fields", {})   # pydantic-generated clients (kubernetes >= 33)
+    for attr, info in fields.items():
+        if info.is_required() and cls.attribute_map.get(attr, attr) not in obj:
+            errors.append(f"{where}.{cls.attribute_map.get(attr, attr)}: required by {model}")
+    for key, value in obj.items():
+        sub = f"{path}.{key}" if path else f"{model}.{key}"
+        if key not in by_json:
+            errors.append(f"{sub}: unknown field of {model}")
+            continue
+        errors += _check_openapi(value, cls.openapi_types[by_json[key]], sub)
+    return errors
+
+
+def _check_openapi(value, typ: str, path: str) -> list[str]:
+    if value is None:
+        return []
+    simple = {"str": str, "int": int, "bool": bool, "float": (int, float), "datetime": str, "date": str}
+    if typ in simple:
+        ok = isinstance(value, simple[typ]) and (typ == "bool" or not isinstance(value, bool))
+        return [] if ok else [f"{path}: expected {typ}, got {type(value).__name__} {value!r}"[:300]]
+    if typ == "object":
+        return []
+    m = _GENERIC.fullmatch(typ)
+    if m and m.group(1):
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        return [e for i, v in enumerate(value) for e in _check_openapi(v, m.group(1), f"{path}[{i}]")]
+    if m:
+        if not isinstance(value, dict):
+            return [f"{path}: expected a mapping"]
+        return [e for k, v in value.items() for e in _check_openapi(v, m.group(2), f"{path}.{k}")]
+    return check_core(value, typ, path)
+
+
+# -- what the API server checks in a pod beyond its schema ----------------------------------------------
+
+def check_pod_template(template: dict, path: str) -> list[str]:
+    """Pod rules from k8s pkg/apis/core/validation that ncclgen's output could break."""
+    errors = check_object_meta(template.get("metadata") or {}, f"{path}.metadata", name_required=False)
+    spec = template.get("spec") or {}
+    volumes = [v.get("name") for v in spec.get("volumes", [])]
+    if len(volumes) != len(set(volumes)):
+        errors.append(f"{path}.spec.volumes: duplicate names")
+    for v in volumes:
+        if not isinstance(v, str) or not re.fullmatch(DNS1123_LABEL, v) or len(v) > 63:
+            errors.append(f"{path}.spec.volumes: {v!r} is not a DNS-1123 label")
+    for i, vol in enumerate(spec.get("volumes", [])):
+        if "emptyDir" in vol and vol["emptyDir"].get("medium", "") not in ("", "Memory", "HugePages") \
+                and not str(vol["emptyDir"].get("medium")).startswith("HugePages-"):
+            errors.append(f"{path}.spec.volumes[{i}].emptyDir.medium: {vol['emptyDir']['medium']!r}")
+    if spec.get("hostNetwork") and spec.get("dnsPolicy") not in ("ClusterFirstWithHostNet", "None"):
+        errors.append(f"{path}.spec.dnsPolicy: a hostNetwork pod needs ClusterFirstWithHostNet to resolve "
+                      "cluster Services")
+    names = [c.get("name") for c in spec.get("containers", [])]
+    if len(names) != len(set(names)):
+        errors.append(f"{path}.spec.containers: duplicate names")
+    for i, c in enumerate(spec.get("containers", [])):
+        cp = f"{path}.spec.containers[{i}]"
+        if not isinstance(c.get("name"), str) or not re.fullmatch(DNS1123_LABEL, c["name"]):
+            errors.append(f"{cp}.name: {c.get('name')!r} is not a DNS-1123 label")
+        if not c.get("image"):
+            errors.append(f"{cp}.image: required")
+        env_names = [e.get("name") for e in c.get("env", [])]
+        for n in env_names:
+            if not isinstance(n, str) or not n or "=" in n or not n.isprintable() or not n.isascii():
+                errors.append(f"{cp}.env: {n!r} is not a valid variable name")
+        dup = sorted({n for n in env_names if env_names.count(n) > 1})
+        if dup:
+            errors.append(f"{cp}.env: {', '.join(dup)} set more than once (the last one silently wins)")
+        for m in c.get("volumeMounts", []):
+            if m.get("name") not in volumes:
+                errors.append(f"{cp}.volumeMounts: {m.get('name')!r} names no volume")
+        if spec.get("hostNetwork"):
+            for p in c.get("ports", []):
+                if p.get("hostPort", p.get("containerPort")) != p.get("containerPort"):
+                    errors.append(f"{cp}.ports: hostPort must equal containerPort with hostNetwork")
+        errors += check_resources(c.get("resources") or {}, f"{cp}.resources")
+    return errors
+
+
+def check_resources(res: dict, path: str) -> list[str]:
+    """ValidateResourceRequirements: quantities, limits for extended resources, hugepages rules."""
+    errors = []
+    limits, requests = res.get("limits") or {}, res.get("requests") or {}
+    for kind, q in (("limits", limits), ("requests", requests)):
+        for name, value in q.items():
+            if not re.fullmatch(QUANTITY, str(value)):
+                errors.append(f"{path}.{kind}.{name}: {value!r} is not a quantity")
+            errors += [f"{path}.{kind}.{name}: {m}" for m in _qualified_name_errors(name)]
+            if "/" not in name and name not in ("cpu", "memory", "ephemeral-storage") \
+                    and not name.startswith("hugepages-"):
+                errors.append(f"{path}.{kind}.{name}: must be a standard resource or fully qualified")
+    for name, value in requests.items():
+        overcommit = name in ("cpu", "memory", "ephemeral-storage")
+        if not overcommit:
+            if name not in limits:
+                errors.append(f"{path}.limits.{name}: Limit must be set for non overcommitable resources")
+            elif _quantity(limits[name]) != _quantity(value):
+                errors.append(f"{path}.requests.{name}: must be equal to {name} limit")
+    huge = [n for n in {**limits, **requests} if n.startswith("hugepages-")]
+    for n in huge:
+        page = _quantity(n[len("hugepages-"):])
+        for q in (limits.get(n), requests.get(n)):
+            if q is not None and (page is None or _quantity(q) is None or _quantity(q) % page):
+                errors.append(f"{path}: {n} {q!r} is not a multiple of the page size")
+    if huge and not {"cpu", "memory"} & (set(limits) | set(requests)):
+        errors.append(f"{path}: HugePages require cpu or memory")
+    return errors
+
+
+_SUFFIX = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+
+
+def _quantity(text) -> int | None:
+    """Integer quantities ('8', '5Gi', '2Mi'); None for forms ncclgen never writes (milli, exponents)."""
+    m = re.fullmatch(r"([0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?", str(text))
+    return int(m.group(1)) * _SUFFIX[m.group(2) or ""] if m else None
+
+
+# -- operator rules ---------------------------------------------------------------------------------------
+
+def pod_templates(obj: dict) -> list[tuple[str, dict]]:
+    """(path, template) for every pod template in a PyTorchJob or RayJob."""
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "PyTorchJob":
+        return [(f"spec.pytorchReplicaSpecs.{rtype}.template", r.get("template") or {})
+                for rtype, r in (spec.get("pytorchReplicaSpecs") or {}).items()]
+    cluster = spec.get("rayClusterSpec") or {}
+    out = [("spec.rayClusterSpec.headGroupSpec.template", (cluster.get("headGroupSpec") or {}).get("template") or {})]
+    out += [(f"spec.rayClusterSpec.workerGroupSpecs[{i}].template", g.get("template") or {})
+            for i, g in enumerate(cluster.get("workerGroupSpecs") or [])]
+    return out
+
+
+def check_pytorchjob(obj: dict) -> list[str]:
+    """training-operator v1.9 webhook (peers.md sec. 2.6): DNS-1035 name, Master/Worker only, one
+    Master, a container named `pytorch` with an image, nprocPerNode not set twice."""
+    errors = []
+    name = (obj.get("metadata") or {}).get("name", "")
+    if len(name) > 63 or not re.fullmatch(DNS1035_LABEL, name):
+        errors.append(f"metadata.name: {name!r} is not a DNS-1035 label")
+    spec = obj.get("spec") or {}
+    replicas = spec.get("pytorchReplicaSpecs") or {}
+    for rtype, r in replicas.items():
+        if rtype not in ("Master", "Worker"):
+            errors.append(f"spec.pytorchReplicaSpecs.{rtype}: only Master and Worker are allowed")
+        containers = ((r.get("template") or {}).get("spec") or {}).get("containers") or []
+        if not any(c.get("name") == "pytorch" and c.get("image") for c in containers):
+            errors.append(f"spec.pytorchReplicaSpecs.{rtype}: needs a container named pytorch with an image")
+        if rtype == "Worker" and r.get("replicas", 1) < 1:
+            errors.append("spec.pytorchReplicaSpecs.Worker.replicas: at least 1")
+    if "Master" in replicas and replicas["Master"].get("replicas", 1) != 1:
+        errors.append("spec.pytorchReplicaSpecs.Master.replicas: must be 1")
+    if spec.get("nprocPerNode") is not None and (spec.get("elasticPolicy") or {}).get("nProcPerNode") is not None:
+        errors.append("spec: nprocPerNode and elasticPolicy.nProcPerNode are both set")
+    return errors
+
+
+def check_rayjob(obj: dict) -> list[str]:
+    """KubeRay ValidateRayJobMetadata/ValidateRayJobSpec/ValidateRayClusterSpec rules that apply here."""
+    errors = []
+    name = (obj.get("metadata") or {}).get("name", "")
+    if len(name) > 47 or not re.fullmatch(DNS1035_LABEL, name):
+        errors.append(f"metadata.name: {name!r} is not a DNS-1035 label of at most 47 characters")
+    spec = obj.get("spec") or {}
+    cluster = spec.get("rayClusterSpec")
+    if cluster is None:
+        return errors + ["spec.rayClusterSpec: required (ncclgen never uses clusterSelector)"]
+    if not spec.get("entrypoint", "").strip():
+        errors.append("spec.entrypoint: empty")
+    groups = [("headGroupSpec", cluster.get("headGroupSpec") or {})]
+    groups += [(f"workerGroupSpecs[{i}]", g) for i, g in enumerate(cluster.get("workerGroupSpecs") or [])]
+    names = [g.get("groupName") for _, g in groups[1:]]
+    if len(names) != len(set(names)):
+        errors.append("spec.rayClusterSpec.workerGroupSpecs: duplicate groupName")
+    for where, g in groups:
+        params = g.get("rayStartParams") or {}
+        if not ((g.get("template") or {}).get("spec") or {}).get("containers"):
+            errors.append(f"spec.rayClusterSpec.{where}: needs a Ray container (index 0)")
+        if g.get("resources") and {"num-cpus", "num-gpus", "memory", "resources"} & set(params):
+            errors.append(f"spec.rayClusterSpec.{where}: resources set in both rayStartParams and resources")
+        if "labels" in params:
+            errors.append(f"spec.rayClusterSpec.{where}.rayStartParams: labels is not supported")
+        if where != "headGroupSpec":
+            lo, hi, n = g.get("minReplicas", 0), g.get("maxReplicas", 2**31 - 1), g.get("replicas", 0)
+            if not lo <= n <= hi:
+                errors.append(f"spec.rayClusterSpec.{where}: replicas {n} outside [{lo}, {hi}]")
+    return errors
