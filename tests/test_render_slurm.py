@@ -144,6 +144,20 @@ def test_render_is_byte_deterministic_across_processes(tmp_path):
         assert first == second
 
 
+def test_rendering_imports_no_heavy_module():
+    """`ncclgen slurm` runs on login nodes: no kubernetes client, torch, Ray or NVML import."""
+    prog = textwrap.dedent("""
+        import contextlib, io, sys
+        from ncclgen.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            for wl in ("verl-grpo-qwen2-7b", "verl-sft"):
+                assert main(["slurm", "--cluster", "h100-ib", "--tier", "3", "--workload", wl, "--monitor"]) == 0
+        print(sorted({m.split(".")[0] for m in sys.modules} & {"kubernetes", "torch", "ray", "pynvml"}))
+        """)
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120, check=False)
+    assert (r.returncode, r.stdout) == (0, "[]\n"), r.stderr
+
+
 # --- golden files -------------------------------------------------------------------------------
 
 GOLDENS = {
