@@ -21,16 +21,16 @@
 
 set -euo pipefail
 # Launcher plumbing, not an NCCL/PyTorch setting: the job's start time, for the readiness report.
-NCCLGEN_T0=$(date +%s.%N)
 export NCCLGEN_T0
+NCCLGEN_T0=$(date +%s.%N)
 
 # ==== NCCL / PyTorch environment: the plan (`ncclgen explain` shows each value's reason and source) ====
-# Exported here, in the batch shell, before any srun: every step (srun --export=ALL) and every Ray
-# worker inherits it. Never `srun --export=NAME=value,...`: Slurm splits --export on commas and would
-# cut values such as NCCL_IB_HCA==mlx5_0:1,mlx5_3:1.
+# Exported here, in the batch shell, before any srun: every step (srun --export=ALL) and every process
+# it starts (ranks, Ray workers) inherits it. Never `srun --export=NAME=value,...`: Slurm splits
+# --export on commas and would cut values such as NCCL_IB_HCA==mlx5_0:1,mlx5_3:1.
 # tier 1, rule ib-hca-exact: exact compute HCA ports from the descriptor ('=' disables prefix matching): a bare prefix such as mlx5 also selects storage/in-band ports and mlx5_1 also matches mlx5_10..mlx5_19 [source: NCCL v2.30.7 src/transport/net_ib/init.cc:317-370, src/misc/utils.cc:189-244 (matchIf prefix vs exact)]
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'
-# tier 1, rule socket-ifname: bootstrap/OOB sockets on the descriptor's interface, exact match; NCCL's auto-pick prefers ib* and can choose an interface other nodes cannot reach [source: NCCL v2.30.7 src/misc/socket.cc:190-229 (ncclFindInterfaces), src/os/linux.cc:379-430]
+# tier 1, rule socket-ifname: bootstrap/OOB sockets on the descriptor's interface ('=' exact names, or the vendor's prefix where the descriptor says bootstrap_match: prefix); NCCL's auto-pick prefers ib* and can choose an interface other nodes cannot reach [source: NCCL v2.30.7 src/misc/socket.cc:190-229 (ncclFindInterfaces), src/os/linux.cc:379-430]
 export NCCL_SOCKET_IFNAME='=bond0'
 # tier 1, rule gloo-ifname: PyTorch's gloo groups (and vLLM's CPU group in verl rollouts) on the same interface as NCCL; unset, gloo resolves the hostname and can fail with 'Gloo connectFullMesh failed' [source: verl issue #967; PyTorch distributed docs (GLOO_SOCKET_IFNAME)]
 export GLOO_SOCKET_IFNAME='bond0'
