@@ -99,7 +99,7 @@ def _job_name(plan, kind: str, name: str | None) -> str:
     else:
         # The operator names pods and Services <name>-master-0 and <name>-worker-<i>.
         longest = f"-worker-{plan.launch.nodes - 2}" if plan.launch.nodes > 1 else "-master-0"
-        limit, why = 63 - len(longest), f"the operator names a Service {name[:8]}...{longest}"
+        limit, why = 63 - len(longest), f"the operator names a pod and a Service <name>{longest}"
     if not DNS1035.fullmatch(name) or len(name) > limit:
         raise UserError(f"{what}: expected a DNS-1035 label (lower-case letters, digits and '-', starting "
                         f"with a letter, ending with a letter or digit) of at most {limit} characters for a "
