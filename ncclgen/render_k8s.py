@@ -54,6 +54,10 @@ RAYJOB_NAME_MAX = 47
 #   --rdzv-conf=join_timeout=600: static rendezvous reads only `timeout`, whose default is already
 #     600 s (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py).
 OPERATOR_SETS = ("--nproc-per-node", "--rdzv-backend", "--rdzv-conf")
+# What the training operator injects into every PyTorchJob container besides PYTHONUNBUFFERED
+# (training-operator v1.9 pkg/controller.v1/pytorch/envvar.go, peers.md sec. 2.6).
+OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
+                "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE")
 
 
 def default_kind(plan) -> str:
@@ -210,9 +214,12 @@ class _Job:
         return (f"--num-gpus={self.launch.gpus_per_node} --num-cpus={self.launch.cpus_per_node} "
                 "--disable-usage-stats")
 
-    def _ray_prologue(self, role: str) -> list[str]:
+    def _ray_prologue(self, role: str, *before_unset: str) -> list[str]:
         lines = [f"# ncclgen: Ray {role} for the PyTorchJob {self.name} (Ray workload {self.plan.workload.name}).",
-                 "set -euo pipefail"]
+                 "set -euo pipefail", *before_unset,
+                 # The operator's torchrun variables mean something else here (RANK is the node rank,
+                 # MASTER_PORT the Ray GCS port): Ray workers must not inherit them, as on Slurm.
+                 f"unset {' '.join(OPERATOR_ENV)}"]
         if self.ray_bind:
             # The binding hook module is importable by every Ray worker through PYTHONPATH, which is
             # prepended here (a container env entry would replace the image's own PYTHONPATH).
@@ -238,8 +245,8 @@ class _Job:
         A worker that starts before the head's GCS exists waits for it (ray-on-slurm.md); one that never
         joins makes the head's wait fail, which fails the master and so the job.
         """
-        lines = self._ray_prologue("worker") + [
-            f'exec ray start --address="${{MASTER_ADDR:?set by the training operator}}:{self.launch.ray_port}" '
+        lines = self._ray_prologue("worker", 'head="${MASTER_ADDR:?set by the training operator}"') + [
+            f'exec ray start --address="$head:{self.launch.ray_port}" '
             f"{self._ray_start_options()} --block",
         ]
         return "\n".join(lines) + "\n"

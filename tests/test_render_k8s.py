@@ -235,7 +235,10 @@ def test_ray_workload_as_pytorchjob():
     assert "ray start --head --port=6379 --num-gpus=8 --num-cpus=224" in head
     assert "ncclgen_raywait.py wait 127.0.0.1:6379 3 24 300" in head
     assert head.rstrip().endswith('exec "$@"')
-    assert 'ray start --address="${MASTER_ADDR:?' in data["ray-worker.sh"]
+    for script in (head, data["ray-worker.sh"]):
+        assert "unset MASTER_ADDR MASTER_PORT WORLD_SIZE RANK PET_" in script
+    assert 'head="${MASTER_ADDR:?' in data["ray-worker.sh"]
+    assert 'exec ray start --address="$head:6379"' in data["ray-worker.sh"]
     assert "--block" in data["ray-worker.sh"]
     assert data["ncclgen_raywait.py"] == (ROOT / "ncclgen" / "raywait.py").read_text()
     assert data["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "raybind.py").read_text()
@@ -672,6 +675,7 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
     assert seen == {(pod, gpu) for pod in ("Master", "Worker") for gpu in ("0", "1")}
     for t in tasks:
         assert {n: t["env"].get(n) for n in p.env_dict()} == p.env_dict()
+        assert "MASTER_ADDR" not in t["env"]       # the operator's torchrun variables stay out of Ray
         assert t["affinity"] == [int(t["gpu_ids"][0])], t
 
 
