@@ -170,8 +170,10 @@ class Kubernetes:
     image: str = field("verlai/verl:latest", doc="container image")
     gpu_resource: str = field("nvidia.com/gpu", doc="GPU extended resource name", pattern=RESOURCE_NAME,
                               pattern_doc="a Kubernetes resource name")
-    resources: dict[str, int] = field(factory=dict, doc="more device resources per pod, e.g. rdma/ib: 8, "
-                                      "vpc.amazonaws.com/efa: 32", key_pattern=RESOURCE_NAME,
+    resources: dict[str, Union[int, str]] = field(factory=dict, doc="more resources per pod, requested "
+                                                  "and limited alike: a count (rdma/ib: 8, vpc.amazonaws.com/efa: 32) "
+                                                  "or a quantity (hugepages-2Mi: 5120Mi, memory: 32000Mi)",
+                                                  key_pattern=RESOURCE_NAME,
                                       key_pattern_doc="a Kubernetes resource name like nvidia.com/gpu")
     annotations: dict[str, str] = field(factory=dict, doc="pod annotations, e.g. Multus "
                                         "k8s.v1.cni.cncf.io/networks")
@@ -322,6 +324,18 @@ def check(desc: Descriptor, doc: Document) -> None:
         cite(("network", "roce"), net.roce.source)
     if net.efa is not None:
         cite(("network", "efa"), net.efa.source)
+
+    kube = desc.kubernetes
+    for key, qty in kube.resources.items():
+        path = ("kubernetes", "resources", key)
+        if isinstance(qty, int) and qty < 1:
+            raise doc.error(path, f"expected a count >= 1, got {qty}")
+        if isinstance(qty, str) and not re.fullmatch(QUANTITY, qty):
+            raise doc.error(path, f"{qty!r} is not a Kubernetes quantity like 5120Mi")
+    huge = [k for k in kube.resources if k.startswith("hugepages-")]
+    if huge and not {"cpu", "memory"} & set(kube.resources):
+        raise doc.error(("kubernetes", "resources", huge[0]), "hugepages need a cpu or memory request too; "
+                        "the API server rejects the pod otherwise (add memory: <quantity>)")
 
     for group in ("vendor_env", "env"):
         names: set[str] = set()

@@ -262,11 +262,7 @@ class _Job:
         kube = self.plan.cluster.kubernetes
         qty = {kube.gpu_resource: str(self.launch.gpus_per_node)}
         qty.update({k: str(v) for k, v in kube.resources.items()})
-        hugepages = [k for k in qty if k.startswith("hugepages-")]
-        if hugepages and not {"cpu", "memory"} & set(qty):
-            raise UserError(f"cluster {self.plan.cluster.name}: kubernetes.resources asks for {hugepages[0]} "
-                            "but no memory (or cpu); the API server rejects such a pod (\"HugePages require "
-                            "cpu or memory\"): add memory: <bytes> to kubernetes.resources")
+        # descriptor.check() already refused hugepages without a cpu/memory request.
         # Extended resources cannot be overcommitted: requests must equal limits.
         return {"limits": dict(qty), "requests": dict(qty)}
 
