@@ -151,8 +151,8 @@ def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                                       f"{kb.PER_FUNCTION_SINCE}; {t.where} rejects it",
                     "use a plain comma list, or upgrade NCCL"))
     if info.default and kb.same_value(info, value, info.default):
-        out.append(("NG009", "info", f"{info.name}={value} is already the default, so it does nothing",
-                    "remove it"))
+        out.append(("NG009", "info", f"{info.name}={value} equals the default, so it changes nothing here",
+                    "remove it, unless it pins the value on purpose against other versions or site configs"))
     if info.name == "NCCL_BUFFSIZE":
         number, _ = kb.parse_int(info, value)
         if number is not None and number < BUFFSIZE_DEFAULT:

@@ -11,10 +11,10 @@ from .. import lint as lintmod
 @click.option("--cluster", "-c", metavar="NAME|PATH",
               help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.argument("file", metavar="FILE|-")
+@click.argument("files", metavar="FILE|-...", nargs=-1, required=True)
 @click.pass_context
-def lint(ctx, cluster, fmt, file):
-    """Lint NCCL/PyTorch variables in FILE ('-' reads stdin).
+def lint(ctx, cluster, fmt, files):
+    """Lint NCCL/PyTorch variables in each FILE ('-' reads stdin).
 
     FILE may be an env/dotenv file, `ncclgen env` output (shell or --format json), an sbatch/bash
     script (its `export` lines and line-start assignments) or a Kubernetes manifest (every `env:` list).
@@ -24,16 +24,20 @@ def lint(ctx, cluster, fmt, file):
     Example:
       ncclgen lint --cluster h100-ib examples/seed-article.env
     """
+    if fmt == "json" and len(files) > 1:
+        raise click.UsageError("--format json takes one FILE")
     desc = None
     if cluster:
         from .. import descriptor
         desc = descriptor.load_cluster(cluster)
-    label = "<stdin>" if file == "-" else file
-    text = lintmod.read_input(file)
-    findings = lintmod.lint_text(text, label, desc)
-    pairs = lintmod.parse_text(text, label)
-    checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
+    texts = [(("<stdin>" if f == "-" else f), lintmod.read_input(f)) for f in files]  # all readable first
+    failed = False
     render = lintmod.format_json if fmt == "json" else lintmod.format_text
-    click.echo(render(findings, label, checked, lintmod.target_label(desc)), nl=False)
-    if any(f.severity == "error" for f in findings):
+    for label, text in texts:
+        findings = lintmod.lint_text(text, label, desc)
+        pairs = lintmod.parse_text(text, label)
+        checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
+        click.echo(render(findings, label, checked, lintmod.target_label(desc)), nl=False)
+        failed |= any(f.severity == "error" for f in findings)
+    if failed:
         ctx.exit(1)

@@ -38,7 +38,7 @@ export GLOO_SOCKET_IFNAME='bond0'
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'
 # tier 1, rule nccl-debug: NCCL prints nothing by default; WARN shows the error that ends a hang or crash without INFO's per-rank init noise (INFO with --debug) [source: NCCL v2.30.7 src/debug.cc:45-53 (unset = no output)]
 export NCCL_DEBUG='WARN'
-# tier 1, rule torch-async-error-handling: explicit failure detection: the watchdog tears the process down when a collective exceeds the process-group timeout or NCCL reports an error, so torchrun/Slurm see a failure instead of a hang; pinned because older PyTorch releases defaulted to no handling [source: PyTorch 2.13.0 torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp:67-69 (0 none .. 3 SkipCleanUp)]
+# tier 1, rule torch-async-error-handling: explicit failure detection: the watchdog tears the process down (without a possibly hanging ncclCommAbort) when a collective exceeds the process-group timeout or NCCL reports an error, so torchrun/Slurm see a failure instead of a hang. The default since PyTorch 2.2; pinned so older images (default 1, TearDown with comm abort) and site profiles that set 0 behave the same [source: PyTorch 2.13.0 torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp:67-69 (0 none .. 3 SkipCleanUp); pytorch/pytorch PR 110723 (default 1 -> 3)]
 export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'
 # tier 1, rule verl-cumem: verl's weight sync from the actor to the vLLM/SGLang rollout hangs or crashes with NCCL's cuMem allocator in disaggregated mode; verl sets this in its Ray runtime_env, exported here so every process (not only Ray workers verl starts) agrees [source: verl b178a3cd verl/trainer/constants_ppo.py (PPO_RAY_RUNTIME_ENV); sglang_rollout.py:50]
 export NCCL_CUMEM_ENABLE='0'

@@ -34,7 +34,7 @@ export GLOO_SOCKET_IFNAME='bond0'
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'
 # tier 1, rule nccl-debug: NCCL prints nothing by default; WARN shows the error that ends a hang or crash without INFO's per-rank init noise (INFO with --debug) [source: NCCL v2.30.7 src/debug.cc:45-53 (unset = no output)]
 export NCCL_DEBUG='WARN'
-# tier 1, rule torch-async-error-handling: explicit failure detection: the watchdog tears the process down when a collective exceeds the process-group timeout or NCCL reports an error, so torchrun/Slurm see a failure instead of a hang; pinned because older PyTorch releases defaulted to no handling [source: PyTorch 2.13.0 torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp:67-69 (0 none .. 3 SkipCleanUp)]
+# tier 1, rule torch-async-error-handling: explicit failure detection: the watchdog tears the process down (without a possibly hanging ncclCommAbort) when a collective exceeds the process-group timeout or NCCL reports an error, so torchrun/Slurm see a failure instead of a hang. The default since PyTorch 2.2; pinned so older images (default 1, TearDown with comm abort) and site profiles that set 0 behave the same [source: PyTorch 2.13.0 torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp:67-69 (0 none .. 3 SkipCleanUp); pytorch/pytorch PR 110723 (default 1 -> 3)]
 export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'
 # tier 2, rule ib-qps: 4 queue pairs per connection spread each peer's traffic over more flows for adaptive routing and ECMP; the value Azure (NDv5) and Google (A3 Ultra) publish for 400G rails [source: NCCL v2.30.7 src/transport/net_ib/connect.cc:60 (default 1); Azure hopper.conf; GCP a3-ultragpu run-nccl-tests.sh]
 export NCCL_IB_QPS_PER_CONNECTION='4'
