@@ -15,6 +15,13 @@ def emit(text: str, path: str | None, mode: int = 0o644) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if os.path.exists(path) and not os.path.isfile(path):
+        # A device or FIFO (-o /dev/null, -o /dev/stdout, a pipe): renaming over it would replace it.
+        if os.path.isdir(path):
+            raise UserError("is a directory, expected a file to write", file=path)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise UserError("output folder does not exist", file=path)
