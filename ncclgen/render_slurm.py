@@ -340,6 +340,18 @@ def heredoc(program: Program) -> str:
     return text
 
 
+def _bytecode_cache(jinja2):
+    """Compiled templates under $XDG_CACHE_HOME/ncclgen (keyed by template source): compiling them is
+    a third of a render's time. No cache where that folder cannot be made (read-only home)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(base, "ncclgen", "jinja2")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+
+
 @functools.lru_cache(maxsize=1)
 def _environment():
     """One jinja2 environment per process: it caches the compiled templates."""
@@ -347,6 +359,7 @@ def _environment():
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(resources.bundled("templates")),
+        bytecode_cache=_bytecode_cache(jinja2),
         autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True,
         # bash's ${#ARRAY[@]} would open a jinja comment; the templates have no jinja comments.
