@@ -76,6 +76,7 @@ class Ray:
     ready_timeout_s: int
     watch_interval_s: int
     agent_port: int
+    dashboard: str                 # --include-dashboard=false|true for the head
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class Options:
     qos: Optional[str] = None
     container_image: Optional[str] = None
     monitor: bool = False
+    ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
     regenerate: tuple[str, ...] = field(default=())  # argv that reproduces this script
 
 
@@ -167,7 +169,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         spec = Ray(port=launch.ray_port, num_cpus=launch.cpus_per_node, start_prefix=prefix,
                    want_nodes=launch.nodes, want_gpus=launch.nodes * launch.gpus_per_node,
                    ready_timeout_s=launch.ray_ready_timeout_s, watch_interval_s=RAY_WATCH_INTERVAL_S,
-                   agent_port=RAY_AGENT_PORT)
+                   agent_port=RAY_AGENT_PORT, dashboard=str(opts.ray_dashboard).lower())
 
     helpers = ()
     if opts.monitor:

@@ -368,12 +368,15 @@ trap 'exit 143' TERM
 # check use: not SLURM_GPUS_PER_NODE ("h100:8" with typed GPUs, which `ray start` rejects), and not
 # SLURM_GPUS_ON_NODE, which counts every GPU of an --exclusive node (checked above to be enough).
 # Each worker gets its own dashboard agent port: ray[default]'s 52365 clashes when
-# several Slurm nodes share one host (harmless on real nodes).
+# several Slurm nodes share one host (harmless on real nodes). The head's web dashboard is off unless
+# rendered with --ray-dashboard: starting it delays the head by 2-3 s, and the driver runs in this
+# job directly (no `ray job submit`).
 NCCLGEN_RAY_ADDR="$HEAD_ADDR:6379"
 NCCLGEN_RAY_STEPS=()
 # shellcheck disable=SC2016  # at tier 3 the hook writer's variables expand on the node
 srun --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$NCCLGEN_RAY_HOOK" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && exec "$@"' ncclgen-raybind \
   ray start --head --node-ip-address="$HEAD_ADDR" --port=6379 --num-gpus=8 \
+  --include-dashboard=false \
   --num-cpus=224 --disable-usage-stats --block &
 NCCLGEN_RAY_STEPS+=("$!")
 for ((i = 1; i < ${#NCCLGEN_NODES[@]}; i++)); do

@@ -19,10 +19,12 @@ from .common import make_plan, plan_options
 @click.option("--container-image", metavar="IMAGE",
               help="pyxis/enroot image for every srun step (default: the descriptor's, if any).")
 @click.option("--monitor", is_flag=True, help="Run `ncclgen monitor` on every node for the whole job.")
+@click.option("--ray-dashboard", is_flag=True,
+              help="Start the Ray head's web dashboard (off by default: it delays bring-up by seconds).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the script here (atomically, mode 0755) instead of stdout.")
 def slurm(cluster, tier, workload, nodes, sets, debug, time, partition, account, qos, job_name,
-          container_image, monitor, output):
+          container_image, monitor, ray_dashboard, output):
     """Render an sbatch script: #SBATCH resources, the plan's exports with their reasons, the head
     node's address, and the launch (torchrun, or a Ray cluster plus the verl driver).
 
@@ -42,9 +44,10 @@ def slurm(cluster, tier, workload, nodes, sets, debug, time, partition, account,
             regenerate += [flag, value]
     for item in sets:
         regenerate += ["--set", item]
-    regenerate += ["--debug"] * debug + ["--monitor"] * monitor
+    regenerate += ["--debug"] * debug + ["--monitor"] * monitor + ["--ray-dashboard"] * ray_dashboard
     if output not in (None, "-"):
         regenerate += ["-o", output]
     opts = render_slurm.Options(job_name=job_name, time=time, partition=partition, account=account, qos=qos,
-                                container_image=container_image, monitor=monitor, regenerate=tuple(regenerate))
+                                container_image=container_image, monitor=monitor, ray_dashboard=ray_dashboard,
+                                regenerate=tuple(regenerate))
     emit(render_slurm.render_plan(p, opts), output, mode=0o755)
