@@ -441,7 +441,7 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     starts = {tuple(a[:2]): a for a, _ in run.calls("ray")}
     head = starts["start", "--head"]
     assert head == ["start", "--head", "--node-ip-address=127.0.0.1", "--port=6379", "--num-gpus=2",
-                    "--num-cpus=2", "--disable-usage-stats", "--block"]
+                    "--include-dashboard=false", "--num-cpus=2", "--disable-usage-stats", "--block"]
     (worker,) = [a for a in starts.values() if a is not head]
     assert worker == ["start", "--address=127.0.0.1:6379", "--dashboard-agent-listen-port=52366", "--num-gpus=2",
                       "--num-cpus=2", "--disable-usage-stats", "--block"]
