@@ -393,28 +393,12 @@ def read_input(path: str) -> str:
     """The text of ``path`` ('-' = stdin): small UTF-8 text, or one UserError naming the file."""
     import sys
 
+    from . import yamlio
+
+    what = "an env file, script or manifest"
     if path == "-":
-        raw = sys.stdin.buffer.read(MAX_INPUT + 1)
-        label = "<stdin>"
-    else:
-        label = path
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read(MAX_INPUT + 1)
-        except FileNotFoundError:
-            raise UserError("no such file", file=path) from None
-        except IsADirectoryError:
-            raise UserError("is a directory, expected an env file, script or manifest", file=path) from None
-        except OSError as exc:
-            raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    if len(raw) > MAX_INPUT:
-        raise UserError(f"larger than {MAX_INPUT} bytes, expected an env file, script or manifest", file=label)
-    if b"\0" in raw:
-        raise UserError("binary data (NUL byte), expected text", file=label)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", file=label) from None
+        return yamlio.decode(sys.stdin.buffer.read(MAX_INPUT + 1), "<stdin>", limit=MAX_INPUT, what=what)
+    return yamlio.read_text(path, limit=MAX_INPUT, what=what)
 
 
 def detect(text: str) -> str:

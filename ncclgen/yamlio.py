@@ -59,25 +59,30 @@ class Document:
         return UserError(message, file=self.file, path=format_path(path) or None, line=line, col=col)
 
 
-def read_text(file: str) -> str:
+def read_text(file: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> str:
     """The text of ``file``, or one clear error: missing, a directory, too big, binary, not UTF-8."""
     if os.path.isdir(file):
-        raise UserError("is a directory, expected a YAML file", file=file)
+        raise UserError(f"is a directory, expected {what}", file=file)
     try:
         with open(file, "rb") as fh:
-            raw = fh.read(MAX_BYTES + 1)
+            raw = fh.read(limit + 1)
     except FileNotFoundError:
         raise UserError("no such file", file=file) from None
     except OSError as exc:
         raise UserError(f"cannot read: {exc.strerror}", file=file) from None
-    if len(raw) > MAX_BYTES:
-        raise UserError(f"larger than {MAX_BYTES} bytes, expected a small YAML file", file=file)
+    return decode(raw, file, limit=limit, what=what)
+
+
+def decode(raw: bytes, label: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> str:
+    """``raw`` as text if it is small UTF-8 without NUL bytes (``label`` names it in the error)."""
+    if len(raw) > limit:
+        raise UserError(f"larger than {limit} bytes, expected {what}", file=label)
     if b"\0" in raw:
-        raise UserError("binary data (NUL byte), expected a YAML text file", file=file)
+        raise UserError(f"binary data (NUL byte), expected {what}", file=label)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UserError(f"not UTF-8 text (byte {exc.start})", file=file) from None
+        raise UserError(f"not UTF-8 text (byte {exc.start})", file=label) from None
 
 
 def load_file(file: str) -> Document:

@@ -93,7 +93,7 @@ CORPUS = {
     "alias-bomb.yaml": ("a5", "document expands to more than 200000 values (YAML alias bomb?)"),
     "deep-nesting.yaml": (None, "nested more than 64 levels deep"),
     "self-alias.yaml": ("name", "nested more than 64 levels deep (a YAML alias refers to itself?)"),
-    "binary.yaml": (None, "binary data (NUL byte), expected a YAML text file"),
+    "binary.yaml": (None, "binary data (NUL byte), expected a YAML file"),
 }
 
 
