@@ -32,6 +32,6 @@ fi
 # pip warns about every missing local index folder of this machine's pip.conf; keep real errors.
 quiet_pip() { .venv/bin/python -m pip "$@" 2> >(grep -v 'is ignored: it is neither a file' >&2); }
 quiet_pip install -q --upgrade pip >/dev/null
-quiet_pip install -q -e ".[test]"
+quiet_pip install -q -c tests/constraints.txt -e ".[test]"
 export PATH="$PWD/.venv/bin:$PATH"
 exec .venv/bin/python -m pytest "$@"
