@@ -8,6 +8,7 @@ pynvml, matplotlib) happen inside ncclgen.node, only in the command that needs t
 from __future__ import annotations
 
 import contextlib
+import sys
 import json
 import os
 
@@ -161,7 +162,7 @@ def monitor(ctx, interval, duration, output):
             except OSError as exc:
                 raise UserError(f"cannot write: {exc.strerror}", file=output) from None
         else:
-            out = click.get_text_stream("stdout")
+            out = sys.stdout
         with _node_required("monitor"):
             mod.run(out, interval, duration)
 
