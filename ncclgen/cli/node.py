@@ -8,9 +8,9 @@ pynvml, matplotlib) happen inside ncclgen.node, only in the command that needs t
 from __future__ import annotations
 
 import contextlib
-import sys
 import json
 import os
+import sys
 
 import click
 
