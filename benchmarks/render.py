@@ -3,7 +3,7 @@
 Why: ncclgen runs in job-submission wrappers and CI loops, so its cost is a process start, not a
 function call. The goal is that rendering an sbatch script costs at most 0.1 s over a bare
 `python -c pass` (so the slurm path must not import the kubernetes client or torch), and that
-`ncclgen k8s`, which does need the kubernetes client, stays under 0.6 s wall.
+`ncclgen k8s` stays under 0.6 s wall.
 
 Usage: python benchmarks/render.py [--runs N]     (N timed runs per command after one warm-up; median)
 Exit status 1 when a goal is missed or the slurm path imports a heavy module.
