@@ -10,12 +10,13 @@ import os
 from dataclasses import dataclass
 from typing import Optional
 
+from . import workload
 from .errors import UserError
 from .schema import field, load_dataclass
 from .yamlio import load_file
 
 FILE = "ncclgen.yaml"
-BUILTIN = {"cluster": "h100-ib", "tier": 1, "workload": "verl-grpo-qwen2-7b"}
+BUILTIN = {"cluster": "h100-ib", "tier": 1, "workload": workload.DEFAULT}
 
 
 @dataclass(frozen=True, kw_only=True)

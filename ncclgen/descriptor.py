@@ -25,7 +25,6 @@ VERSION = r"\d+(\.\d+){1,3}"
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"        # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
-FABRICS = ("infiniband", "roce", "efa", "tcp", "tcpx", "tcpxo")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -94,6 +94,7 @@ Examples:
       -m ncclgen bench --sizes 1M:4G --op all_gather --cluster h100-ib
   torchrun --nproc-per-node=2 -m ncclgen bench --backend gloo --sizes 8:1M   # CPU smoke test
 """)
+# nccl-tests' defaults (its banner: "warmup iters: 5 iters: 20"), and its usual -b 8 -e 1G sweep.
 @click.option("--sizes", default="8:1G", show_default=True, metavar="MIN:MAX",
               help="Message sizes in bytes: powers of two from MIN to MAX (K/M/G = 2^10/2^20/2^30), or one size.")
 @click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="Timed iterations per size.")

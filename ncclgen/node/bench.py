@@ -24,8 +24,6 @@ from ..errors import UserError
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 BACKENDS = ("nccl", "gloo")
 DTYPE, TYPE_NAME, ELEMENT_BYTES = "float32", "float", 4
-# nccl-tests' defaults (its banner: "warmup iters: 5 iters: 20"), and its usual -b 8 -e 1G sweep.
-DEFAULT_SIZES, DEFAULT_ITERS, DEFAULT_WARMUP = "8:1G", 20, 5
 _SIZE = re.compile(r"(\d+)([KMG]?)B?", re.IGNORECASE)
 _UNIT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
