@@ -324,6 +324,11 @@ def check(desc: Descriptor, doc: Document) -> None:
     if net.efa is not None:
         cite(("network", "efa"), net.efa.source)
 
+    for i, mount in enumerate(desc.slurm.container_mounts):
+        if "," in mount:
+            raise doc.error(("slurm", "container_mounts", i), "a mount must not contain ',': pyxis "
+                            "--container-mounts separates mounts with it")
+
     kube = desc.kubernetes
     for key, qty in kube.resources.items():
         path = ("kubernetes", "resources", key)

@@ -29,6 +29,7 @@ import yaml
 from conftest import skip_or_fail
 from ncclgen import __version__, cpuset, descriptor, raybind, raywait, render_slurm, workload
 from ncclgen.cli import main
+from ncclgen.errors import UserError
 from ncclgen.cli.common import make_plan
 
 CLUSTERS = sorted(descriptor.available())
@@ -257,6 +258,23 @@ def test_container_image_reaches_every_srun(capsys):
         assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2)
         for ln in sruns:
             assert " " + render_slurm.shlex.quote(f"--container-image={image}") + " " in ln, ln
+
+
+def test_descriptor_container_image_and_mounts(tmp_path, capsys):
+    doc = yaml.safe_load(Path(descriptor.available()["h100-ib"]).read_text())
+    doc["slurm"].update(container_image="nvcr.io#nvidia/pytorch:25.01-py3",
+                        container_mounts=["/data:/data:ro", "/home/me/my runs:/runs"])
+    good = tmp_path / "pyxis.yaml"
+    good.write_text(yaml.safe_dump(doc))
+    text = render(capsys, "--cluster", str(good), "--workload", "verl-sft")
+    (step,) = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
+    assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in step
+    assert render_slurm.shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
+    doc["slurm"]["container_mounts"] = ["/a,/b:/c"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(UserError, match=r"slurm\.container_mounts\[0\].*must not contain ','"):
+        descriptor.load(str(bad))
 
 
 # --- running the script with stand-ins -----------------------------------------------------------
