@@ -3,7 +3,7 @@
 Why: ncclgen's sbatch scripts are only proven by the real scheduler (`sbatch --test-only` checks the
 resource request, `srun` shows what reaches the tasks), so the tests run Debian's slurm-wlm packages
 instead of a mock. Recipe, config keys and measured behaviour come from the lab report
-/work/shared/reference/local-slurm.md (Debian 12, slurm-wlm 22.05.8, munge 0.5.15); nothing here
+shared/reference/local-slurm.md (Debian 12, slurm-wlm 22.05.8, munge 0.5.15); nothing here
 reads that file.
 
 Everything lives under one private folder: munge key and socket, slurm.conf/gres.conf, state, spool,

@@ -1,7 +1,7 @@
 """Sysfs trees of real node layouts, built under tmp_path with relative symlinks like the kernel's.
 
 Each builder returns a :class:`Layout`: the tree root plus the GPUs (PCI address, NUMA node) that a
-fake NVML must report for that node. Layouts (sources in /work/shared/reference/fabrics.md):
+fake NVML must report for that node. Layouts (sources in shared/reference/fabrics.md):
 
 * :func:`dgx_h100` - sec. 1: DGX H100, 8 GPUs, 8 compute ConnectX-7 (mlx5_0,3,4,5,6,9,10,11 with the
   netdevs of the DGX User Guide Table 6), storage/in-band ports mlx5_1,2 (NUMA 0) and mlx5_7,8

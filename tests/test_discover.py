@@ -1,6 +1,6 @@
 """`ncclgen discover` on sysfs trees of real layouts (tests/sysfs_fixtures.py) with a fake NVML.
 
-Expected pairings are written out here from /work/shared/reference/fabrics.md, not derived from the
+Expected pairings are written out here from shared/reference/fabrics.md, not derived from the
 fixture code: DGX H100 sec. 1.2 (GPU i PXB to mlx5_0,3,4,5,6,9,10,11; storage mlx5_1,2,7,8) and OCI
 BM.GPU.H100.8 sec. 5.1 (two RoCE ports per GPU; mlx5_2 and mlx5_11 front-end).
 """
