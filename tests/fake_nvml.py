@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
-from ncclgen import cpuset
+from ncclgen.load import cpuset
 
 NVML_SUCCESS = 0
 NVML_ERROR_NOT_SUPPORTED = 3

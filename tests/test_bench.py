@@ -18,7 +18,7 @@ import textwrap
 import jsonschema
 import pytest
 
-from ncclgen import descriptor
+from ncclgen.load import descriptor
 from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.node import bench

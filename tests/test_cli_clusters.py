@@ -21,13 +21,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ncclgen import descriptor, resources, yamlio
+from ncclgen.load import descriptor, yamlio
+from ncclgen import datapaths
 from ncclgen.cli import main
 
 TESTS = Path(__file__).parent
 BAD = TESTS / "data" / "bad"
 GOLDEN = TESTS / "golden" / "clusters-show-h100-ib.txt"
-BUNDLED = Path(resources.bundled("clusters"))
+BUNDLED = Path(datapaths.bundled("clusters"))
 PRESETS = sorted(p.stem for p in BUNDLED.glob("*.yaml"))
 
 

@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from ncclgen import cpuset, descriptor, resources
+from ncclgen.load import cpuset, descriptor
+from ncclgen import datapaths
 from ncclgen.errors import UserError
 
 BASE = """\
@@ -229,7 +230,7 @@ def test_each_fabric_has_a_valid_form(tmp_path, fabric, extra):
 
 # The bundled folder itself, not descriptor.available(): a user's $NCCLGEN_CLUSTERS or ./clusters
 # must not change what this test checks.
-BUNDLED = resources.bundled("clusters")
+BUNDLED = datapaths.bundled("clusters")
 PRESETS = sorted(f[:-len(".yaml")] for f in os.listdir(BUNDLED) if f.endswith(".yaml"))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import sysfs_fixtures as sf
 from fake_nvml import FakeNvml
-from ncclgen import yamlio
+from ncclgen.load import yamlio
 from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.node import Unavailable, discover as disc, sysfs
@@ -66,7 +66,7 @@ def test_dgx_h100_pairs_each_gpu_with_its_pxb_hca_and_finds_storage(tmp_path):
 
 def test_dgx_discovery_matches_the_reference_preset(tmp_path):
     """The hand-written h100-ib preset (DGX layout) and discovery of a DGX-like node agree."""
-    from ncclgen import descriptor
+    from ncclgen.load import descriptor
 
     _, d = run(sf.dgx_h100(tmp_path))
     ref = descriptor.load_cluster("h100-ib")

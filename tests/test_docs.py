@@ -2,7 +2,7 @@
 descriptor.schema.json), and the generators cover every rule, condition, key and command.
 
 Regenerate after an intended change, then review the diff before committing it:
-    python -m ncclgen.docs
+    python tools/gendocs.py
 (or NCCLGEN_REGEN_GOLDEN=1 python -m pytest -q tests/test_docs.py, which runs the same).
 """
 
@@ -17,7 +17,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ncclgen import descriptor, docs, resources, rules, yamlio
+from ncclgen.load import descriptor, yamlio
+from tools import gendocs as docs
+from ncclgen import datapaths
+from ncclgen.plan import rules
 from ncclgen.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,20 +39,20 @@ def test_committed_docs_are_current(capsys):
         assert docs.main([]) == 0
     code = docs.main(["--check"])
     err = capsys.readouterr().err
-    assert code == 0, err          # err names each stale file and says: python -m ncclgen.docs
+    assert code == 0, err          # err names each stale file and says: python tools/gendocs.py
 
 
 def test_editing_rules_yaml_without_regenerating_fails_the_check(tmp_path, monkeypatch, capsys, fresh_rules):
     edited = tmp_path / "rules.yaml"
-    text = Path(resources.data("rules.yaml")).read_text()
+    text = Path(datapaths.data("rules.yaml")).read_text()
     assert 'value: "4"' in text
     edited.write_text(text.replace('value: "4"', 'value: "8"', 1))
-    real = resources.data
-    monkeypatch.setattr(resources, "data", lambda name: str(edited) if name == "rules.yaml" else real(name))
+    real = datapaths.data
+    monkeypatch.setattr(datapaths, "data", lambda name: str(edited) if name == "rules.yaml" else real(name))
     assert [rel for rel, _ in docs.stale(str(ROOT))] == ["docs/tiers.md"]
     assert docs.main(["--check"]) == 1
     err = capsys.readouterr().err
-    assert "docs/tiers.md is stale; regenerate with `python -m ncclgen.docs`" in err
+    assert "docs/tiers.md is stale; regenerate with `python tools/gendocs.py`" in err
     assert '+| 2 | `NCCL_IB_QPS_PER_CONNECTION` | [ib-qps](#ib-qps) | `8` |' in err   # the diff shows the edit
 
 
@@ -107,7 +110,7 @@ def test_committed_schema_is_what_ncclgen_schema_prints_and_accepts_every_preset
     committed = json.loads((ROOT / "docs/descriptor.schema.json").read_text())
     assert committed == descriptor.schema()
     validator = jsonschema.Draft202012Validator(committed)
-    folder = Path(resources.bundled("clusters"))
+    folder = Path(datapaths.bundled("clusters"))
     presets = sorted(folder.glob("*.yaml"))
     assert presets
     for path in presets:

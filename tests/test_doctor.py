@@ -15,7 +15,7 @@ import pytest
 
 import sysfs_fixtures as sf
 from fake_nvml import FakeNvml
-from ncclgen import descriptor
+from ncclgen.load import descriptor
 from ncclgen.cli import main
 from ncclgen.node import discover as disc, doctor
 

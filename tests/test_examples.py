@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ncclgen import workload
+from ncclgen.load import workload
 from ncclgen.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +99,7 @@ def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
     settings that are gone."""
     import re
 
-    from ncclgen import rules
+    from ncclgen.plan import rules
 
     readme = (EXAMPLES / "README.md").read_text()
     section = readme.split("## What was generated, and why", 1)[1].split("\n## ", 1)[0]

@@ -19,10 +19,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ncclgen import resources, yamlio
+from ncclgen import datapaths
+from ncclgen.load import yamlio
 from ncclgen.cli import main
 
-VALID_FILE = Path(resources.bundled("clusters")) / "h100-ib.yaml"
+VALID_FILE = Path(datapaths.bundled("clusters")) / "h100-ib.yaml"
 VALID_TEXT = VALID_FILE.read_text()
 VALID_DATA = yamlio.load_text(VALID_TEXT, "h100-ib.yaml").data
 

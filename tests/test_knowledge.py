@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ncclgen import knowledge as kb
+from ncclgen.lint import knowledge as kb
 
 NAMES = Path(__file__).parent / "golden" / "kb-reference-names.txt"
 NET_PLUGINS = ("aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp")   # descriptor network.net_plugin

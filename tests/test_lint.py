@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ncclgen import descriptor, lint
+from ncclgen.load import descriptor
+from ncclgen import lint
 from ncclgen.cli import main
 from ncclgen.errors import UserError
-from ncclgen.lint import matches, parse_if_list
+from ncclgen.lint.knowledge import matches, parse_if_list
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "examples/seed-article.env"

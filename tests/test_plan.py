@@ -10,7 +10,9 @@ import textwrap
 
 import pytest
 
-from ncclgen import descriptor, plan, rules, workload
+from ncclgen.load import descriptor, workload
+from ncclgen import plan
+from ncclgen.plan import rules
 from ncclgen.cli import main
 from ncclgen.cli.common import make_plan
 
@@ -40,7 +42,7 @@ def run_cli(*args, cwd=None, env=None):
 @pytest.mark.parametrize("cluster", CLUSTERS)
 @pytest.mark.parametrize("wl", WORKLOADS)
 def test_tiers_are_cumulative_and_every_value_is_explained(cluster, wl):
-    from ncclgen import knowledge
+    from ncclgen.lint import knowledge
 
     plans = [make_plan(cluster, t, wl, None, (), False) for t in (1, 2, 3)]
     for lower, higher in zip(plans, plans[1:]):
@@ -164,7 +166,7 @@ def test_set_overrides_win_and_say_what_they_replace():
 def test_vendor_settings_win_over_generic_rules():
     from dataclasses import replace
 
-    from ncclgen.descriptor import EnvSetting
+    from ncclgen.load.descriptor import EnvSetting
 
     vendor = replace(H100, vendor_env=(EnvSetting(name="NCCL_IB_QPS_PER_CONNECTION", value="16",
                                                   reason="vendor says", source="site", tier=1),))

@@ -16,11 +16,13 @@ import pytest
 import yaml
 
 from conftest import skip_or_fail
-from ncclgen import descriptor, plan, resources, rules, workload
+from ncclgen.load import descriptor, workload
+from ncclgen import plan, datapaths
+from ncclgen.plan import rules
 from ncclgen.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-H100 = Path(resources.bundled("clusters")) / "h100-ib.yaml"
+H100 = Path(datapaths.bundled("clusters")) / "h100-ib.yaml"
 # A scaffold placeholder line: `key: TODO  # e.g. EXAMPLE` or `- {... TODO ...}  # e.g. EXAMPLE`.
 TODO_LINE = re.compile(r"^(\s*(?:- |[A-Za-z_]+: ))(.*\bTODO\b.*?)\s+# e\.g\. (.*)$")
 

@@ -23,7 +23,9 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 import k8s_validate as kv
-from ncclgen import binding, descriptor, render_k8s, workload as workloadmod
+from ncclgen.plan import binding
+from ncclgen.load import descriptor, workload as workloadmod
+from ncclgen.render import k8s as render_k8s
 from ncclgen.cli import main
 from ncclgen.cli.common import make_plan
 from ncclgen.errors import UserError
@@ -229,8 +231,8 @@ def test_ray_workload_as_pytorchjob():
     assert 'head="${MASTER_ADDR:?' in data["ray-worker.sh"]
     assert 'exec ray start --address="$head:6379"' in data["ray-worker.sh"]
     assert "--block" in data["ray-worker.sh"]
-    assert data["ncclgen_raywait.py"] == (ROOT / "ncclgen" / "raywait.py").read_text()
-    assert data["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "raybind.py").read_text()
+    assert data["ncclgen_raywait.py"] == (ROOT / "ncclgen" / "jobside" / "raywait.py").read_text()
+    assert data["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
     for script in ("ray-head.sh", "ray-worker.sh"):
         subprocess.run(["bash", "-n"], input=data[script], text=True, check=True)
 
@@ -269,7 +271,7 @@ def test_rayjob_one_node_has_no_worker_group():
 def test_rayjob_tier3_binding_hook():
     p = plan_for("h100-ib", 3, "verl-grpo-qwen2-7b")
     docs = render_k8s.documents(p)
-    assert docs[0]["data"] == {"ncclgen_raybind.py": (ROOT / "ncclgen" / "raybind.py").read_text()}
+    assert docs[0]["data"] == {"ncclgen_raybind.py": (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()}
     for path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]

@@ -27,7 +27,10 @@ import pytest
 import yaml
 
 from conftest import skip_or_fail
-from ncclgen import __version__, cpuset, descriptor, raybind, raywait, render_slurm, workload
+from ncclgen import __version__
+from ncclgen.load import cpuset, descriptor, workload
+from ncclgen.jobside import raybind, raywait
+from ncclgen.render import slurm as render_slurm
 from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.cli.common import make_plan
@@ -597,7 +600,7 @@ def test_hook_fails_soft_when_ray_internals_changed(capsys):
 def test_hook_binds_through_the_real_ray_method():
     """Ray 2.60's own class, in a child process (affinity is per process)."""
     prog = textwrap.dedent("""
-        import os, ncclgen.raybind as h
+        import os, ncclgen.jobside.raybind as h
         h.hook()
         import ray._private.accelerators as acc
         manager = acc.get_accelerator_manager_for_resource("GPU")

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ncclgen import cpuset, descriptor
+from ncclgen.load import cpuset, descriptor
 from ncclgen.cli.common import make_plan
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from .. import cpuset, descriptor
+from ..load import cpuset, descriptor
 from ..errors import UserError
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import click
 
-from .. import config, descriptor, plan as planmod, workload as workloadmod
+from ..load import defaults, descriptor, workload as workloadmod
+from .. import plan as planmod
 from ..errors import UserError
 
 
 def plan_options(f):
-    """--cluster, --tier, --workload, --nodes, --set, --debug (defaults: see ncclgen/config.py)."""
+    """--cluster, --tier, --workload, --nodes, --set, --debug (defaults: see ncclgen/load/defaults.py)."""
     f = click.option("--debug", is_flag=True, help="NCCL_DEBUG=INFO with NET subsystem logging.")(f)
     f = click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="Override or add a variable (repeatable); linted like everything else.")(f)
@@ -25,9 +26,9 @@ def plan_options(f):
 
 def make_plan(cluster, tier, workload, nodes, sets, debug) -> planmod.Plan:
     """load -> plan -> lint: a plan whose user-supplied settings NCCL/PyTorch really read."""
-    desc = descriptor.load_cluster(cluster or config.default("cluster"))
-    wl = workloadmod.load_workload(workload or config.default("workload"))
-    p = planmod.build(desc, wl, tier or config.default("tier"), nodes=nodes,
+    desc = descriptor.load_cluster(cluster or defaults.default("cluster"))
+    wl = workloadmod.load_workload(workload or defaults.default("workload"))
+    p = planmod.build(desc, wl, tier or defaults.default("tier"), nodes=nodes,
                       overrides=planmod.parse_set(sets), debug=debug)
     gate(p)
     return p

@@ -26,7 +26,7 @@ def k8s(cluster, tier, workload, nodes, sets, debug, kind, name, namespace, imag
       ncclgen k8s --cluster h100-ib --tier 2 | kubectl apply -f -
       ncclgen k8s --workload verl-sft --kind pytorchjob --name sft-run1 -o sft.yaml
     """
-    from .. import render_k8s
+    from ..render import k8s as render_k8s
 
     plan = make_plan(cluster, tier, workload, nodes, sets, debug)
     emit(render_k8s.render(plan, kind=kind, name=name, namespace=namespace, image=image), output)

@@ -28,7 +28,7 @@ def lint(ctx, cluster, fmt, files):
         raise click.UsageError("--format json takes one FILE")
     desc = None
     if cluster:
-        from .. import descriptor
+        from ..load import descriptor
         desc = descriptor.load_cluster(cluster)
     texts = [(("<stdin>" if f == "-" else f), lintmod.read_input(f)) for f in files]  # all readable first
     failed = False

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .. import descriptor
+from ..load import descriptor
 from ..errors import UserError
 from ..node import Unavailable
 from ..output import emit

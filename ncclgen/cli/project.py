@@ -13,7 +13,8 @@ import shlex
 
 import click
 
-from .. import __version__, descriptor, resources
+from .. import __version__, datapaths
+from ..load import descriptor
 from ..errors import UserError
 from ..output import emit
 from .common import make_plan, plan_options
@@ -41,7 +42,7 @@ def scaffold_data(name: str) -> dict:
     Taking the examples from the preset keeps the scaffold valid once its TODOs hold the examples
     (tests/test_project.py checks exactly that).
     """
-    ex = descriptor.load(os.path.join(resources.bundled("clusters"), f"{EXAMPLE_CLUSTER}.yaml"))
+    ex = descriptor.load(os.path.join(datapaths.bundled("clusters"), f"{EXAMPLE_CLUSTER}.yaml"))
     net = ex.network
     return {
         "name": name,
@@ -60,7 +61,7 @@ def scaffold_data(name: str) -> dict:
 def _templates():
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(resources.data("init")),
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(datapaths.data("init")),
                              undefined=jinja2.StrictUndefined, autoescape=False,
                              keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters["yaml_str"] = json.dumps     # a JSON string is a YAML double-quoted scalar
@@ -70,7 +71,7 @@ def _templates():
 
 def _from_discover(path: str, name: str | None) -> tuple[str, str]:
     """(name, text) of a `ncclgen discover` file, renamed to ``name`` if given; comments are kept."""
-    from ..yamlio import load_text, read_text
+    from ..load.yamlio import load_text, read_text
 
     text = read_text(path)
     desc = descriptor.load(path)
@@ -100,13 +101,12 @@ def scaffold(directory: str, name: str | None, from_discover: str | None) -> dic
     else:
         name = name or _default_name(directory)
         cluster_text = env.get_template("cluster.yaml.j2").render(**scaffold_data(name), schema_line=schema_line)
-    from ..docs import schema_json
 
     data = {"name": name, "version": __version__, "schema_file": SCHEMA_FILE}
     return {
         f"clusters/{name}.yaml": (cluster_text, 0o644),
         "ncclgen.yaml": (env.get_template("ncclgen.yaml.j2").render(**data), 0o644),
-        SCHEMA_FILE: (schema_json(), 0o644),
+        SCHEMA_FILE: (descriptor.schema_json(), 0o644),
         "ci/check.sh": (env.get_template("check.sh.j2").render(**data), 0o755),
         ".github/workflows/ncclgen.yml": (env.get_template("workflow.yml.j2").render(**data), 0o644),
     }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .. import config
+from ..load import defaults
 from ..output import emit
 from .common import make_plan, plan_options
 
@@ -33,11 +33,11 @@ def slurm(cluster, tier, workload, nodes, sets, debug, time, partition, account,
       ncclgen slurm --cluster h100-ib --tier 3 --workload verl-grpo-qwen2-7b -o grpo.sbatch
       sbatch grpo.sbatch
     """
-    from .. import render_slurm
+    from ..render import slurm as render_slurm
 
     p = make_plan(cluster, tier, workload, nodes, sets, debug)
-    regenerate = ["ncclgen", "slurm", "--cluster", cluster or config.default("cluster"), "--tier", str(p.tier),
-                  "--workload", workload or config.default("workload"), "--nodes", str(p.launch.nodes)]
+    regenerate = ["ncclgen", "slurm", "--cluster", cluster or defaults.default("cluster"), "--tier", str(p.tier),
+                  "--workload", workload or defaults.default("workload"), "--nodes", str(p.launch.nodes)]
     for flag, value in (("--job-name", job_name), ("--time", time), ("--partition", partition),
                         ("--account", account), ("--qos", qos), ("--container-image", container_image)):
         if value is not None:

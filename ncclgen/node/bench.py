@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from ..descriptor import Descriptor
+from ..load.descriptor import Descriptor
 from ..errors import UserError
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")

@@ -15,11 +15,11 @@ import socket
 from dataclasses import dataclass
 from typing import Optional
 
-from .. import cpuset
-from ..descriptor import DNS1123, Descriptor, check
+from ..load import cpuset
+from ..load.descriptor import DNS1123, Descriptor, check
 from ..errors import UserError
-from ..schema import load_dataclass
-from ..yamlio import load_text
+from ..load.schema import load_dataclass
+from ..load.yamlio import load_text
 from . import Unavailable, nvml, sysfs
 from .sysfs import HcaPort, Level, Sysfs
 

@@ -16,8 +16,8 @@ import shutil
 from dataclasses import asdict, dataclass
 from typing import Callable, Mapping, Optional
 
-from .. import cpuset
-from ..descriptor import Descriptor
+from ..load import cpuset
+from ..load.descriptor import Descriptor
 from . import Unavailable, nvml, sysfs
 from .discover import gpu_numa
 from .sysfs import Sysfs

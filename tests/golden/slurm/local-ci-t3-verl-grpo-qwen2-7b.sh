@@ -55,7 +55,7 @@ export PYTHONPATH="$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"
 # Launcher plumbing, not an NCCL/PyTorch setting: Ray worker setup hook (a Ray internal, checked in Ray 2.60; read by every worker at start-up): binds each GPU task/actor to its GPU's CPUs.
 export __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR='ncclgen_raybind.hook'
 
-# Tier 3 binding under Ray: the worker hook module (ncclgen/raybind.py), written to $NCCLGEN_HOOK_DIR by each `ray start` step.
+# Tier 3 binding under Ray: the worker hook module (ncclgen/jobside/raybind.py), written to $NCCLGEN_HOOK_DIR by each `ray start` step.
 NCCLGEN_RAY_HOOK=$(cat <<'NCCLGEN_RAY_HOOK_EOF'
 """Ray worker setup hook: bind each GPU task/actor process to the CPUs of its GPU's NUMA node.
 
@@ -162,7 +162,7 @@ def _warn(message):
 NCCLGEN_RAY_HOOK_EOF
 )
 
-# Ray readiness check and node watchdog (ncclgen/raywait.py): `wait` polls ray.nodes() every 0.5 s, `watch` exits 5 when a node is no longer alive.
+# Ray readiness check and node watchdog (ncclgen/jobside/raywait.py): `wait` polls ray.nodes() every 0.5 s, `watch` exits 5 when a node is no longer alive.
 NCCLGEN_RAY_WAIT=$(cat <<'NCCLGEN_RAY_WAIT_EOF'
 """Ray bring-up check and node watchdog for the sbatch script (run as `python3 -c "$PROGRAM" ...`).
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping, Optional
 
-from . import resources
+from .. import datapaths
 
 KB_VERSIONS = {"nccl": "2.30.7", "torch": "2.13.0"}
 KB_FILES = ("nccl.tsv", "nccl-history.tsv", "torch.tsv", "other.tsv")
@@ -77,7 +77,7 @@ _VARS: Optional[Mapping[str, VarInfo]] = None
 
 
 def kb_dir() -> str:
-    return resources.data("kb")
+    return datapaths.data("kb")
 
 
 def _row_to_info(row: dict, where: str) -> VarInfo:

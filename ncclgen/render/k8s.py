@@ -26,8 +26,9 @@ import shlex
 
 import yaml
 
-from . import binding
-from .errors import UserError
+from .. import jobside
+from ..plan import binding
+from ..errors import UserError
 
 KINDS = ("pytorchjob", "rayjob")
 CONFIG_DIR = "/etc/ncclgen"
@@ -39,7 +40,7 @@ RAYWAIT_MODULE = "ncclgen_raywait.py"
 RAYBIND_MODULE = "ncclgen_raybind.py"
 RAYBIND_HOOK = "ncclgen_raybind.hook"
 RAY_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"   # read by Ray's default_worker.py (Ray 2.60)
-GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"                           # read by ncclgen/raybind.py
+GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"                           # read by ncclgen/jobside/raybind.py
 
 DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -161,11 +162,6 @@ def explain_command(plan) -> str:
     return shlex.join(argv)
 
 
-def _module_text(filename: str) -> str:
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), filename), encoding="utf-8") as fh:
-        return fh.read()
-
-
 # -- the job --------------------------------------------------------------------------------------------
 
 class _Job:
@@ -175,7 +171,7 @@ class _Job:
         self.plan, self.kind, self.name, self.namespace, self.image = plan, kind, name, namespace, image
         self.launch = plan.launch
         self.ray = plan.launch.launcher == "ray"
-        # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/raybind.py).
+        # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/jobside/raybind.py).
         self.ray_bind = self.ray and self.launch.bind
         self.labels = {
             "app.kubernetes.io/name": name,
@@ -193,9 +189,9 @@ class _Job:
         if self.ray and self.kind == "pytorchjob":
             files[RAY_HEAD_SCRIPT] = self._ray_head_script()
             files[RAY_WORKER_SCRIPT] = self._ray_worker_script()
-            files[RAYWAIT_MODULE] = _module_text("raywait.py")
+            files[RAYWAIT_MODULE] = jobside.source("raywait")
         if self.ray_bind:
-            files[RAYBIND_MODULE] = _module_text("raybind.py")
+            files[RAYBIND_MODULE] = jobside.source("raybind")
         return files
 
     @property

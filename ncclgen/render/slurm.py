@@ -17,9 +17,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from . import __version__, binding, resources
-from .errors import UserError
-from .plan import Plan
+from .. import __version__, datapaths, jobside
+from ..plan import binding
+from ..errors import UserError
+from ..plan import Plan
 
 TIME_PATTERN = r"(\d+-)?\d{1,3}:\d{2}:\d{2}"  # same form as a workload's `time`
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -154,14 +155,14 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
                        "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR", f"{HOOK_MODULE}.hook"),
             ]
             programs.append(Program(
-                "Tier 3 binding under Ray: the worker hook module (ncclgen/raybind.py), written to "
-                "$NCCLGEN_HOOK_DIR by each `ray start` step.", "NCCLGEN_RAY_HOOK", _package_text("raybind.py")))
+                "Tier 3 binding under Ray: the worker hook module (ncclgen/jobside/raybind.py), written to "
+                "$NCCLGEN_HOOK_DIR by each `ray start` step.", "NCCLGEN_RAY_HOOK", jobside.source("raybind")))
             exported.append("NCCLGEN_RAY_HOOK")
             prefix = ("bash", "-c", _HOOK_WRITER, "ncclgen-raybind")
         programs.append(Program(
-            "Ray readiness check and node watchdog (ncclgen/raywait.py): `wait` polls ray.nodes() "
+            "Ray readiness check and node watchdog (ncclgen/jobside/raywait.py): `wait` polls ray.nodes() "
             "every 0.5 s, `watch` exits 5 when a node is no longer alive.", "NCCLGEN_RAY_WAIT",
-            _package_text("raywait.py")))
+            jobside.source("raywait")))
         spec = Ray(port=launch.ray_port, num_cpus=launch.cpus_per_node, start_prefix=prefix,
                    want_nodes=launch.nodes, want_gpus=launch.nodes * launch.gpus_per_node,
                    ready_timeout_s=launch.ray_ready_timeout_s, watch_interval_s=RAY_WATCH_INTERVAL_S,
@@ -290,12 +291,6 @@ def _one_line(text: str) -> str:
     return _escape_controls(" ".join(text.split()))
 
 
-def _package_text(name: str) -> str:
-    """Source of a standalone module shipped in the package, embedded in the script at render time."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8") as fh:
-        return fh.read()
-
-
 def quote(value) -> str:
     """The `q` filter: shlex.quote, except Raw text ncclgen wrote itself."""
     return str(value) if isinstance(value, Raw) else shlex.quote(str(value))
@@ -356,7 +351,7 @@ def _environment():
     import jinja2
 
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(resources.bundled("templates")),
+        loader=jinja2.FileSystemLoader(datapaths.bundled("templates")),
         bytecode_cache=_bytecode_cache(jinja2),
         autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
         trim_blocks=True, lstrip_blocks=True,

@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from . import binding, launch, rules
-from .descriptor import ENV_NAME, Descriptor
-from .errors import UserError
-from .workload import Workload
+from ..load.descriptor import ENV_NAME, Descriptor
+from ..errors import UserError
+from ..load.workload import Workload
 
 TIERS = (1, 2, 3)
 BIND_TIER = 3

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
 from . import knowledge as kb
-from .errors import UserError, did_you_mean
+from ..errors import UserError, did_you_mean
 from .knowledge import matches, parse_if_list
 
 if TYPE_CHECKING:  # descriptor is only needed with --cluster; keep `ncclgen lint` imports light
-    from .descriptor import Descriptor
+    from ..load.descriptor import Descriptor
 
 __all__ = ["Finding", "CODES", "lint_pairs", "lint_text", "lint_environ", "parse_text", "parse_if_list",
            "matches", "is_relevant"]
@@ -393,7 +393,7 @@ def read_input(path: str) -> str:
     """The text of ``path`` ('-' = stdin): small UTF-8 text, or one UserError naming the file."""
     import sys
 
-    from . import yamlio
+    from ..load import yamlio
 
     what = "an env file, script or manifest"
     if path == "-":
@@ -455,7 +455,7 @@ def _parse_manifest(text: str, name: str) -> list:
     """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value."""
     import yaml
 
-    from . import yamlio
+    from ..load import yamlio
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:

@@ -1,8 +1,8 @@
 """Reference docs generated from the package's own data, so they cannot drift from the code.
 
-    python -m ncclgen.docs            write docs/tiers.md, docs/descriptor.md, docs/cli.md and
+    python tools/gendocs.py            write docs/tiers.md, docs/descriptor.md, docs/cli.md and
                                       docs/descriptor.schema.json in the checkout
-    python -m ncclgen.docs --check    exit 1 naming every stale file (tests/test_docs.py runs this)
+    python tools/gendocs.py --check    exit 1 naming every stale file (tests/test_docs.py runs this)
 
 tiers.md comes from ncclgen/data/rules.yaml (and the derivations' docstrings in rules.py),
 descriptor.md and descriptor.schema.json from the descriptor dataclasses, cli.md from click itself.
@@ -19,11 +19,13 @@ import os
 import sys
 from typing import Callable
 
-from . import descriptor, plan, resources, rules
-from .errors import UserError
-from .output import emit
+from ncclgen import datapaths, plan
+from ncclgen.errors import UserError
+from ncclgen.load import descriptor
+from ncclgen.output import emit
+from ncclgen.plan import rules
 
-REGEN = "python -m ncclgen.docs"
+REGEN = "python tools/gendocs.py"
 TIER_NAMES = {1: "stable", 2: "performance", 3: "expert"}
 HELP_WIDTH = 100   # fixed, so cli.md does not depend on the terminal that generated it
 
@@ -86,7 +88,7 @@ def value_text(rule: rules.Rule) -> str:
 
 def _presets() -> list[descriptor.Descriptor]:
     """The bundled presets only: ./clusters or $NCCLGEN_CLUSTERS must not change generated docs."""
-    folder = resources.bundled("clusters")
+    folder = datapaths.bundled("clusters")
     return [descriptor.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
             if f.endswith((".yaml", ".yml"))]
 
@@ -220,7 +222,7 @@ def descriptor_md() -> str:
     used = _where_used(schema)
     sections = [("Descriptor", schema)] + list(schema["$defs"].items())
     out = ["# Cluster descriptor reference", "",
-           _banner("the descriptor dataclasses in ncclgen/descriptor.py (JSON Schema: "
+           _banner("the descriptor dataclasses in ncclgen/load/descriptor.py (JSON Schema: "
                    "docs/descriptor.schema.json, also `ncclgen schema`)"),
            "A descriptor is one YAML file in `clusters/` describing one kind of node and its fabric. "
            "`ncclgen validate FILE` checks it; every error names the file, line:column and key path. "
@@ -249,7 +251,7 @@ def descriptor_md() -> str:
 
 def schema_json() -> str:
     """The same bytes as `ncclgen schema`."""
-    return json.dumps(descriptor.schema(), indent=2, sort_keys=True) + "\n"
+    return descriptor.schema_json()
 
 
 # -- cli.md -------------------------------------------------------------------------------------------
@@ -265,7 +267,7 @@ def _help(cmd, name: str, parent) -> str:
 def cli_md() -> str:
     import click
 
-    from . import cli
+    from ncclgen import cli
 
     settings = {**cli.cli.context_settings, "terminal_width": HELP_WIDTH, "max_content_width": HELP_WIDTH}
     root = click.Context(cli.cli, info_name="ncclgen", **settings)
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         for rel, make in GENERATED.items():
             emit(make(), os.path.join(root, rel))
     except UserError as exc:
-        print(f"ncclgen.docs: error: {exc}", file=sys.stderr)
+        print(f"tools/gendocs.py: error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-from .errors import UserError, did_you_mean
+from ..errors import UserError, did_you_mean
 from .yamlio import Document
 
 _HINTS: dict[type, dict[str, Any]] = {}

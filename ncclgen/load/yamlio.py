@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 import yaml.constructor
 
-from .errors import UserError
+from ..errors import UserError
 
 MAX_BYTES = 1 << 20          # a descriptor is a few KiB; 1 MiB is generous
 MAX_NODES = 200_000          # values built, aliases counted each time they are used

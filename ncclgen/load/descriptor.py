@@ -11,8 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
-from . import cpuset, resources
-from .errors import UserError
+from . import cpuset
+from .. import datapaths
+from ..errors import UserError
 from .schema import field, json_schema, load_dataclass
 from .yamlio import Document, load_file
 
@@ -367,7 +368,7 @@ def search_dirs() -> list[str]:
     """$NCCLGEN_CLUSTERS (colon-separated), then ./clusters, then the bundled presets."""
     dirs = [d for d in os.environ.get("NCCLGEN_CLUSTERS", "").split(":") if d]
     dirs.append(os.path.join(os.getcwd(), "clusters"))
-    dirs.append(resources.bundled("clusters"))
+    dirs.append(datapaths.bundled("clusters"))
     return dirs
 
 
@@ -394,10 +395,17 @@ def resolve(name_or_path: str) -> str:
     found = available()
     if name_or_path in found:
         return found[name_or_path]
-    from .errors import did_you_mean
+    from ..errors import did_you_mean
     raise UserError(f"--cluster: unknown cluster {name_or_path!r}{did_you_mean(name_or_path, found)}; "
                     f"available: {', '.join(sorted(found)) or 'none'}")
 
 
 def load_cluster(name_or_path: str) -> Descriptor:
     return load(resolve(name_or_path))
+
+
+def schema_json() -> str:
+    """The descriptor JSON Schema as `ncclgen schema` prints it (and docs/descriptor.schema.json holds)."""
+    import json
+
+    return json.dumps(schema(), indent=2, sort_keys=True) + "\n"

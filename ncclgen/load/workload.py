@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from . import resources
+from .. import datapaths
 from .descriptor import DNS1123, EnvSetting
-from .errors import UserError, did_you_mean
+from ..errors import UserError, did_you_mean
 from .schema import field, json_schema, load_dataclass
 from .yamlio import load_file
 
@@ -59,7 +59,7 @@ def load(path: str) -> Workload:
 
 
 def bundled() -> dict[str, str]:
-    d = resources.bundled("workloads")
+    d = datapaths.bundled("workloads")
     return {f[:-5]: os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".yaml")}
 
 

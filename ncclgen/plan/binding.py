@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .descriptor import Descriptor
+from ..load.descriptor import Descriptor
 
 
 @dataclass(frozen=True)

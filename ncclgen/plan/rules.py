@@ -10,11 +10,11 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
-from . import resources
-from .descriptor import Descriptor
-from .schema import field, load_dataclass
-from .workload import Workload
-from .yamlio import load_file
+from .. import datapaths
+from ..load.descriptor import Descriptor
+from ..load.schema import field, load_dataclass
+from ..load.workload import Workload
+from ..load.yamlio import load_file
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,7 +86,7 @@ def version(v: str) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=1)
 def rule_file() -> RuleFile:
-    doc = load_file(resources.data("rules.yaml"))
+    doc = load_file(datapaths.data("rules.yaml"))
     data = load_dataclass(doc, doc.data, RuleFile)
     for i, r in enumerate(data.rules):
         if isinstance(r.value, Derive) and r.value.derive not in DERIVATIONS:

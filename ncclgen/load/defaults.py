@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import workload
-from .errors import UserError
+from ..errors import UserError
 from .schema import field, load_dataclass
 from .yamlio import load_file
 

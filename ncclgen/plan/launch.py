@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .descriptor import Descriptor
-from .workload import Workload
+from ..load.descriptor import Descriptor
+from ..load.workload import Workload
 
 RDZV_PORT = 29500      # c10d rendezvous store on the head node
 RAY_PORT = 6379        # Ray GCS
