@@ -39,10 +39,83 @@ class UserError(Exception):
         # One line, always: a newline inside a hostile value must not split the message.
         return (where + key + self.message).replace("\n", "\\n")
 
+    def all(self) -> list["UserError"]:
+        """Every problem this error stands for, in file order: itself, or those of a :class:`UserErrors`."""
+        return [self]
+
+
+class UserErrors(UserError):
+    """Several problems found in one pass over a file, sorted into file order.
+
+    It reads as its first problem (``message``, ``line``... are the first one's), so code that shows
+    one error still shows the right one; the CLI prints ``all()``, one line each.
+    """
+
+    def __init__(self, errors: list[UserError]):
+        flat = [e for err in errors for e in err.all()]
+        # file order: line, then column; a problem without a position (the whole file) comes first
+        flat.sort(key=lambda e: (e.line or 0, e.col or 0))
+        first = flat[0]
+        super().__init__(first.message, file=first.file, path=first.path, line=first.line, col=first.col)
+        self.errors = flat
+
+    def located(self, file: str) -> "UserError":
+        for e in self.errors:
+            e.located(file)
+        return super().located(file)
+
+    def all(self) -> list[UserError]:
+        return list(self.errors)
+
+
+def collect(errors: list[UserError]) -> None:
+    """Raise ``errors`` as one exception (the single error itself when there is one); nothing if empty."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise UserErrors(errors)
+
+
+MAX_SHOWN = 50  # a mangled file can make hundreds of errors; the first ones are the ones to fix
+
+
+def error_lines(exc: UserError, prefix: str = "ncclgen: error: ") -> list[str]:
+    """The lines the CLI prints for ``exc``: one per problem, at most MAX_SHOWN and a count of the rest."""
+    problems = exc.all()
+    lines = [f"{prefix}{e}" for e in problems[:MAX_SHOWN]]
+    if len(problems) > MAX_SHOWN:
+        where = f"{problems[0].file}: " if problems[0].file else ""
+        lines.append(f"{prefix}{where}{len(problems) - MAX_SHOWN} more problem(s) not shown")
+    return lines
+
+
+def warn(problem: UserError) -> None:
+    """Print a warning (a UserError that does not stop the run) as one line on stderr."""
+    import sys
+
+    print(f"ncclgen: warning: {problem}", file=sys.stderr)
+
 
 def did_you_mean(word: str, choices) -> str:
     """' (did you mean 'x'?)' when a close match exists, else ''."""
     import difflib
 
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{match[0]}'?)" if match else ""
+    choices = [str(c) for c in choices]
+    lower = {c.lower(): c for c in reversed(choices)}  # first spelling wins on a case clash
+    key = word.lower()
+    if key in lower and lower[key] != word:  # fabric: InfiniBand
+        return f" (did you mean '{lower[key]}'?)"
+    match = difflib.get_close_matches(key, list(lower), n=1, cutoff=0.6)
+    if match:
+        return f" (did you mean '{lower[match[0]]}'?)"
+    # a short abbreviation: IB -> infiniband (same first letter, the rest in order)
+    if 2 <= len(key) <= 4 and key.isalpha():
+        for low, choice in lower.items():
+            if low[0] == key[0] and _subsequence(key[1:], low[1:]):
+                return f" (did you mean '{choice}'?)"
+    return ""
+
+
+def _subsequence(short: str, long: str) -> bool:
+    it = iter(long)
+    return all(ch in it for ch in short)

@@ -95,6 +95,7 @@ CORPUS = {
     "deep-nesting.yaml": (None, "nested more than 64 levels deep"),
     "self-alias.yaml": ("name", "nested more than 64 levels deep (a YAML alias refers to itself?)"),
     "binary.yaml": (None, "binary data (NUL byte), expected a YAML file"),
+    "tab-indent.yaml": (None, "YAML syntax error: tabs are not allowed in YAML indentation"),
 }
 
 

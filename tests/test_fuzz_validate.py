@@ -1,5 +1,6 @@
-"""Property: whatever bytes `ncclgen validate` is given, it exits 0 or 2, prints at most one error line
-and never a traceback.
+"""Property: whatever bytes `ncclgen validate` is given, it exits 0 or 2, never prints a traceback,
+and every line it prints on stderr is one printable `ncclgen: error|warning: FILE...` line (all the
+errors of a file are reported at once, one line each; warnings never change the exit status).
 
 Inputs: arbitrary YAML documents (nested dicts/lists/scalars dumped with yaml.safe_dump), mutations of
 a valid descriptor (a value replaced, a key dropped or added, a line deleted, duplicated or cut), and
@@ -60,12 +61,17 @@ def validate(path: Path, content: bytes) -> None:
     stderr = err.getvalue()
     assert "Traceback" not in stderr
     assert code in (0, 2), (code, stderr)
+    assert stderr == "" or stderr.endswith("\n"), stderr
+    lines = stderr.splitlines()
+    assert all(line.isprintable() for line in lines), stderr
+    warnings = [line for line in lines if line.startswith(f"ncclgen: warning: {path}:")]
+    errors = [line for line in lines if line.startswith(f"ncclgen: error: {path}")]
+    assert len(warnings) + len(errors) == len(lines), stderr
+    assert len(lines) <= 51, stderr  # at most 50 problems and a count of the rest
     if code == 0:
-        assert stderr == "" and out.getvalue().startswith(f"{path}: ok (")
+        assert not errors and out.getvalue().startswith(f"{path}: ok (")
     else:
-        assert out.getvalue() == ""
-        assert stderr.startswith(f"ncclgen: error: {path}") and stderr.endswith("\n"), stderr
-        assert len(stderr.splitlines()) == 1 and stderr[:-1].isprintable(), stderr
+        assert out.getvalue() == "" and errors and not warnings, stderr
 
 
 @settings(FUZZ, max_examples=100)

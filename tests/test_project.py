@@ -83,7 +83,11 @@ def test_scaffold_fails_validation_at_the_first_todo_and_passes_with_the_example
     first_int_todo = next(i for i, line in enumerate(text.splitlines(), 1) if line.startswith("  gpus_per_node:"))
     assert code == 2 and out == ""
     assert err.startswith(f"ncclgen: error: {path}:{first_int_todo}:") and "node.gpus_per_node" in err
-    assert len(err.splitlines()) == 1
+    # every placeholder a type check refuses is named at once, one line each, in file order
+    lines = err.splitlines()
+    assert len(lines) > 1 and all("'TODO'" in line for line in lines), err
+    numbers = [int(line.split(f"{path}:")[1].split(":")[0]) for line in lines]
+    assert numbers == sorted(numbers)
 
     filled = fill_todos(text)
     assert "TODO" not in re.sub(r"#.*", "", filled)      # every placeholder had an example

@@ -13,7 +13,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import UserError, error_lines
 
 # command name -> (module, attribute, one-line help shown by `ncclgen --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = cli.main(args=argv, prog_name="ncclgen", standalone_mode=False)
     except UserError as exc:
-        click.echo(f"ncclgen: error: {exc}", err=True)
+        click.echo("\n".join(error_lines(exc)), err=True)  # one line per problem
         return 2
     except click.exceptions.Abort:
         click.echo("ncclgen: aborted", err=True)

@@ -7,7 +7,7 @@ import json
 import click
 
 from ..load import cpuset, descriptor
-from ..errors import UserError
+from ..errors import UserError, error_lines
 
 
 @click.group()
@@ -24,7 +24,7 @@ def list_cmd():
     rows = [("NAME", "GPUS", "GPU MODEL", "FABRIC", "SOURCE")]
     for name, path in sorted(descriptor.available().items()):
         try:
-            d = descriptor.load(path)
+            d = descriptor.load(path, warnings=False)  # `validate` shows them; a listing stays a table
             rows.append((name, str(d.node.gpus_per_node), d.node.gpu_model, d.network.fabric, path))
         except UserError as exc:
             rows.append((name, "-", "INVALID", "-", f"{path} ({exc.message})"))
@@ -75,16 +75,23 @@ def _table(rows) -> str:
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 def validate(paths):
-    """Validate descriptor files; exit 0 if all are valid, 2 otherwise (one line per bad file)."""
+    """Validate descriptor files; exit 0 if all are valid, 2 otherwise.
+
+    Every problem is one line on stderr, `file:line:col: key.path: message`, in file order: errors
+    (`ncclgen: error:`), and warnings (`ncclgen: warning:`) for what runs but is almost always a typo,
+    such as a rail on another NUMA node than its GPU. Warnings do not change the exit status.
+    """
     bad = 0
     for path in paths:
         try:
-            d = descriptor.load(path)
+            d, warnings = descriptor.load_checked(path)
+            for w in warnings:
+                click.echo(f"ncclgen: warning: {w}", err=True)
             cpus = cpuset.format(set().union(*(cpuset.parse(n.cpus) for n in d.node.numa_nodes)))
             click.echo(f"{path}: ok ({d.name}: {d.node.gpus_per_node}x {d.node.gpu_model}, "
                        f"{d.network.fabric}, CPUs {cpus})")
         except UserError as exc:
-            click.echo(f"ncclgen: error: {exc.located(path)}", err=True)
+            click.echo("\n".join(error_lines(exc.located(path))), err=True)
             bad += 1
     if bad:
         raise SystemExit(2)

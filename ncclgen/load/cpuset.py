@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 _PART = re.compile(r"(\d+)(?:-(\d+))?")
-PATTERN = r"\d+(-\d+)?(,\d+(-\d+)?)*"
+# "48-95, 144-191" (a space after the comma, as people write lists) is accepted; normalise() drops it.
+PATTERN = r"\d+(-\d+)?( ?, ?\d+(-\d+)?)*"
 MAX_CPU = 1 << 16
 
 
@@ -26,6 +27,11 @@ def parse(text: str) -> frozenset[int]:
             raise ValueError(f"CPU {hi} is beyond {MAX_CPU - 1}")
         cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
+
+
+def normalise(text: str) -> str:
+    """'48-95, 144-191' -> '48-95,144-191': the form numactl and Slurm take."""
+    return re.sub(r"\s*,\s*", ",", text.strip())
 
 
 def format(cpus) -> str:  # noqa: A001 - mirrors parse()

@@ -13,7 +13,7 @@ from typing import Literal, Optional, Union
 
 from . import cpuset
 from .. import datapaths
-from ..errors import UserError
+from ..errors import UserError, collect, warn
 from .schema import field, json_schema, load_dataclass
 from .yamlio import Document, load_file
 
@@ -23,6 +23,9 @@ DNS1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 RESOURCE_NAME = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 QUANTITY = r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"
 VERSION = r"\d+(\.\d+){1,3}"
+# What `python -c "import torch; print(torch.__version__)"` prints: 2.13.0, 2.6.0+cu124, and NGC's
+# 2.6.0a0+ecf3bae40a (PEP 440 pre/dev release and local version).
+TORCH_VERSION = VERSION + r"((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"        # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
@@ -35,6 +38,9 @@ class NumaNode:
     cpus: str = field(doc="cpuset list, e.g. 0-55,112-167", pattern=cpuset.PATTERN,
                       pattern_doc="a cpuset list like 0-55,112-167")
     source: Optional[str] = field(None, doc="id in `sources` that this fact comes from")
+
+    def __post_init__(self):  # "48-95, 144-191" is accepted; numactl and Slurm get "48-95,144-191"
+        object.__setattr__(self, "cpus", cpuset.normalise(self.cpus))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +133,9 @@ class Network:
 class Software:
     """Versions the rules and the linter depend on."""
     nccl: str = field(doc="NCCL version, e.g. '2.21.5'", pattern=VERSION, pattern_doc="a version like 2.21.5")
-    torch: str = field(doc="PyTorch version, e.g. '2.6.0'", pattern=VERSION, pattern_doc="a version like 2.6.0")
+    torch: str = field(doc="PyTorch version as torch.__version__ prints it, e.g. '2.6.0' or "
+                       "'2.6.0a0+ecf3bae40a'", pattern=TORCH_VERSION,
+                       pattern_doc="a version like 2.6.0 or 2.6.0a0+ecf3bae40a")
     cuda: str = field(doc="CUDA version, e.g. '12.4'", pattern=VERSION, pattern_doc="a version like 12.4")
     source: Optional[str] = field(None, doc="id in `sources`")
 
@@ -227,18 +235,27 @@ class Descriptor:
         return sum(len(cpuset.parse(n.cpus)) for n in self.node.numa_nodes)
 
 
-def check(desc: Descriptor, doc: Document) -> None:
-    """Cross-field checks: each raises a UserError at the offending key."""
+def check(desc: Descriptor, doc: Document) -> list[UserError]:
+    """Cross-field checks. Raises every error at once (errors.UserErrors, in file order); returns the
+    warnings: mistakes that can be meant but almost always are typos, for the caller to print."""
     node, net = desc.node, desc.network
     known = set(desc.sources)
+    errors: list[UserError] = []
+    warnings: list[UserError] = []
+
+    def fail(path: tuple, message: str) -> None:
+        errors.append(doc.error(path, message))
+
+    def warn(path: tuple, message: str) -> None:
+        warnings.append(doc.error(path, message))
 
     def cite(path: tuple, source: Optional[str]) -> None:
         if source is not None and source not in known:
-            raise doc.error(path + ("source",), f"source {source!r} is not an id in `sources` "
-                                                f"(known: {', '.join(sorted(known)) or 'none'})")
+            fail(path + ("source",), f"source {source!r} is not an id in `sources` "
+                                     f"(known: {', '.join(sorted(known)) or 'none'})")
 
     if not desc.sources:
-        raise doc.error(("sources",), "cite at least one source for the facts in this file")
+        fail(("sources",), "cite at least one source for the facts in this file")
     cite(("node",), node.source)
     cite(("network",), net.source)
     cite(("software",), desc.software.source)
@@ -246,80 +263,114 @@ def check(desc: Descriptor, doc: Document) -> None:
 
     seen_numa: dict[int, int] = {}
     owner: dict[int, int] = {}
+    numa_cpus: dict[int, frozenset[int]] = {}
     for i, n in enumerate(node.numa_nodes):
         path = ("node", "numa_nodes", i)
         if n.id in seen_numa:
-            raise doc.error(path + ("id",), f"NUMA node {n.id} is declared twice")
-        seen_numa[n.id] = i
+            fail(path + ("id",), f"NUMA node {n.id} is declared twice")
+        seen_numa.setdefault(n.id, i)
         cite(path, n.source)
         try:
             cpus = cpuset.parse(n.cpus)
         except ValueError as exc:
-            raise doc.error(path + ("cpus",), str(exc)) from None
+            fail(path + ("cpus",), str(exc))
+            continue
+        numa_cpus.setdefault(n.id, cpus)
+        overlap = sorted(c for c in cpus if c in owner)
+        if overlap:
+            fail(path + ("cpus",), f"CPU {overlap[0]} is also in NUMA node {owner[overlap[0]]}; "
+                                   "NUMA CPU lists must not overlap")
         for c in cpus:
-            if c in owner:
-                raise doc.error(path + ("cpus",), f"CPU {c} is also in NUMA node {owner[c]}; "
-                                                  "NUMA CPU lists must not overlap")
-            owner[c] = n.id
+            owner.setdefault(c, n.id)
     if not node.numa_nodes:
-        raise doc.error(("node", "numa_nodes"), "declare at least one NUMA node")
+        fail(("node", "numa_nodes"), "declare at least one NUMA node")
+    elif not errors and len(numa_cpus) == len(node.numa_nodes):
+        _check_cpu_holes(node, numa_cpus, warn)
 
     if len(node.gpus) != node.gpus_per_node:
-        raise doc.error(("node", "gpus"), f"gpus_per_node is {node.gpus_per_node} but {len(node.gpus)} "
-                                          "GPUs are listed")
-    seen_gpu: set[int] = set()
+        fail(("node", "gpus"), f"gpus_per_node is {node.gpus_per_node} but {len(node.gpus)} GPUs are listed")
+    seen_gpu: dict[int, int] = {}
+    seen_bus: dict[str, int] = {}
     for i, g in enumerate(node.gpus):
         path = ("node", "gpus", i)
         if g.index in seen_gpu:
-            raise doc.error(path + ("index",), f"GPU {g.index} is listed twice")
-        if g.index >= node.gpus_per_node:
-            raise doc.error(path + ("index",), f"GPU index {g.index} is out of range "
-                                               f"0..{node.gpus_per_node - 1}")
-        seen_gpu.add(g.index)
+            fail(path + ("index",), f"GPU {g.index} is listed twice")
+        elif g.index >= node.gpus_per_node:
+            fail(path + ("index",), f"GPU index {g.index} is out of range 0..{node.gpus_per_node - 1}")
+        seen_gpu.setdefault(g.index, i)
         if g.numa not in seen_numa:
-            raise doc.error(path + ("numa",), f"NUMA node {g.numa} is not declared in node.numa_nodes")
+            fail(path + ("numa",), f"NUMA node {g.numa} is not declared in node.numa_nodes")
+        if g.pci_bus_id is not None:
+            bus = g.pci_bus_id.lower()
+            if bus in seen_bus:
+                fail(path + ("pci_bus_id",), f"PCI address {g.pci_bus_id} is also GPU "
+                                             f"{node.gpus[seen_bus[bus]].index}'s")
+            seen_bus.setdefault(bus, i)
 
     storage = {s.name for s in net.storage if s.kind == "hca"}
+    storage_netdevs = {s.name for s in net.storage if s.kind == "netdev"}
     seen_port: set[tuple] = set()
+    netdev_owner: dict[str, str] = {}
+    rails_of: dict[int, list[int]] = {}  # GPU index -> rail positions serving it
     for i, r in enumerate(net.compute):
         path = ("network", "compute", i)
         cite(path, r.source)
         if r.hca is None and r.netdev is None:
-            raise doc.error(path, "a rail needs an hca or a netdev")
+            fail(path, "a rail needs an hca or a netdev")
+            continue
         key = (r.hca or r.netdev, r.port)
         if key in seen_port:
-            raise doc.error(path, f"{key[0]} port {r.port} is listed twice")
+            fail(path, f"{key[0]} port {r.port} is listed twice")
         seen_port.add(key)
         if r.hca in storage:
-            raise doc.error(path + ("hca",), f"{r.hca} is listed both as a compute rail and as storage")
+            fail(path + ("hca",), f"{r.hca} is listed both as a compute rail and as storage")
+        if r.netdev is not None:
+            if r.netdev in storage_netdevs:
+                fail(path + ("netdev",), f"{r.netdev} is listed both as a compute rail and as storage")
+            port = f"{r.hca}:{r.port}" if r.hca else r.netdev
+            if r.netdev in netdev_owner and netdev_owner[r.netdev] != port:
+                fail(path + ("netdev",), f"interface {r.netdev} is also the netdev of "
+                                         f"{netdev_owner[r.netdev]}; one port has one interface")
+            netdev_owner.setdefault(r.netdev, port)
         if not r.gpus:
-            raise doc.error(path + ("gpus",), "a rail serves at least one GPU")
+            fail(path + ("gpus",), "a rail serves at least one GPU")
         for j, gi in enumerate(r.gpus):
             if gi not in seen_gpu:
-                raise doc.error(path + ("gpus", j), f"GPU {gi} is not in node.gpus")
+                fail(path + ("gpus", j), f"GPU {gi} is not in node.gpus")
+            elif gi in r.gpus[:j]:
+                fail(path + ("gpus", j), f"GPU {gi} is listed twice in this rail")
+            elif i not in rails_of.setdefault(gi, []):
+                rails_of[gi].append(i)
         if r.numa not in seen_numa:
-            raise doc.error(path + ("numa",), f"NUMA node {r.numa} is not declared in node.numa_nodes")
+            fail(path + ("numa",), f"NUMA node {r.numa} is not declared in node.numa_nodes")
     for i, s in enumerate(net.storage):
         cite(("network", "storage", i), s.source)
+    if not errors:
+        _check_rail_layout(desc, rails_of, warn)
 
     fabric = net.fabric
     if fabric in ("infiniband", "roce"):
-        if not net.compute or any(r.hca is None for r in net.compute):
-            raise doc.error(("network", "compute"), f"{fabric} needs compute rails with an hca each")
+        # a rail with neither an hca nor a netdev is already reported above
+        if not net.compute or any(r.hca is None and r.netdev is not None for r in net.compute):
+            fail(("network", "compute"), f"{fabric} needs compute rails with an hca each")
+        if "storage" not in (doc.data.get("network") or {}):
+            warn(("network",), f"fabric {fabric} and no network.storage list: a storage or in-band HCA "
+                               "the node has is not kept away from NCCL; list it, or write `storage: []` "
+                               "if the node has none")
     if fabric == "roce" and net.roce is None:
-        raise doc.error(("network",), "fabric roce needs network.roce.gid_index (a number, or auto)")
+        fail(("network",), "fabric roce needs network.roce.gid_index (a number, or auto)")
     if fabric != "roce" and net.roce is not None:
-        raise doc.error(("network", "roce"), f"a RoCE GID index has no meaning on fabric {fabric}")
+        fail(("network", "roce"), f"a RoCE GID index has no meaning on fabric {fabric}")
     if fabric == "efa":
         if net.efa is None:
-            raise doc.error(("network",), "fabric efa needs network.efa.devices_per_node")
+            fail(("network",), "fabric efa needs network.efa.devices_per_node")
         if any(r.hca for r in net.compute):
-            raise doc.error(("network", "compute"), "EFA clusters declare no InfiniBand HCAs; EFA "
-                                                    "devices are counted in network.efa")
+            fail(("network", "compute"), "EFA clusters declare no InfiniBand HCAs; EFA "
+                                         "devices are counted in network.efa")
     elif net.efa is not None:
-        raise doc.error(("network", "efa"), f"network.efa is only for fabric efa, not {fabric}")
+        fail(("network", "efa"), f"network.efa is only for fabric efa, not {fabric}")
     if fabric in ("tcpx", "tcpxo") and any(r.hca for r in net.compute):
-        raise doc.error(("network", "compute"), f"{fabric} rails are interfaces (netdev), not HCAs")
+        fail(("network", "compute"), f"{fabric} rails are interfaces (netdev), not HCAs")
     if net.roce is not None:
         cite(("network", "roce"), net.roce.source)
     if net.efa is not None:
@@ -327,34 +378,93 @@ def check(desc: Descriptor, doc: Document) -> None:
 
     for i, mount in enumerate(desc.slurm.container_mounts):
         if "," in mount:
-            raise doc.error(("slurm", "container_mounts", i), "a mount must not contain ',': pyxis "
-                            "--container-mounts separates mounts with it")
+            fail(("slurm", "container_mounts", i), "a mount must not contain ',': pyxis "
+                 "--container-mounts separates mounts with it")
 
     kube = desc.kubernetes
     for key, qty in kube.resources.items():
         path = ("kubernetes", "resources", key)
         if isinstance(qty, int) and qty < 1:
-            raise doc.error(path, f"expected a count >= 1, got {qty}")
+            fail(path, f"expected a count >= 1, got {qty}")
         if isinstance(qty, str) and not re.fullmatch(QUANTITY, qty):
-            raise doc.error(path, f"{qty!r} is not a Kubernetes quantity like 5120Mi")
+            fail(path, f"{qty!r} is not a Kubernetes quantity like 5120Mi")
     huge = [k for k in kube.resources if k.startswith("hugepages-")]
     if huge and not {"cpu", "memory"} & set(kube.resources):
-        raise doc.error(("kubernetes", "resources", huge[0]), "hugepages need a cpu or memory request too; "
-                        "the API server rejects the pod otherwise (add memory: <quantity>)")
+        fail(("kubernetes", "resources", huge[0]), "hugepages need a cpu or memory request too; "
+             "the API server rejects the pod otherwise (add memory: <quantity>)")
 
     for group in ("vendor_env", "env"):
         names: set[str] = set()
         for i, e in enumerate(getattr(desc, group)):
             if e.name in names:
-                raise doc.error((group, i, "name"), f"{e.name} is set twice in {group}")
+                fail((group, i, "name"), f"{e.name} is set twice in {group}")
             names.add(e.name)
 
+    collect(errors)
+    warnings.sort(key=lambda w: (w.line or 0, w.col or 0))
+    return warnings
 
-def load(path: str) -> Descriptor:
-    """Read, type-check and cross-check one descriptor file."""
+
+def _check_cpu_holes(node: Node, numa_cpus: dict[int, frozenset[int]], warn) -> None:
+    """Warn when CPUs 0..max are not all in some NUMA node, or NUMA nodes differ in size.
+
+    Both are what a cut-short list looks like: `0-47` where `0-47,96-143` was meant (the second
+    hardware thread of each core is numbered after all the first ones on most x86 servers).
+    """
+    every = frozenset().union(*numa_cpus.values())
+    missing = sorted(set(range(max(every) + 1)) - every)
+    sizes = {i: len(c) for i, c in numa_cpus.items()}
+    small = [i for i, n in enumerate(node.numa_nodes) if sizes[n.id] < max(sizes.values())]
+    at = ("node", "numa_nodes", small[0] if small else 0, "cpus")
+    if missing:
+        warn(at, f"CPUs {cpuset.format(missing)} are in no NUMA node's list (a CPU list cut short, "
+                 "e.g. 0-47 where 0-47,96-143 was meant?)")
+    elif small:
+        n = node.numa_nodes[small[0]]
+        warn(at, f"NUMA node {n.id} has {sizes[n.id]} CPUs, another has {max(sizes.values())}: "
+                 "check this CPU list against /sys/devices/system/node/node*/cpulist")
+
+
+def _check_rail_layout(desc: Descriptor, rails_of: dict[int, list[int]], warn) -> None:
+    """Warn about rail layouts that run but are almost always a typo in network.compute."""
+    net = desc.network
+    if not net.compute:
+        return
+    gpus = sorted(desc.node.gpus, key=lambda g: g.index)
+    numa_of = {g.index: g.numa for g in gpus}
+    for i, r in enumerate(net.compute):
+        other = [g for g in r.gpus if numa_of.get(g, r.numa) != r.numa]
+        if other:
+            g = other[0]
+            warn(("network", "compute", i, "numa"),
+                 f"rail {r.hca or r.netdev} is on NUMA node {r.numa} but serves GPU {g} on NUMA node "
+                 f"{numa_of[g]}: traffic crosses the CPU interconnect; check this numa and the GPU's")
+    without = [g.index for g in gpus if g.index not in rails_of]
+    doubled = [gi for gi, rails in sorted(rails_of.items()) if len(rails) > 1]
+    for g in without:
+        pos = next(i for i, x in enumerate(desc.node.gpus) if x.index == g)
+        if doubled:
+            gd = doubled[0]
+            warn(("node", "gpus", pos), f"GPU {g} has no compute rail while GPU {gd} has "
+                 f"{len(rails_of[gd])} (network.compute[{rails_of[gd][1]}]): a typo in a rail's gpus?")
+        else:
+            warn(("node", "gpus", pos), f"GPU {g} has no compute rail (no network.compute entry lists "
+                 "it): its traffic goes through another GPU's NIC")
+
+
+def load_checked(path: str) -> tuple[Descriptor, list[UserError]]:
+    """Read, type-check and cross-check one descriptor file: the descriptor and its warnings."""
     doc = load_file(path)
     desc = load_dataclass(doc, doc.data, Descriptor)
-    check(desc, doc)
+    return desc, check(desc, doc)
+
+
+def load(path: str, *, warnings: bool = True) -> Descriptor:
+    """Read, type-check and cross-check one descriptor file; its warnings go to stderr, one line each."""
+    desc, found = load_checked(path)
+    if warnings:
+        for w in found:
+            warn(w)
     return desc
 
 

@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-from ..errors import UserError, did_you_mean
+from ..errors import UserError, collect, did_you_mean
 from .yamlio import Document
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -99,17 +99,29 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         if not isinstance(value, list):
             raise doc.error(path, f"expected a list, got {_got(value)}")
         (item_tp, *_rest) = get_args(tp)
-        return tuple(convert(doc, v, item_tp, path + (i,)) for i, v in enumerate(value))
+        items, errors = [], []
+        for i, v in enumerate(value):  # every item's errors, not only the first item's
+            try:
+                items.append(convert(doc, v, item_tp, path + (i,)))
+            except UserError as exc:
+                errors.append(exc)
+        collect(errors)
+        return tuple(items)
     if origin is dict:
         if not isinstance(value, dict):
             raise doc.error(path, f"expected a mapping, got {_got(value)}")
         _key_tp, val_tp = get_args(tp)
-        out = {}
+        out, errors = {}, []
         for k, v in value.items():
             if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k):
-                raise doc.error(path + (k,), f"key {k!r} is not "
-                                             f"{meta.get('key_pattern_doc', meta['key_pattern'])}")
-            out[k] = convert(doc, v, val_tp, path + (k,))
+                errors.append(doc.error(path + (k,), f"key {k!r} is not "
+                                                     f"{meta.get('key_pattern_doc', meta['key_pattern'])}"))
+                continue
+            try:
+                out[k] = convert(doc, v, val_tp, path + (k,))
+            except UserError as exc:
+                errors.append(exc)
+        collect(errors)
         return out
     if tp is bool:
         if not isinstance(value, bool):
@@ -156,17 +168,27 @@ def load_dataclass(doc: Document, value: Any, cls: type, path: tuple = ()) -> An
     if not isinstance(value, dict):
         raise doc.error(path, f"expected a mapping, got {_got(value)}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    # Every problem of the mapping and of what it contains is collected, then raised together (in file
+    # order, see errors.UserErrors), so one run shows a user all there is to fix.
+    errors: list[UserError] = []
+    meant: set[str] = set()  # keys a misspelt key stands for: not also reported as missing
     for key in value:
         if key not in fields:
-            raise doc.error(path + (key,), f"unknown key {key!r}{did_you_mean(key, fields)}; "
-                                           f"expected one of: {', '.join(fields)}")
+            hint = did_you_mean(key, fields)
+            meant.update(name for name in fields if hint == f" (did you mean '{name}'?)")
+            errors.append(doc.error(path + (key,), f"unknown key {key!r}{hint}; "
+                                                   f"expected one of: {', '.join(fields)}"))
     kwargs = {}
     th = hints(cls)
     for name, f in fields.items():
         if name in value:
-            kwargs[name] = convert(doc, value[name], th[name], path + (name,), dict(f.metadata))
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise doc.error(path, f"missing required key {name!r} ({_type_name(th[name])})")
+            try:
+                kwargs[name] = convert(doc, value[name], th[name], path + (name,), dict(f.metadata))
+            except UserError as exc:
+                errors.append(exc)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in meant:
+            errors.append(doc.error(path, f"missing required key {name!r} ({_type_name(th[name])})"))
+    collect(errors)
     return cls(**kwargs)
 
 

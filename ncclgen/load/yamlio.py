@@ -97,6 +97,8 @@ def load_text(text: str, file: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         msg = f"YAML syntax error: {exc.problem or exc.context}"
+        if mark is not None and (" tab " in str(exc.problem) or _char_at(text, mark.index) == "\t"):
+            msg = "YAML syntax error: tabs are not allowed in YAML indentation (indent with spaces)"
         raise UserError(msg, file=file, line=mark.line + 1 if mark else None,
                         col=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
@@ -107,6 +109,10 @@ def load_text(text: str, file: str) -> Document:
     builder = _Builder(file)
     data = builder.build(node, ())
     return Document(data, builder.marks, file)
+
+
+def _char_at(text: str, index: int) -> str:
+    return text[index] if 0 <= index < len(text) else ""
 
 
 def _check_depth(text: str, file: str) -> None:

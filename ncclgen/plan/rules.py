@@ -7,6 +7,7 @@ from the data file; everything else (which variable, which tier, when, why, from
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
@@ -81,7 +82,9 @@ class Context:
 
 
 def version(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split("."))
+    """'2.6.0' -> (2, 6, 0); the release part only, so NGC's torch '2.6.0a0+ecf3bae40a' compares as 2.6.0."""
+    release = re.match(r"\d+(\.\d+)*", v)
+    return tuple(int(p) for p in release.group(0).split(".")) if release else ()
 
 
 @functools.lru_cache(maxsize=1)
