@@ -314,6 +314,7 @@ def test_efa_requests_efa_devices_not_rdma(tmp_path):
 
 def test_hugepages_without_memory_is_one_line_error(tmp_path, capsys):
     doc = yaml.safe_load(Path(descriptor.available()["aws-p5"]).read_text())
+    doc["kubernetes"]["resources"]["hugepages-2Mi"] = "5120Mi"
     doc["kubernetes"]["resources"].pop("memory", None)
     doc["kubernetes"]["resources"].pop("cpu", None)
     path = tmp_path / "p5.yaml"

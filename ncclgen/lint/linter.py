@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from . import knowledge as kb
+from . import knowledge as kb, platform
 from ..errors import UserError, did_you_mean
 from .knowledge import matches, parse_if_list
 
@@ -40,6 +40,7 @@ CODES = {
     "NG014": ("needs-newer-nccl", "a name the cluster's NCCL is too old to read"),
     "NG015": ("plugin-managed", "a name the cluster's net plugin sets itself"),
     "NG016": ("duplicate", "the same name set twice: the later value wins"),
+    "NG017": ("host-only-name", "a pod's variable names a host interface or RDMA device the pod does not see"),
 }
 SEVERITIES = ("error", "warning", "info")
 # Prefixes worth checking even when the name is unknown; other names (PATH, HF_HOME) are not ours.
@@ -276,6 +277,14 @@ def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:
         return []
     net = cluster.network
     boot = list(net.bootstrap_interfaces)
+    if net.bootstrap_match == "exclude":
+        # The names are the CNI's (a pod view): only the exclusion list is known.
+        want = "^" + ",".join(boot)
+        if value != want:
+            return [("NG013", "warning", f"NCCL_SOCKET_IFNAME={value}: {cluster.name} declares no interface "
+                                         f"names here, only that NCCL must not use {', '.join(boot)}",
+                     f"use NCCL_SOCKET_IFNAME={want}")]
+        return []
     storage = [s.name for s in net.storage if s.kind == "netdev"]
     known = boot + [r.netdev for r in net.compute if r.netdev] + storage
     exclude, exact, entries = parse_if_list(value)
@@ -321,7 +330,8 @@ def _natural(s: str) -> tuple:
 
 
 def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
-               cluster: Optional["Descriptor"] = None, file: Optional[str] = None) -> list[Finding]:
+               cluster: Optional["Descriptor"] = None, file: Optional[str] = None,
+               target: str = "host") -> list[Finding]:
     """Findings for (name, value, line) triples; value None means 'set, but not knowable statically'.
 
     Names that are neither in the knowledge base nor NCCL-family prefixed are skipped. The order of the
@@ -349,6 +359,8 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
                         f"use {sug[0]}" if sug else "remove it"))
         else:
             named = _name_findings(info, value, t)
+            if target == "pod" and cluster is not None:
+                named += platform.host_only_findings(name, value, cluster)
             raw += named
             if value is not None and info.status != "removed" and not any(sev == "error" for _, sev, _, _ in named):
                 raw += _value_findings(info, value, t)
@@ -382,8 +394,14 @@ def lint_text(text: str, name: str, cluster: Optional["Descriptor"] = None) -> l
     not a duplicate); an env file, script or JSON document is one environment.
     """
     findings: list[Finding] = []
+    # A manifest's env is what a pod sees: lint it against the descriptor's pod view (its interface and
+    # device names, and whether the pod loads the net plugin); anything else against the host view.
+    target = "pod" if detect(text) == "manifest" else "host"
+    if cluster is not None:
+        from ..load import views
+        cluster = views.view(cluster, target)
     for group in _parse_groups(text, name):
-        findings += lint_pairs(group, cluster, file=name)
+        findings += lint_pairs(group, cluster, file=name, target=target)
     return sorted(findings, key=_order)
 
 

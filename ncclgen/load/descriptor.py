@@ -114,10 +114,10 @@ class Network:
     fabric: Literal["infiniband", "roce", "efa", "tcp", "tcpx", "tcpxo"] = field(doc="GPU-to-GPU transport")
     bootstrap_interfaces: tuple[str, ...] = field(doc="exact interface names for NCCL/Gloo bootstrap "
                                                   "sockets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)")
-    bootstrap_match: Literal["exact", "prefix"] = field(
+    bootstrap_match: Literal["exact", "prefix", "exclude"] = field(
         "exact", doc="exact: bootstrap_interfaces are interface names (NCCL_SOCKET_IFNAME gets '='); "
-        "prefix: they are name prefixes (e.g. AWS's 'en'); Gloo takes only exact names, so "
-        "GLOO_SOCKET_IFNAME is not set then")
+        "prefix: they are name prefixes (e.g. AWS's 'en'); exclude: NCCL uses any interface but these "
+        "('^' list); Gloo takes only exact names, so GLOO_SOCKET_IFNAME is set only for exact")
     compute: tuple[Rail, ...] = field((), doc="compute rails, one entry per HCA port or NIC")
     storage: tuple[StorageNic, ...] = field((), doc="NICs NCCL must not use")
     roce: Optional[Roce] = field(None, doc="required when fabric is roce")
@@ -125,7 +125,14 @@ class Network:
     net_plugin: Literal["none", "aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp"] = field(
         "none", doc="NCCL net plugin the nodes load; its own settings are left to it")
     topo_file: Optional[str] = field(None, doc="vendor NCCL topology XML path on the node (NCCL_TOPO_FILE)")
-    sharp: bool = field(False, doc="the fabric offers SHARP in-network reduction (NCCL CollNet)")
+    sharp: bool = field(False, doc="the fabric offers SHARP in-network reduction (NCCL CollNet); it takes "
+                        "effect only where a CollNet plugin (rdma-sharp) is loaded")
+    plugin_dir: Optional[str] = field(None, doc="folder of the net plugin's libraries on the host or VM "
+                                      "(default: where the plugin's vendor installs it, see `ncclgen plugins`)",
+                                      pattern=r"/[^\s:]*", pattern_doc="an absolute path without ':' or spaces")
+    unconfirmed: tuple[Literal["bootstrap_interfaces"], ...] = field((), doc="facts here that are a site's choice no vendor source "
+                                         "confirms (e.g. bootstrap_interfaces); the preflight checks them on "
+                                         "every node")
     source: Optional[str] = field(None, doc="id in `sources`")
 
 
@@ -172,8 +179,77 @@ class Toleration:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Mount:
+    """A volume mounted into a container."""
+    volume: str = field(doc="name of a volume in kubernetes.volumes (or one the net plugin adds)",
+                        pattern=DNS1123, pattern_doc="a DNS-1123 label")
+    path: str = field(doc="mount path in the container", pattern=r"/.*", pattern_doc="an absolute path")
+    read_only: bool = field(False, doc="mount read-only")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Volume:
+    """A pod volume from the node (hostPath) or a ConfigMap, optionally mounted into the main container."""
+    name: str = field(doc="volume name", pattern=DNS1123, pattern_doc="a DNS-1123 label")
+    host_path: Optional[str] = field(None, doc="path on the node (a hostPath volume)", pattern=r"/.*",
+                                     pattern_doc="an absolute path")
+    host_path_type: Optional[Literal["Directory", "File", "CharDevice", "DirectoryOrCreate"]] = field(
+        None, doc="hostPath type the kubelet checks before starting the pod")
+    config_map: Optional[str] = field(None, doc="name of a ConfigMap the site creates (a configMap volume)",
+                                      pattern=DNS1123 + r"(\." + DNS1123 + r")*",
+                                      pattern_doc="a DNS-1123 subdomain")
+    mount_path: Optional[str] = field(None, doc="where the main container mounts it (none: only sidecars "
+                                      "mount it)", pattern=r"/.*", pattern_doc="an absolute path")
+    sub_path: Optional[str] = field(None, doc="mount only this entry of the volume (e.g. one ConfigMap key)")
+    read_only: bool = field(False, doc="mount read-only in the main container")
+    source: Optional[str] = field(None, doc="id in `sources`")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Sidecar:
+    """An extra container the platform needs next to the job's container (e.g. GKE's tcpxo-daemon)."""
+    name: str = field(doc="container name", pattern=DNS1123, pattern_doc="a DNS-1123 label")
+    image: str = field(doc="container image")
+    command: tuple[str, ...] = field((), doc="entrypoint argv")
+    args: tuple[str, ...] = field((), doc="arguments")
+    env: dict[str, str] = field(factory=dict, doc="environment of this container", key_pattern=ENV_NAME,
+                                key_pattern_doc="an environment variable name", scalar=True)
+    capabilities: tuple[str, ...] = field((), doc="added Linux capabilities")
+    privileged: bool = field(False, doc="run privileged")
+    mounts: tuple[Mount, ...] = field((), doc="volumes it mounts")
+    native: bool = field(True, doc="a native sidecar (an initContainer with restartPolicy Always, Kubernetes "
+                         ">= 1.29): it starts before the job's container and ends with it")
+    startup_file: Optional[str] = field(None, doc="a startup probe waits until this file exists (`cat FILE`)")
+    source: Optional[str] = field(None, doc="id in `sources`")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodNetwork:
+    """A secondary pod interface and the network attachment behind it (GKE multi-networking or Multus)."""
+    interface: str = field(doc="interface name inside the pod", pattern=IFNAME,
+                           pattern_doc="an interface name (max 15 chars)")
+    network: str = field(doc="GKE Network object or Multus NetworkAttachmentDefinition name")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PodTopoFile:
+    """How the NCCL topology file reaches the pod: from the node (hostPath), a ConfigMap, or the image."""
+    path: str = field(doc="path inside the pod (NCCL_TOPO_FILE)", pattern=r"/.*", pattern_doc="an absolute path")
+    host_path: Optional[str] = field(None, doc="mount this node file at `path`", pattern=r"/.*",
+                                     pattern_doc="an absolute path")
+    config_map: Optional[str] = field(None, doc="mount key `key` of this ConfigMap at `path` (the site creates "
+                                      "it: kubectl create configmap NAME --from-file=KEY=FILE)",
+                                      pattern=DNS1123 + r"(\." + DNS1123 + r")*", pattern_doc="a DNS-1123 subdomain")
+    key: Optional[str] = field(None, doc="ConfigMap key (default: the file name of `path`)")
+    source: Optional[str] = field(None, doc="id in `sources`")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Kubernetes:
-    """Kubernetes defaults: image, device resources, network attachments, placement."""
+    """Kubernetes defaults and the pod view: how the node's hardware looks from a pod on this platform."""
+    flavour: Literal["gke", "eks", "aks", "oke", "generic"] = field(
+        "generic", doc="the Kubernetes service: selects the net plugin's pod elements (volumes, sidecars, "
+        "annotations) and how `networks` are attached (GKE multi-networking, else Multus)")
     namespace: str = field("default", doc="namespace", pattern=DNS1123, pattern_doc="a DNS-1123 label")
     image: str = field("verlai/verl:latest", doc="container image")
     gpu_resource: str = field("nvidia.com/gpu", doc="GPU extended resource name", pattern=RESOURCE_NAME,
@@ -192,6 +268,29 @@ class Kubernetes:
     host_network: bool = field(False, doc="run pods in the host network namespace")
     privileged: bool = field(False, doc="run privileged (only where the vendor requires it)")
     capabilities: tuple[str, ...] = field(("IPC_LOCK",), doc="added Linux capabilities; RDMA needs IPC_LOCK")
+    bootstrap_interfaces: Optional[tuple[str, ...]] = field(
+        None, doc="bootstrap interfaces inside the pod (default: network.bootstrap_interfaces, right only "
+        "with host_network)")
+    bootstrap_match: Optional[Literal["exact", "prefix", "exclude"]] = field(
+        None, doc="as network.bootstrap_match; exclude: the names are excluded ('^' list, e.g. AWS's "
+        "^docker,lo,veth), for pods whose interface names the CNI picks")
+    netdevs: dict[str, str] = field(factory=dict, doc="host interface -> its name inside the pod (e.g. "
+                                    "enp6s0: eth1); rails not listed keep their name", key_pattern=IFNAME,
+                                    key_pattern_doc="an interface name")
+    hcas: dict[str, str] = field(factory=dict, doc="host RDMA device -> its name inside the pod (e.g. "
+                                 "mlx5_ib0: mlx5_0)", key_pattern=HCA, key_pattern_doc="an RDMA device name")
+    topo_file: Optional[PodTopoFile] = field(None, doc="where NCCL_TOPO_FILE is inside the pod and how it gets "
+                                             "there; required when network.topo_file is set (unless host_network)")
+    net_plugin: Optional[Literal["same", "none"]] = field(
+        None, doc="same (default): the pod image or the plugin's volumes carry network.net_plugin; none: the "
+        "pod has no net plugin (its plugin-only settings are then not emitted)")
+    plugin_dir: Optional[str] = field(None, doc="folder of the net plugin's libraries inside the pod (default: "
+                                      "the plugin's usual place on this flavour)", pattern=r"/[^\s:]*",
+                                      pattern_doc="an absolute path without ':' or spaces")
+    networks: tuple[PodNetwork, ...] = field((), doc="secondary interfaces and their networks (GKE: "
+                                             "networking.gke.io/interfaces; otherwise Multus)")
+    volumes: tuple[Volume, ...] = field((), doc="extra volumes (hostPath or ConfigMap)")
+    sidecars: tuple[Sidecar, ...] = field((), doc="extra containers next to the job's container")
     source: Optional[str] = field(None, doc="id in `sources`")
 
 
@@ -199,7 +298,9 @@ class Kubernetes:
 class EnvSetting:
     """One environment variable with its reason and source."""
     name: str = field(doc="variable name", pattern=ENV_NAME, pattern_doc="an environment variable name")
-    value: str = field(doc="value (exactly as exported)", scalar=True)
+    value: Optional[str] = field(None, doc="value (exactly as exported); required unless omit", scalar=True)
+    omit: bool = field(False, doc="vendor_env only: the vendor advises against setting this variable, so no "
+                       "tier rule sets it either")
     reason: str = field(doc="why this value")
     source: Optional[str] = field(None, doc="id in `sources`, or a citation")
     tier: int = field(1, doc="lowest tier that emits it: 1 correctness, 2 performance, 3 expert", min=1, max=3)
@@ -393,9 +494,17 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         fail(("kubernetes", "resources", huge[0]), "hugepages need a cpu or memory request too; "
              "the API server rejects the pod otherwise (add memory: <quantity>)")
 
+    _check_pod_view(desc, fail, cite)
+
     for group in ("vendor_env", "env"):
         names: set[str] = set()
         for i, e in enumerate(getattr(desc, group)):
+            if e.omit and group != "vendor_env":
+                fail((group, i, "omit"), "omit is for vendor_env: leave the variable out of env instead")
+            if e.omit and e.value is not None:
+                fail((group, i, "value"), "an omitted variable has no value")
+            if not e.omit and e.value is None:
+                fail((group, i), "missing required key 'value' (a string)")
             if e.name in names:
                 fail((group, i, "name"), f"{e.name} is set twice in {group}")
             names.add(e.name)
@@ -450,6 +559,43 @@ def _check_rail_layout(desc: Descriptor, rails_of: dict[int, list[int]], warn) -
         else:
             warn(("node", "gpus", pos), f"GPU {g} has no compute rail (no network.compute entry lists "
                  "it): its traffic goes through another GPU's NIC")
+
+
+def _check_pod_view(desc: Descriptor, fail, cite) -> None:
+    """kubernetes' pod view names only the host's own interfaces and devices, and its volumes exist."""
+    kube, net = desc.kubernetes, desc.network
+    netdevs = {r.netdev for r in net.compute if r.netdev} | set(net.bootstrap_interfaces) \
+        | {s.name for s in net.storage if s.kind == "netdev"}
+    hcas = {r.hca for r in net.compute if r.hca} | {s.name for s in net.storage if s.kind == "hca"}
+    for key, known, what in (("netdevs", netdevs, "interface"), ("hcas", hcas, "RDMA device")):
+        mapping = getattr(kube, key)
+        for name, pod_name in mapping.items():
+            if name not in known:
+                fail(("kubernetes", key, name), f"{name} is not a host {what} of this descriptor "
+                     f"(known: {', '.join(sorted(known)) or 'none'})")
+            if pod_name in mapping and mapping[pod_name] != pod_name:
+                fail(("kubernetes", key, name), f"{pod_name} is itself renamed; a pod name must "
+                     "not be another host name")
+    if kube.bootstrap_match and kube.bootstrap_interfaces is None:
+        fail(("kubernetes", "bootstrap_match"), "set kubernetes.bootstrap_interfaces with it")
+    if kube.topo_file is not None:
+        cite(("kubernetes", "topo_file"), kube.topo_file.source)
+        if kube.topo_file.host_path and kube.topo_file.config_map:
+            fail(("kubernetes", "topo_file"), "give host_path or config_map, not both")
+        if net.topo_file is None:
+            fail(("kubernetes", "topo_file"), "network.topo_file is not set: there is no topology "
+                 "file to bring into the pod")
+    names: set[str] = set()
+    for i, v in enumerate(kube.volumes):
+        path = ("kubernetes", "volumes", i)
+        cite(path, v.source)
+        if (v.host_path is None) == (v.config_map is None):
+            fail(path, "a volume needs exactly one of host_path or config_map")
+        if v.name in names:
+            fail(path + ("name",), f"volume {v.name} is declared twice")
+        names.add(v.name)
+    for i, c in enumerate(kube.sidecars):
+        cite(("kubernetes", "sidecars", i), c.source)
 
 
 def load_checked(path: str) -> tuple[Descriptor, list[UserError]]:

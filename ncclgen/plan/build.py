@@ -11,11 +11,14 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from . import binding, launch, rules
+from ..load import plugins, views
 from ..load.descriptor import ENV_NAME, Descriptor
 from ..errors import UserError
 from ..load.workload import Workload
 
 TIERS = (1, 2, 3)
+# network.unconfirmed facts -> the variables derived from them
+UNCONFIRMED_VARS = {"bootstrap_interfaces": ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")}
 BIND_TIER = 3
 
 
@@ -61,8 +64,10 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
 
 
 def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional[int] = None,
-          overrides: tuple[tuple[str, str], ...] = (), debug: bool = False) -> Plan:
-    """Evaluate the rules up to ``tier`` and apply vendor settings and overrides, in that order."""
+          overrides: tuple[tuple[str, str], ...] = (), debug: bool = False, target: str = "host") -> Plan:
+    """Evaluate the rules up to ``tier`` and apply vendor settings and overrides, in that order, on the
+    ``target`` view of the descriptor ("host": Slurm, env, explain; "pod": Kubernetes)."""
+    cluster = views.view(cluster, target)
     if tier not in TIERS:
         raise UserError(f"--tier {tier}: expected 1 (stable), 2 (performance) or 3 (expert)")
     n = nodes if nodes is not None else workload.nodes
@@ -72,17 +77,39 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
     ctx = rules.Context(cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind)
 
     env: dict[str, EnvVar] = {}
+    omitted = {s.name for s in cluster.vendor_env if s.omit}
     for t in TIERS[:tier]:
         for rule in rules.load_rules():
             if rule.tier != t:
                 continue
             value = rules.evaluate(rule, ctx)
+            if rule.var in omitted:
+                continue
             if value is not None and getattr(env.get(rule.var), "origin", "") != "vendor":
                 # The vendor's published value for this system wins over a generic rule.
                 env[rule.var] = EnvVar(rule.var, value, t, f"rule {rule.id}", rule.reason, rule.source)
+        if t == 1:
+            for var in plugin_env(cluster):
+                _put(env, var)
         for s in cluster.vendor_env:
-            if s.tier == t:
+            if s.tier == t and s.omit:
+                env.pop(s.name, None)   # the vendor advises against it: no rule sets it
+            elif s.tier == t:
                 _put(env, EnvVar(s.name, s.value, t, "vendor", s.reason, _cite(cluster, s.source)))
+    # A variable read only through a net plugin is emitted only together with what loads that plugin.
+    loaded = views.plugin_of(cluster)
+    for name in [n for n, e in env.items() if e.tier]:
+        owner = plugins.owner(name)
+        if owner is not None and owner is not loaded:
+            del env[name]
+    # Facts the descriptor marks as a site's choice to confirm: say so where they reach the env.
+    for fact, names in UNCONFIRMED_VARS.items():
+        if fact in cluster.network.unconfirmed:
+            for name in names:
+                if name in env:
+                    env[name] = replace(env[name], reason=f"{env[name].reason} [site fact to confirm: "
+                                        f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
+                                        "checks it on every node]")
     for origin, settings in (("descriptor env", cluster.env), ("workload env", workload.env)):
         for s in settings:
             src = _cite(cluster, s.source) if origin == "descriptor env" else workload.sources.get(s.source or "", s.source or "")
@@ -101,6 +128,37 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
     )
     return Plan(cluster=cluster, workload=workload, tier=tier, debug=debug, env=tuple(env.values()),
                 binding=binding.bindings(cluster), launch=spec)
+
+
+def plugin_env(cluster: Descriptor) -> list[EnvVar]:
+    """What loads the view's net plugin, NCCL_NET where it turns a silent fallback into a start-up error,
+    and the variables the plugin needs (ncclgen/data/plugins.yaml), at tier 1."""
+    plugin = views.plugin_of(cluster)
+    if plugin is None:
+        return []
+    net = cluster.network
+    lib_dir = net.plugin_dir or ""
+    origin = f"plugin {plugin.id}"
+    out = []
+    if plugin.load == "ld_library_path":
+        out.append(EnvVar("LD_LIBRARY_PATH", lib_dir, 1, origin,
+                          f"puts the {plugin.id} plugin folder first on the loader path: NCCL dlopens "
+                          f"{plugin.library} (and the libraries beside it) by name, and without it falls back "
+                          "to another transport with no warning", plugin.load_source))
+    else:
+        out.append(EnvVar("NCCL_NET_PLUGIN", f"{lib_dir}/{plugin.library}", 1, origin,
+                          f"loads the {plugin.id} plugin from this file; a plugin NCCL cannot open is only an "
+                          "INFO line and NCCL falls back to another transport", plugin.load_source))
+    if plugin.net_name:
+        out.append(EnvVar("NCCL_NET", plugin.net_name, 1, origin,
+                          f"use only the network the {plugin.id} plugin registers: if the plugin did not load, "
+                          "NCCL stops at start-up ('Failed to initialize any NET plugin') instead of running "
+                          "silently over sockets", f"{plugin.net_name_source}; NCCL v2.30.7 src/plugin/net.cc"))
+    fields = {"lib_dir": lib_dir, "bootstrap": net.bootstrap_interfaces[0] if net.bootstrap_interfaces else "",
+              "rail_netdevs": ",".join(r.netdev for r in net.compute if r.netdev)}
+    for e in plugin.env:
+        out.append(EnvVar(e.name, e.value.format(**fields), 1, origin, e.reason, e.source))
+    return out
 
 
 def _put(env: dict[str, EnvVar], var: EnvVar) -> None:

@@ -142,9 +142,11 @@ def _ib_hca(ctx: Context) -> Optional[str]:
 
 
 def _nccl_socket_ifname(ctx: Context) -> str:
-    """network.bootstrap_interfaces joined by commas, after '=' when they are exact names."""
+    """network.bootstrap_interfaces joined by commas, after '=' when they are exact names, after '^' when
+    they are names to exclude."""
     net = ctx.cluster.network
-    return ("=" if net.bootstrap_match == "exact" else "") + ",".join(net.bootstrap_interfaces)
+    prefix = {"exact": "=", "exclude": "^"}.get(net.bootstrap_match, "")
+    return prefix + ",".join(net.bootstrap_interfaces)
 
 
 def _gloo_socket_ifname(ctx: Context) -> Optional[str]:
