@@ -30,9 +30,9 @@ NCCLGEN_T0=$(date +%s.%N)
 # --export on commas and would cut values such as NCCL_IB_HCA==mlx5_0:1,mlx5_3:1.
 # tier 1, rule ib-hca-exact: exact compute HCA ports from the descriptor ('=' disables prefix matching): a bare prefix such as mlx5 also selects storage/in-band ports and mlx5_1 also matches mlx5_10..mlx5_19 [source: NCCL v2.30.7 src/transport/net_ib/init.cc:317-370, src/misc/utils.cc:189-244 (matchIf prefix vs exact)]
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'
-# tier 1, rule socket-ifname: bootstrap/OOB sockets on the descriptor's interface ('=' exact names, or the vendor's prefix where the descriptor says bootstrap_match: prefix); NCCL's auto-pick prefers ib* and can choose an interface other nodes cannot reach [source: NCCL v2.30.7 src/misc/socket.cc:190-229 (ncclFindInterfaces), src/os/linux.cc:379-430]
+# tier 1, rule socket-ifname: bootstrap/OOB sockets on the descriptor's interface ('=' exact names, or the vendor's prefix where the descriptor says bootstrap_match: prefix); NCCL's auto-pick prefers ib* and can choose an interface other nodes cannot reach [site fact to confirm: network.bootstrap_interfaces of h100-ib is no vendor's value; the preflight checks it on every node] [source: NCCL v2.30.7 src/misc/socket.cc:190-229 (ncclFindInterfaces), src/os/linux.cc:379-430]
 export NCCL_SOCKET_IFNAME='=bond0'
-# tier 1, rule gloo-ifname: PyTorch's gloo groups (and vLLM's CPU group in verl rollouts) on the same interface as NCCL; unset, gloo resolves the hostname and can fail with 'Gloo connectFullMesh failed' [source: verl issue #967; PyTorch distributed docs (GLOO_SOCKET_IFNAME)]
+# tier 1, rule gloo-ifname: PyTorch's gloo groups (and vLLM's CPU group in verl rollouts) on the same interface as NCCL; unset, gloo resolves the hostname and can fail with 'Gloo connectFullMesh failed' [site fact to confirm: network.bootstrap_interfaces of h100-ib is no vendor's value; the preflight checks it on every node] [source: verl issue #967; PyTorch distributed docs (GLOO_SOCKET_IFNAME)]
 export GLOO_SOCKET_IFNAME='bond0'
 # tier 1, rule cuda-device-order: GPU i in the descriptor (and in nvidia-smi) is the i-th GPU by PCI bus id; CUDA's default FASTEST_FIRST order can differ, which would pair ranks with the wrong NIC and NUMA node [source: CUDA C Programming Guide, CUDA environment variables (CUDA_DEVICE_ORDER)]
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'
@@ -44,11 +44,11 @@ export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'
 export NCCL_CUMEM_ENABLE='0'
 # tier 2, rule ib-qps: 4 queue pairs per connection spread each peer's traffic over more flows for adaptive routing and ECMP; the value Azure (NDv5) and Google (A3 Ultra) publish for 400G rails [source: NCCL v2.30.7 src/transport/net_ib/connect.cc:60 (default 1); Azure hopper.conf; GCP a3-ultragpu run-nccl-tests.sh]
 export NCCL_IB_QPS_PER_CONNECTION='4'
-# tier 2, rule ib-timeout: IB retransmit timeout exponent 22 (~17 s per try, default 20 ~4.3 s) rides out congestion on large fabrics instead of failing with 'transport retry counter exceeded'; OCI and NeMo's Azure guidance use 22 [source: NCCL v2.30.7 src/transport/net_ib/connect.cc:15; OCI nccl_run_allreduce_H100.sbatch]
+# tier 2, rule ib-timeout: IB retransmit timeout exponent 22 (~17 s per try, default 20 ~4.3 s) rides out congestion on large fabrics instead of failing with 'transport retry counter exceeded'; OCI and NeMo's Azure guidance use 22 [source: NCCL v2.30.7 src/transport/net_ib/connect.cc:15; oracle-quickstart/oci-hpc@b5285a68fa0a playbooks/roles/nccl-conf/templates/h100]
 export NCCL_IB_TIMEOUT='22'
 # tier 3, rule min-ctas: at least two CTAs (channels) per compute rail of the node so every NIC carries overlapping transfers; NCCL may otherwise pick fewer channels than rails for mid-size messages (Azure publishes 32 for its 8-rail NDv5) [source: NCCL v2.30.7 src/graph/connect.cc:334-345,497-505; Azure hopper.conf (NCCL_MIN_NCHANNELS=32)]
 export NCCL_MIN_CTAS='16'
-# tier 3, rule ignore-cpu-affinity: ncclgen binds each rank to its GPU's NUMA node; NCCL then sets its proxy-thread affinity from the GPU alone rather than intersecting with the inherited launcher mask (Azure and OCI recipes set 1) [source: NCCL env docs NCCL_IGNORE_CPU_AFFINITY; Azure hopper.conf; OCI nccl_run_allreduce_H100.sbatch]
+# tier 3, rule ignore-cpu-affinity: ncclgen binds each rank to its GPU's NUMA node; NCCL then sets its proxy-thread affinity from the GPU alone rather than intersecting with the inherited launcher mask (Azure and OCI recipes set 1) [source: NCCL env docs NCCL_IGNORE_CPU_AFFINITY; Azure hopper.conf; oracle-quickstart/oci-hpc@b5285a68fa0a playbooks/roles/nccl-conf/templates/h100]
 export NCCL_IGNORE_CPU_AFFINITY='1'
 # ==== end of the plan's environment ====
 # Launcher plumbing, not an NCCL/PyTorch setting: GPU id -> CPUs of its NUMA node, read by the Ray worker hook.

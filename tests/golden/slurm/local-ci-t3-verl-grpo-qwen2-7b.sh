@@ -39,7 +39,7 @@ export NCCL_DEBUG='WARN'
 export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'
 # tier 1, rule verl-cumem: verl's weight sync from the actor to the vLLM/SGLang rollout hangs or crashes with NCCL's cuMem allocator in disaggregated mode; verl sets this in its Ray runtime_env, exported here so every process (not only Ray workers verl starts) agrees [source: verl b178a3cd verl/trainer/constants_ppo.py (PPO_RAY_RUNTIME_ENV); sglang_rollout.py:50]
 export NCCL_CUMEM_ENABLE='0'
-# tier 3, rule ignore-cpu-affinity: ncclgen binds each rank to its GPU's NUMA node; NCCL then sets its proxy-thread affinity from the GPU alone rather than intersecting with the inherited launcher mask (Azure and OCI recipes set 1) [source: NCCL env docs NCCL_IGNORE_CPU_AFFINITY; Azure hopper.conf; OCI nccl_run_allreduce_H100.sbatch]
+# tier 3, rule ignore-cpu-affinity: ncclgen binds each rank to its GPU's NUMA node; NCCL then sets its proxy-thread affinity from the GPU alone rather than intersecting with the inherited launcher mask (Azure and OCI recipes set 1) [source: NCCL env docs NCCL_IGNORE_CPU_AFFINITY; Azure hopper.conf; oracle-quickstart/oci-hpc@b5285a68fa0a playbooks/roles/nccl-conf/templates/h100]
 export NCCL_IGNORE_CPU_AFFINITY='1'
 # tier 3, rule socket-nthreads: TCP transport only: 4 helper threads per connection (NCCL's default outside AWS/GCP is 0); with NCCL_NSOCKS_PERTHREAD=4 that is 16 sockets, under NCCL's limit of 64 [source: NCCL v2.30.7 src/transport/net_socket.cc:192-199,348-400]
 export NCCL_SOCKET_NTHREADS='4'
