@@ -23,11 +23,11 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 import k8s_validate as kv
-from ncclgen.plan import binding
+from ncclgen.plan import launch
 from ncclgen.load import descriptor, workload as workloadmod
 from ncclgen.render import k8s as render_k8s
 from ncclgen.cli import main
-from ncclgen.cli.common import make_plan
+from ncclgen.pipeline import plan_for as make_plan
 from ncclgen.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -198,7 +198,7 @@ def test_pytorchjob_replicas_torchrun_and_binding():
         assert c["ports"] == [{"name": "pytorchjob-port", "containerPort": 29500, "protocol": "TCP"}]
     cm = docs[0]
     assert cm["kind"] == "ConfigMap"
-    assert cm["data"] == {"bind.sh": binding.wrapper_script(p.binding, p.launch.bind_memory)}
+    assert cm["data"] == {"bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory)}
 
 
 def test_pytorchjob_one_node_has_no_worker_and_tier2_no_configmap():
@@ -229,7 +229,7 @@ def test_ray_workload_as_pytorchjob():
     for script in (head, data["ray-worker.sh"]):
         assert "unset MASTER_ADDR MASTER_PORT WORLD_SIZE RANK PET_" in script
     assert 'head="${MASTER_ADDR:?' in data["ray-worker.sh"]
-    assert 'exec ray start --address="$head:6379"' in data["ray-worker.sh"]
+    assert 'exec ray start --address="$head":6379' in data["ray-worker.sh"]
     assert "--block" in data["ray-worker.sh"]
     assert data["ncclgen_raywait.py"] == (ROOT / "ncclgen" / "jobside" / "raywait.py").read_text()
     assert data["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
@@ -276,7 +276,7 @@ def test_rayjob_tier3_binding_hook():
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
         env = dict(env_of(c))
-        assert env["NCCLGEN_GPU_CPUS"] == binding.gpu_cpu_map(p.binding)
+        assert env["NCCLGEN_GPU_CPUS"] == launch.gpu_cpu_map(p.binding)
         assert env["__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"] == "ncclgen_raybind.hook"
         assert "PYTHONPATH" not in env         # prepended in the shell, not replaced
         script = kubelet_expand(c["args"][0])

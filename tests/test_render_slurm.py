@@ -13,6 +13,7 @@ import itertools
 import os
 import random
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -29,11 +30,12 @@ import yaml
 from conftest import skip_or_fail
 from ncclgen import __version__
 from ncclgen.load import cpuset, descriptor, workload
+from ncclgen import jobside
 from ncclgen.jobside import raybind, raywait
 from ncclgen.render import slurm as render_slurm
 from ncclgen.cli import main
 from ncclgen.errors import UserError
-from ncclgen.cli.common import make_plan
+from ncclgen.pipeline import plan_for as make_plan
 
 CLUSTERS = sorted(descriptor.available())
 WORKLOADS = sorted(workload.bundled())
@@ -67,10 +69,12 @@ def need(tool: str) -> str:
 
 
 def env_section(script: str) -> str:
-    """The plan's export block, between the markers the template writes."""
-    start = script.index("# ==== NCCL / PyTorch environment")
-    end = script.index("# ==== end of the plan's environment ====")
-    return script[start:end]
+    """The plan's export block: from the template's `# ==== Environment` marker to the launcher
+    plumbing (or the first blank line when there is none)."""
+    start = script.index("# ==== Environment")
+    rest = script[start:]
+    ends = [i for i in (rest.find("# Launcher plumbing"), rest.find("\n\n")) if i >= 0]
+    return rest[:min(ends)]
 
 
 def bash_env(section: str) -> dict[str, str]:
@@ -122,12 +126,12 @@ def test_every_render_exports_only_in_the_batch_shell_with_a_labelled_comment(ma
         code = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
         assert "--export=" in code
         assert set(re.findall(r"--export=(\S*)", code)) == {"ALL"}, key
-        lines = text.splitlines()
-        for i, line in enumerate(lines):
+        plan_exports = env_section(text).splitlines()
+        for line in text.splitlines():
             if line.startswith("export "):
-                above = lines[i - 1]
-                assert re.match(r"# (tier [123], |override, |Launcher plumbing, not an NCCL/PyTorch setting: )",
-                                above), f"{key} line {i + 1}: {line!r} has no label comment, above: {above!r}"
+                # `export NAME='value'  # tier 1, rule-id` (the plan) or `# why` (launcher plumbing)
+                label = r"  # (tier [123], \S|override, )" if line in plan_exports else r"  # \S"
+                assert re.search(label, line), f"{key}: {line!r} has no label comment"
         assert path.stat().st_mode & 0o777 == 0o755, key
 
 
@@ -196,7 +200,7 @@ def test_hostile_job_name_is_quoted_and_shellcheck_clean(capsys, tmp_path):
     text = render(capsys, "--cluster", "local-ci", "--job-name", name)
     (line,) = [ln for ln in text.splitlines() if ln.startswith("#SBATCH --job-name=")]
     # sbatch's own parser: shell quoting, and a backslash escapes the next character even inside quotes
-    assert line == "#SBATCH --job-name=" + render_slurm.shlex.quote(name).replace("\\", "\\\\")
+    assert line == "#SBATCH --job-name=" + shlex.quote(name).replace("\\", "\\\\")
     path = tmp_path / "job.sh"
     path.write_text(text)
     r = subprocess.run([need("shellcheck"), "-S", "style", str(path)], capture_output=True, text=True, check=False)
@@ -260,7 +264,7 @@ def test_container_image_reaches_every_srun(capsys):
         sruns = [ln for ln in text.splitlines() if re.match(r"\s*(RAY_ADDRESS=\S+ )?srun ", ln)]
         assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2)
         for ln in sruns:
-            assert " " + render_slurm.shlex.quote(f"--container-image={image}") + " " in ln, ln
+            assert " " + shlex.quote(f"--container-image={image}") + " " in ln, ln
 
 
 def test_descriptor_container_image_and_mounts(tmp_path, capsys):
@@ -272,7 +276,7 @@ def test_descriptor_container_image_and_mounts(tmp_path, capsys):
     text = render(capsys, "--cluster", str(good), "--workload", "verl-sft")
     (step,) = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
     assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in step
-    assert render_slurm.shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
+    assert shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
     doc["slurm"]["container_mounts"] = ["/a,/b:/c"]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(doc))
@@ -444,7 +448,7 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     (args, _), = run.calls("torchrun")
     assert args == ["--nnodes=2", *plan.launch.torchrun_options(), "--rdzv-endpoint=127.0.0.1:29500",
                     "--rdzv-id=4242", "bash", "-c",
-                    render_slurm.binding.wrapper_script(plan.binding, plan.launch.bind_memory).rstrip("\n"),
+                    render_slurm.launchmod.bind_wrapper(plan.binding, plan.launch.bind_memory).rstrip("\n"),
                     "ncclgen-bind", "python3", "train.py"]
     sruns = [a for a, _ in run.calls("srun")]
     launch = [a for a in sruns if "torchrun" in a]
@@ -461,21 +465,21 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     assert run.rc == 0, run.stderr
     starts = {tuple(a[:2]): a for a, _ in run.calls("ray")}
     head = starts["start", "--head"]
-    assert head == ["start", "--head", "--node-ip-address=127.0.0.1", "--port=6379", "--num-gpus=2",
-                    "--include-dashboard=false", "--num-cpus=2", "--disable-usage-stats", "--block"]
+    assert head == ["start", "--head", "--port=6379", "--num-gpus=2", "--num-cpus=2", "--disable-usage-stats",
+                    "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--block"]
     (worker,) = [a for a in starts.values() if a is not head]
     assert worker == ["start", "--address=127.0.0.1:6379", "--dashboard-agent-listen-port=52366", "--num-gpus=2",
                       "--num-cpus=2", "--disable-usage-stats", "--block"]
     py = {a[2] if a[0] == "-c" else "driver": (a, env) for a, env in run.calls("python3")}
     assert py["wait"][0][3:] == ["127.0.0.1:6379", "2", "4", "300"]
-    assert py["wait"][0][1] == Path(raywait.__file__).read_text().rstrip("\n")
+    assert py["wait"][0][1] == jobside.source("raywait", compact=True).rstrip("\n")
     assert py["watch"][0][3:] == ["127.0.0.1:6379", "2", "2"]
     driver_args, driver_env = py["driver"]
     assert driver_args == ["driver.py"] and driver_env["RAY_ADDRESS"] == "127.0.0.1:6379"
     assert float(driver_env["NCCLGEN_T0"]) > 0
     # tier 3: each ray start step wrote the hook module node-locally, and workers will import it
     hook = tmp_path / "tmp" / "ncclgen-4242" / "ncclgen_raybind.py"
-    assert hook.read_text() == Path(raybind.__file__).read_text()
+    assert hook.read_text() == jobside.source("raybind", compact=True)
     assert driver_env["__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"] == "ncclgen_raybind.hook"
     assert driver_env["PYTHONPATH"] == str(hook.parent)
     assert raybind.parse_map(driver_env["NCCLGEN_GPU_CPUS"]) == {"0": {0}, "1": {1}}
@@ -564,7 +568,7 @@ def test_slurm_reads_a_hostile_job_name_byte_exact(slurm_cluster, tmp_path):
 def test_hook_map_parses_like_ncclgen_cpuset():
     for cluster in CLUSTERS:
         p = make_plan(cluster, 3, "verl-sft", None, (), False)
-        parsed = raybind.parse_map(render_slurm.binding.gpu_cpu_map(p.binding))
+        parsed = raybind.parse_map(render_slurm.launchmod.gpu_cpu_map(p.binding))
         assert parsed == {str(b.gpu): cpuset.parse(b.cpus) for b in p.binding}, cluster
     for bad in ("", "0", "x=1", "0=a", "0=3-1", "0=1-"):
         with pytest.raises(ValueError):

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from ncclgen.load import cpuset, descriptor
-from ncclgen.cli.common import make_plan
+from ncclgen.pipeline import plan_for as make_plan
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 

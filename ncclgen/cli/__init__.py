@@ -29,8 +29,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("ncclgen.cli.node", "doctor", "Check this node against a descriptor."),
     "bench": ("ncclgen.cli.node", "bench", "Measure collective bus bandwidth (run under torchrun)."),
     "monitor": ("ncclgen.cli.node", "monitor", "Sample GPU utilisation through NVML."),
-    "init": ("ncclgen.cli.project", "init", "Scaffold a cluster repository."),
-    "diff": ("ncclgen.cli.project", "diff", "Show how the env changes between tiers or descriptors."),
+    "init": ("ncclgen.cli.init", "init", "Scaffold a cluster repository."),
+    "diff": ("ncclgen.cli.diff", "diff", "Show how the env changes between tiers or descriptors."),
 }
 
 EPILOG = """\b

@@ -1,16 +1,16 @@
-"""Options shared by env, explain, slurm and k8s, and the load -> plan -> lint step they share."""
+"""Options shared by env, explain, diff, slurm and k8s; they become a pipeline Request."""
 
 from __future__ import annotations
 
 import click
 
-from ..load import defaults, descriptor, workload as workloadmod
-from .. import plan as planmod
-from ..errors import UserError
+from .. import pipeline
+from ..plan import TARGETS, Plan
 
 
 def plan_options(f):
-    """--cluster, --tier, --workload, --nodes, --set, --debug (defaults: see ncclgen/load/defaults.py)."""
+    """--cluster, --tier, --workload, --nodes, --set, --debug and `-- ARGS` (defaults: ncclgen/load/defaults.py)."""
+    f = click.argument("extra_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")(f)
     f = click.option("--debug", is_flag=True, help="NCCL_DEBUG=INFO with NET subsystem logging.")(f)
     f = click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
                      help="Override or add a variable (repeatable); linted like everything else.")(f)
@@ -24,29 +24,12 @@ def plan_options(f):
     return f
 
 
-def make_plan(cluster, tier, workload, nodes, sets, debug) -> planmod.Plan:
-    """load -> plan -> lint: a plan whose user-supplied settings NCCL/PyTorch really read."""
-    desc = descriptor.load_cluster(cluster or defaults.default("cluster"))
-    wl = workloadmod.load_workload(workload or defaults.default("workload"))
-    p = planmod.build(desc, wl, tier or defaults.default("tier"), nodes=nodes,
-                      overrides=planmod.parse_set(sets), debug=debug)
-    gate(p)
-    return p
+def target_option(f):
+    """--target for commands that print a plan without rendering it for a scheduler (env, explain)."""
+    return click.option("--target", type=click.Choice(TARGETS), default="host", show_default=True,
+                        help="host: the view from a Slurm job on the node; pod: from a Kubernetes pod.")(f)
 
 
-def gate(p: planmod.Plan) -> None:
-    """Refuse to render a variable the linter calls an error (invented, removed, invalid value).
-
-    ncclgen's own rules are tested to lint clean (tests/test_plan.py), so a plan made of rules alone
-    skips the knowledge-base load; anything else (--set, vendor, descriptor and workload env) is linted
-    together with the rule values it sits beside.
-    """
-    if all(e.origin.startswith("rule ") for e in p.env):
-        return
-    from .. import lint
-
-    pairs = [(e.name, e.value, i + 1) for i, e in enumerate(p.env)]
-    for f in lint.lint_pairs(pairs, p.cluster):
-        if f.severity == "error":
-            origin = p.env[f.line - 1].origin if 0 < f.line <= len(p.env) else "plan"
-            raise UserError(f"{f.variable} ({origin}): {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host") -> Plan:
+    """load -> plan -> lint for the options above (ARGS are appended to the workload's command)."""
+    return pipeline.plan_for(cluster, tier, workload, nodes, sets, debug, target=target, extra_args=extra_args)

@@ -17,7 +17,7 @@ from .common import make_plan, plan_options
 @click.option("--namespace", metavar="NS", help="Namespace (default: the descriptor's kubernetes.namespace).")
 @click.option("--image", metavar="IMAGE", help="Container image (default: the descriptor's kubernetes.image).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
-def k8s(cluster, tier, workload, nodes, sets, debug, kind, name, namespace, image, output):
+def k8s(cluster, tier, workload, nodes, sets, debug, extra_args, kind, name, namespace, image, output):
     """Render Kubernetes manifests: the plan's env in every container, GPUs and RDMA devices in
     requests and limits, IPC_LOCK, a memory-backed /dev/shm, and tier 3 NUMA binding.
 
@@ -28,5 +28,5 @@ def k8s(cluster, tier, workload, nodes, sets, debug, kind, name, namespace, imag
     """
     from ..render import k8s as render_k8s
 
-    plan = make_plan(cluster, tier, workload, nodes, sets, debug)
+    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target="pod")
     emit(render_k8s.render(plan, kind=kind, name=name, namespace=namespace, image=image), output)

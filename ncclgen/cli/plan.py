@@ -10,7 +10,8 @@ import click
 
 from .. import __version__
 from ..output import emit
-from .common import make_plan, plan_options
+from ..plan import launch
+from .common import make_plan, plan_options, target_option
 
 
 def header(p) -> str:
@@ -22,7 +23,7 @@ def format_env(p, fmt: str) -> str:
     """shell: `export` lines safe to `source` for any value; dotenv: the same without `export`."""
     if fmt == "json":
         doc = {"cluster": p.cluster.name, "tier": p.tier, "workload": p.workload.name,
-               "env": [{"name": e.name, "value": e.value, "tier": e.tier, "origin": e.origin,
+               "env": [{"name": e.name, "value": e.value, "tier": e.tier, "origin": str(e.origin),
                         "reason": e.reason, "source": e.source} for e in p.env]}
         return json.dumps(doc, indent=2) + "\n"
     prefix = "export " if fmt == "shell" else ""
@@ -39,29 +40,31 @@ def _one_line(text: str) -> str:
 
 @click.command()
 @plan_options
+@target_option
 @click.option("--format", "fmt", type=click.Choice(["shell", "dotenv", "json"]), default="shell",
               show_default=True, help="shell: export lines to source; dotenv: NAME=value; json.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
-def env(cluster, tier, workload, nodes, sets, debug, fmt, output):
+def env(cluster, tier, workload, nodes, sets, debug, extra_args, target, fmt, output):
     """Print the plan's environment.
 
     \b
     Example:
       ncclgen env --cluster h100-ib --tier 2 > nccl.env && source nccl.env
     """
-    emit(format_env(make_plan(cluster, tier, workload, nodes, sets, debug), fmt), output)
+    emit(format_env(make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target), fmt), output)
 
 
 @click.command()
 @plan_options
-def explain(cluster, tier, workload, nodes, sets, debug):
+@target_option
+def explain(cluster, tier, workload, nodes, sets, debug, extra_args, target):
     """Every variable with its value, tier, reason and source; the binding per local rank; the launch.
 
     \b
     Example:
       ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft
     """
-    click.echo(render_explain(make_plan(cluster, tier, workload, nodes, sets, debug)), nl=False)
+    click.echo(render_explain(make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target)), nl=False)
 
 
 def render_explain(p) -> str:
@@ -81,18 +84,20 @@ def render_explain(p) -> str:
     mem = f" --membind=<numa>" if p.launch.bind_memory else " (no --membind: descriptor bind_memory is false)"
     if p.launch.bind:
         out.append(f"  each rank runs under: numactl --physcpubind=<cpus>{mem}")
-    out += ["", "LAUNCH", f"  launcher: {p.launch.launcher}, {p.launch.nodes} node(s) x {p.launch.gpus_per_node} GPUs"]
-    cmd = shlex.join(p.launch.command)
-    if p.launch.launcher == "torchrun":
-        opts = " ".join(p.launch.torchrun_options())
-        out.append(f"  per node: torchrun --nnodes={p.launch.nodes} {opts} "
-                   f"--rdzv-endpoint=<head-address>:{p.launch.rdzv_port} --rdzv-id=<job-id> "
-                   + ("bash -c <ncclgen-bind> ncclgen-bind " if p.launch.bind else "") + cmd)
+    la = p.launch
+    out += ["", "LAUNCH", f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs"]
+    cmd = shlex.join(la.command)
+    if la.launcher == "torchrun":
+        bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""
+        out.append(f"  per node: torchrun --nnodes={la.nodes} {' '.join(la.torchrun_options())} "
+                   f"--rdzv-endpoint=<head-address>:{la.rdzv_port} --rdzv-id=<job-id> {bind}{cmd}")
     else:
-        out.append(f"  head: ray start --head --port={p.launch.ray_port} --num-gpus={p.launch.gpus_per_node} "
-                   f"--num-cpus={p.launch.cpus_per_node}; workers: ray start --address=<head>:{p.launch.ray_port}")
-        out.append(f"  wait: until {p.launch.nodes} nodes and {p.launch.nodes * p.launch.gpus_per_node} GPUs "
-                   f"joined (timeout {p.launch.ray_ready_timeout_s} s)")
+        out.append(f"  head: {shlex.join(la.ray_head_argv())}")
+        out.append(f"  workers: {shlex.join(la.ray_worker_argv('<head-address>'))}")
+        out.append(f"  wait: until {la.nodes} nodes and {la.want_gpus} GPUs joined (timeout "
+                   f"{la.ray_ready_timeout_s} s); watchdog every {la.ray_watch_interval_s} s")
+        if la.bind:
+            out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
         out.append(f"  driver (once, head node): {cmd}")
     if p.workload.framework == "verl" and p.workload.launcher == "ray":
         out.append(f"  collective timeout: actor_rollout_ref.nccl_timeout={p.workload.timeout_s} "

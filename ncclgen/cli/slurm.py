@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from ..load import defaults
 from ..output import emit
 from .common import make_plan, plan_options
 
@@ -21,12 +20,15 @@ from .common import make_plan, plan_options
 @click.option("--monitor", is_flag=True, help="Run `ncclgen monitor` on every node for the whole job.")
 @click.option("--ray-dashboard", is_flag=True,
               help="Start the Ray head's web dashboard (off by default: it delays bring-up by seconds).")
+@click.option("--comments", type=click.Choice(["short", "full"]), default="short", show_default=True,
+              help="short: `# tier, rule` beside each export; full: each value's reason and source above it.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the script here (atomically, mode 0755) instead of stdout.")
-def slurm(cluster, tier, workload, nodes, sets, debug, time, partition, account, qos, job_name,
-          container_image, monitor, ray_dashboard, output):
-    """Render an sbatch script: #SBATCH resources, the plan's exports with their reasons, the head
-    node's address, and the launch (torchrun, or a Ray cluster plus the verl driver).
+def slurm(cluster, tier, workload, nodes, sets, debug, extra_args, time, partition, account, qos, job_name,
+          container_image, monitor, ray_dashboard, comments, output):
+    """Render an sbatch script: #SBATCH resources, the plan's exports, the head node's address, and
+    the launch (torchrun, or a Ray cluster plus the verl driver). ARGS after `--` are appended to the
+    workload's command.
 
     \b
     Example:
@@ -35,19 +37,17 @@ def slurm(cluster, tier, workload, nodes, sets, debug, time, partition, account,
     """
     from ..render import slurm as render_slurm
 
-    p = make_plan(cluster, tier, workload, nodes, sets, debug)
-    regenerate = ["ncclgen", "slurm", "--cluster", cluster or defaults.default("cluster"), "--tier", str(p.tier),
-                  "--workload", workload or defaults.default("workload"), "--nodes", str(p.launch.nodes)]
+    p = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args)
+    flags: list[str] = []
     for flag, value in (("--job-name", job_name), ("--time", time), ("--partition", partition),
                         ("--account", account), ("--qos", qos), ("--container-image", container_image)):
         if value is not None:
-            regenerate += [flag, value]
-    for item in sets:
-        regenerate += ["--set", item]
-    regenerate += ["--debug"] * debug + ["--monitor"] * monitor + ["--ray-dashboard"] * ray_dashboard
-    if output not in (None, "-"):
-        regenerate += ["-o", output]
+            flags += [flag, value]
+    flags += ["--monitor"] * monitor + ["--ray-dashboard"] * ray_dashboard
+    flags += ["--comments", comments] if comments != "short" else []
+    to_file = output not in (None, "-")
+    flags += ["-o", output] if to_file else []
     opts = render_slurm.Options(job_name=job_name, time=time, partition=partition, account=account, qos=qos,
                                 container_image=container_image, monitor=monitor, ray_dashboard=ray_dashboard,
-                                regenerate=tuple(regenerate))
+                                comments=comments, flags=tuple(flags), output=output if to_file else None)
     emit(render_slurm.render_plan(p, opts), output, mode=0o755)

@@ -28,30 +28,3 @@ def bindings(cluster: Descriptor) -> tuple[RankBinding, ...]:
         out.append(RankBinding(local_rank=g.index, gpu=g.index, numa=g.numa,
                                cpus=cluster.numa(g.numa).cpus, rails=rails))
     return tuple(out)
-
-
-def wrapper_script(binds: tuple[RankBinding, ...], bind_memory: bool) -> str:
-    """A bash program that execs its arguments under numactl for $LOCAL_RANK.
-
-    Used as `torchrun --no-python bash -c "$SCRIPT" ncclgen-bind CMD...` on Slurm (no shared file
-    system needed) and from a ConfigMap on Kubernetes. Fails loudly rather than run unbound.
-    """
-    lines = [
-        'set -euo pipefail',
-        'rank="${LOCAL_RANK:?ncclgen-bind: LOCAL_RANK is not set}"',
-        'case "$rank" in',
-    ]
-    for b in binds:
-        mem = f" --membind={b.numa}" if bind_memory else ""
-        lines.append(f"  {b.local_rank}) set -- numactl --physcpubind={b.cpus}{mem} -- \"$@\" ;;")
-    lines += [
-        '  *) echo "ncclgen-bind: no binding for LOCAL_RANK=$rank" >&2; exit 2 ;;',
-        'esac',
-        'exec "$@"',
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def gpu_cpu_map(binds: tuple[RankBinding, ...]) -> str:
-    """'0=0-55,112-167;1=...' : GPU id -> CPUs, for the Ray worker hook (NCCLGEN_GPU_CPUS)."""
-    return ";".join(f"{b.gpu}={b.cpus}" for b in binds)

@@ -6,15 +6,17 @@ commands consume a Plan and never look at rules. Pipeline: load -> plan -> lint 
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass, replace
-from typing import Optional
+from typing import Optional, Sequence
 
 from . import binding, launch, rules
 from ..load import plugins, views
-from ..load.descriptor import ENV_NAME, Descriptor
 from ..errors import UserError
+from ..load.descriptor import ENV_NAME, Descriptor
 from ..load.workload import Workload
+from .request import TARGETS, Request
 
 TIERS = (1, 2, 3)
 # network.unconfirmed facts -> the variables derived from them
@@ -22,14 +24,47 @@ UNCONFIRMED_VARS = {"bootstrap_interfaces": ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_
 BIND_TIER = 3
 
 
+class OriginKind(enum.Enum):
+    """Where a value comes from; the lint gate trusts RULE values (tested lint-clean) and checks the rest."""
+    RULE = "rule"
+    PLUGIN = "plugin"       # what loads a net plugin and what it needs (ncclgen/data/plugins.yaml)
+    VENDOR = "vendor"
+    DESCRIPTOR = "descriptor env"
+    WORKLOAD = "workload env"
+    CLI = "--set"
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: OriginKind
+    name: str = ""     # the rule id (RULE) or plugin id (PLUGIN)
+
+    def __str__(self) -> str:
+        return f"{self.kind.value} {self.name}" if self.name else self.kind.value
+
+    @property
+    def is_builtin(self) -> bool:
+        """ncclgen's own data (a tier rule or net plugin data), tested to lint clean."""
+        return self.kind in (OriginKind.RULE, OriginKind.PLUGIN)
+
+
+VENDOR = Origin(OriginKind.VENDOR)
+
+
 @dataclass(frozen=True)
 class EnvVar:
     name: str
     value: str
     tier: int          # 1..3 for rules and vendor settings, 0 for overrides
-    origin: str        # "rule <id>", "vendor", "descriptor env", "workload env", "--set"
+    origin: Origin
     reason: str
     source: str
+
+    @property
+    def short_label(self) -> str:
+        """'tier 2, ib-qps' or 'override, --set': the one-line comment beside an export."""
+        what = self.origin.name if self.origin.kind is OriginKind.RULE else str(self.origin)
+        return f"tier {self.tier}, {what}" if self.tier else f"override, {what}"
 
     def label(self) -> str:
         """'tier 2, rule ib-qps' or 'override, --set': the prefix of every explaining comment."""
@@ -45,9 +80,18 @@ class Plan:
     env: tuple[EnvVar, ...]
     binding: tuple[binding.RankBinding, ...]
     launch: launch.Launch
+    target: str = "host"                # host (Slurm job on the node/VM) or pod (Kubernetes)
+    request: Optional[Request] = None   # set by the pipeline; None for plans built directly
 
     def env_dict(self) -> dict[str, str]:
         return {e.name: e.value for e in self.env}
+
+    def command_line(self, command: str, options: Sequence[str] = ()) -> list[str]:
+        """`ncclgen <command>` argv that repeats this plan: the request as typed (a descriptor file stays
+        a file), the resolved node count, then ``options`` and any `-- ARGS`."""
+        req = self.request or Request(cluster=self.cluster.name, tier=self.tier, workload=self.workload.name,
+                                      debug=self.debug, target=self.target)  # type: ignore[arg-type]
+        return req.argv(command, nodes=self.launch.nodes) + list(options) + req.tail()
 
 
 def parse_set(items) -> tuple[tuple[str, str], ...]:
@@ -64,12 +108,15 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
 
 
 def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional[int] = None,
-          overrides: tuple[tuple[str, str], ...] = (), debug: bool = False, target: str = "host") -> Plan:
+          overrides: tuple[tuple[str, str], ...] = (), debug: bool = False, target: str = "host",
+          extra_args: tuple[str, ...] = (), request: Optional[Request] = None) -> Plan:
     """Evaluate the rules up to ``tier`` and apply vendor settings and overrides, in that order, on the
     ``target`` view of the descriptor ("host": Slurm, env, explain; "pod": Kubernetes)."""
     cluster = views.view(cluster, target)
     if tier not in TIERS:
         raise UserError(f"--tier {tier}: expected 1 (stable), 2 (performance) or 3 (expert)")
+    if target not in TARGETS:
+        raise UserError(f"--target {target!r}: expected host (a Slurm job on the node) or pod (Kubernetes)")
     n = nodes if nodes is not None else workload.nodes
     if n < 1:
         raise UserError(f"--nodes {n}: expected at least 1")
@@ -85,9 +132,10 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
             value = rules.evaluate(rule, ctx)
             if rule.var in omitted:
                 continue
-            if value is not None and getattr(env.get(rule.var), "origin", "") != "vendor":
+            if value is not None and getattr(env.get(rule.var), "origin", None) != VENDOR:
                 # The vendor's published value for this system wins over a generic rule.
-                env[rule.var] = EnvVar(rule.var, value, t, f"rule {rule.id}", rule.reason, rule.source)
+                env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason,
+                                      rule.source)
         if t == 1:
             for var in plugin_env(cluster):
                 _put(env, var)
@@ -95,7 +143,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
             if s.tier == t and s.omit:
                 env.pop(s.name, None)   # the vendor advises against it: no rule sets it
             elif s.tier == t:
-                _put(env, EnvVar(s.name, s.value, t, "vendor", s.reason, _cite(cluster, s.source)))
+                _put(env, EnvVar(s.name, s.value, t, VENDOR, s.reason, _cite(cluster, s.source)))
     # A variable read only through a net plugin is emitted only together with what loads that plugin.
     loaded = views.plugin_of(cluster)
     for name in [n for n, e in env.items() if e.tier]:
@@ -110,16 +158,19 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
                     env[name] = replace(env[name], reason=f"{env[name].reason} [site fact to confirm: "
                                         f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
                                         "checks it on every node]")
-    for origin, settings in (("descriptor env", cluster.env), ("workload env", workload.env)):
+    for kind, settings in ((OriginKind.DESCRIPTOR, cluster.env), (OriginKind.WORKLOAD, workload.env)):
         for s in settings:
-            src = _cite(cluster, s.source) if origin == "descriptor env" else workload.sources.get(s.source or "", s.source or "")
-            _put(env, EnvVar(s.name, s.value, 0, origin, s.reason, src or origin))
+            if kind is OriginKind.DESCRIPTOR:
+                src = _cite(cluster, s.source)
+            else:
+                src = workload.sources.get(s.source or "", s.source or "")
+            _put(env, EnvVar(s.name, s.value, 0, Origin(kind), s.reason, src or kind.value))
     for name, value in overrides:
-        _put(env, EnvVar(name, value, 0, "--set", "set on the command line", "--set"))
+        _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
 
     spec = launch.Launch(
         launcher=workload.launcher,
-        command=launch.derive_command(workload, cluster, n),
+        command=launch.derive_command(workload, cluster, n) + tuple(extra_args),
         nodes=n,
         gpus_per_node=cluster.node.gpus_per_node,
         cpus_per_node=cluster.cpus_per_node,
@@ -127,7 +178,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
         bind_memory=cluster.node.bind_memory,
     )
     return Plan(cluster=cluster, workload=workload, tier=tier, debug=debug, env=tuple(env.values()),
-                binding=binding.bindings(cluster), launch=spec)
+                binding=binding.bindings(cluster), launch=spec, target=target, request=request)
 
 
 def plugin_env(cluster: Descriptor) -> list[EnvVar]:
@@ -138,7 +189,7 @@ def plugin_env(cluster: Descriptor) -> list[EnvVar]:
         return []
     net = cluster.network
     lib_dir = net.plugin_dir or ""
-    origin = f"plugin {plugin.id}"
+    origin = Origin(OriginKind.PLUGIN, plugin.id)
     out = []
     if plugin.load == "ld_library_path":
         out.append(EnvVar("LD_LIBRARY_PATH", lib_dir, 1, origin,

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 
 import yaml
 
 from .. import jobside
-from ..plan import binding
+from ..plan import launch as launchmod
 from ..errors import UserError
+from . import shell
 
 KINDS = ("pytorchjob", "rayjob")
 CONFIG_DIR = "/etc/ncclgen"
@@ -38,9 +38,6 @@ RAY_WORKER_SCRIPT = "ray-worker.sh"
 # The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
 RAYWAIT_MODULE = "ncclgen_raywait.py"
 RAYBIND_MODULE = "ncclgen_raybind.py"
-RAYBIND_HOOK = "ncclgen_raybind.hook"
-RAY_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"   # read by Ray's default_worker.py (Ray 2.60)
-GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"                           # read by ncclgen/jobside/raybind.py
 
 DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -152,14 +149,9 @@ def _seconds(hms: str) -> int:
 
 
 def explain_command(plan) -> str:
-    """The `ncclgen explain` line that prints every variable's reason and source for this plan."""
-    argv = ["ncclgen", "explain", "--cluster", plan.cluster.name, "--tier", str(plan.tier),
-            "--workload", plan.workload.name, "--nodes", str(plan.launch.nodes)]
-    argv += ["--debug"] if plan.debug else []
-    for e in plan.env:
-        if e.origin == "--set":
-            argv += ["--set", f"{e.name}={e.value}"]
-    return shlex.join(argv)
+    """The `ncclgen explain` line that prints every variable's reason and source for this plan: the
+    request as typed (a descriptor given as a file stays that file)."""
+    return shell.join(plan.command_line("explain"))
 
 
 # -- the job --------------------------------------------------------------------------------------------
@@ -185,7 +177,7 @@ class _Job:
     def _files(self) -> dict[str, str]:
         files = {}
         if self.launch.bind and not self.ray:
-            files[BIND_SCRIPT] = binding.wrapper_script(self.plan.binding, self.launch.bind_memory)
+            files[BIND_SCRIPT] = launchmod.bind_wrapper(self.plan.binding, self.launch.bind_memory)
         if self.ray and self.kind == "pytorchjob":
             files[RAY_HEAD_SCRIPT] = self._ray_head_script()
             files[RAY_WORKER_SCRIPT] = self._ray_worker_script()
@@ -204,12 +196,6 @@ class _Job:
                 "data": dict(self.files)}
 
     # scripts for a Ray workload run as a PyTorchJob -----------------------------------------------------
-    def _ray_start_options(self) -> str:
-        # Same CPU/GPU declaration as the sbatch script's `ray start`: the whole node's CPUs (the pods
-        # request no CPU limit) and its GPUs.
-        return (f"--num-gpus={self.launch.gpus_per_node} --num-cpus={self.launch.cpus_per_node} "
-                "--disable-usage-stats")
-
     def _ray_prologue(self, role: str, *before_unset: str) -> list[str]:
         lines = [f"# ncclgen: Ray {role} for the PyTorchJob {self.name} (Ray workload {self.plan.workload.name}).",
                  "set -euo pipefail", *before_unset,
@@ -219,7 +205,7 @@ class _Job:
         if self.ray_bind:
             # The binding hook module is importable by every Ray worker through PYTHONPATH, which is
             # prepended here (a container env entry would replace the image's own PYTHONPATH).
-            lines.append(f'export PYTHONPATH="{CONFIG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"')
+            lines.append(launchmod.prepend_path(CONFIG_DIR))
         return lines
 
     def _ray_head_script(self) -> str:
@@ -227,13 +213,16 @@ class _Job:
         la = self.launch
         local = f"127.0.0.1:{la.ray_port}"   # the GCS listens on every interface of the pod
         lines = self._ray_prologue("head and driver") + [
-            f"ray start --head --port={la.ray_port} {self._ray_start_options()}",
-            f"python3 {CONFIG_DIR}/{RAYWAIT_MODULE} wait {local} {la.nodes} {la.nodes * la.gpus_per_node} "
-            f"{la.ray_ready_timeout_s}",
+            shell.join(la.ray_head_argv()),
+            shell.join(["python3", f"{CONFIG_DIR}/{RAYWAIT_MODULE}", *la.ray_wait_args(local)]),
             f"export RAY_ADDRESS={local}",
             'exec "$@"',
         ]
         return "\n".join(lines) + "\n"
+
+    def _worker_start(self) -> str:
+        """`ray start --address="$head":PORT ...`: the head's name expands in the pod, the rest is quoted."""
+        return shell.args(self.launch.ray_worker_argv(shell.Raw('"$head"'))).strip()
 
     def _ray_worker_script(self) -> str:
         """Worker pods join the head at the master's Service name, which the operator puts in MASTER_ADDR.
@@ -242,8 +231,7 @@ class _Job:
         joins makes the head's wait fail, which fails the master and so the job.
         """
         lines = self._ray_prologue("worker", 'head="${MASTER_ADDR:?set by the training operator}"') + [
-            f'exec ray start --address="$head:{self.launch.ray_port}" '
-            f"{self._ray_start_options()} --block",
+            "exec " + self._worker_start(),
         ]
         return "\n".join(lines) + "\n"
 
@@ -251,7 +239,7 @@ class _Job:
     def env(self) -> list[dict]:
         env = [(e.name, e.value) for e in self.plan.env]
         if self.ray_bind:
-            env += [(GPU_CPUS_ENV, binding.gpu_cpu_map(self.plan.binding)), (RAY_HOOK_ENV, RAYBIND_HOOK)]
+            env += launchmod.ray_hook_env(self.plan.binding)
         return [{"name": n, "value": _kubelet_literal(v)} for n, v in env]
 
     def resources(self) -> dict:
@@ -354,7 +342,7 @@ class _Job:
         # num-gpus/num-cpus as in the sbatch script's `ray start`. The plan's env is in every Ray
         # container, so runtimeEnvYAML env_vars is not needed: raylets, and so every Ray worker and the
         # driver the job submitter starts on the head, inherit the container's environment.
-        params = {"num-cpus": str(la.cpus_per_node), "num-gpus": str(la.gpus_per_node)}
+        params = la.ray_start_params()
         command = args = None
         annotations = {}
         if self.ray_bind:
@@ -362,7 +350,7 @@ class _Job:
             # runs KubeRay's generated `ray start` itself, the documented way to customise it.
             annotations["ray.io/overwrite-container-cmd"] = "true"
             command = ["/bin/bash", "-c", "--"]
-            args = [f'export PYTHONPATH="{CONFIG_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"; ulimit -n 65536; '
+            args = [f'{launchmod.prepend_path(CONFIG_DIR)}; ulimit -n 65536; '
                     'exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
         head = {"rayStartParams": dict(params),
                 "template": self.pod_template(self.container("ray-head", command, args), "head", annotations)}
@@ -377,7 +365,7 @@ class _Job:
         return {
             "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": self._job_meta(),
             "spec": {
-                "entrypoint": shlex.join(la.command),
+                "entrypoint": shell.join(la.command),
                 "shutdownAfterJobFinishes": True,
                 "activeDeadlineSeconds": _seconds(self.plan.workload.time),
                 "rayClusterSpec": cluster,

@@ -1,9 +1,12 @@
 """Plan -> sbatch script. First a plain data model (SlurmScript), then a logic-free jinja2 template.
 
 Everything that decides something (which #SBATCH options, which variables, which wrapper) happens in
-build(); the templates in templates/slurm/ only lay the data out and quote it. Quoting is never left
-to the template author: every value goes through `q` (shlex.quote) unless it is a `Raw` marker, used
-only for expansions ncclgen itself writes (`"$HEAD_ADDR:29500"`), the TorchX `_noquote` idea.
+build(); the templates in templates/slurm/ only lay the data out and quote it (ncclgen/render/shell.py).
+The launch itself (torchrun options, `ray start` arguments, readiness and watchdog calls, the binding
+wrapper and the Ray hook) comes from ncclgen/plan/launch.py, shared with the Kubernetes renderer.
+
+The script reads top to bottom: #SBATCH lines, a header, one line per exported variable, the launch
+(a function), then the programs the launch runs on the nodes, and the call of the launch function.
 
 Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login nodes.
 """
@@ -13,37 +16,31 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Literal, Optional, Union
 
 from .. import __version__, datapaths, jobside
-from ..plan import binding
 from ..errors import UserError
 from ..plan import Plan
+from ..plan import launch as launchmod
+from . import shell
+from .shell import Raw
 
 TIME_PATTERN = r"(\d+-)?\d{1,3}:\d{2}:\d{2}"  # same form as a workload's `time`
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-RAY_AGENT_PORT = 52365       # ray[default]'s dashboard agent port; workers get 52365+i (see template)
-RAY_WATCH_INTERVAL_S = 2     # watchdog period: the lab's SIGTERMed raylet was caught in 2.0 s
-HOOK_MODULE = "ncclgen_raybind"
-
-
-class Raw(str):
-    """Shell text written verbatim: an expansion ncclgen controls. Any plain str is shell-quoted."""
+COMMENTS = ("short", "full")
 
 
 @dataclass(frozen=True)
 class Export:
-    comment: str                 # one line, shown as `# <comment>` above the export
     name: str
     value: str                   # quoted unless Raw
+    comment: str                 # short: `# tier 1, rule-id` on the same line; full: the line above
 
 
 @dataclass(frozen=True)
 class Program:
-    """A program passed to `bash -c` / `python3 -c`, kept in a variable from a QUOTED heredoc (no
-    expansion inside, so its text reaches the node byte for byte)."""
+    """A program the launch runs on the nodes, kept in a variable from a QUOTED heredoc (no expansion
+    inside, so its text reaches the node byte for byte). Passed as an argument, never exported."""
     comment: str
     name: str
     text: str
@@ -70,14 +67,15 @@ class Torchrun:
 @dataclass(frozen=True)
 class Ray:
     port: int
-    num_cpus: int
+    head: tuple[str, ...]          # `ray start --head ...` (launch.ray_head_argv) + Slurm's own flags
+    worker: tuple[str, ...]        # `ray start --address=...` up to, not including, the agent port
+    worker_flags: tuple[str, ...]  # after the agent port
     start_prefix: tuple[str, ...]  # tier 3: the bash -c that writes the hook module, then execs ray
-    want_nodes: int
-    want_gpus: int
+    wait: tuple[str, ...]          # raywait.py wait arguments
+    watch: tuple[str, ...]         # raywait.py watch arguments
     ready_timeout_s: int
     watch_interval_s: int
     agent_port: int
-    dashboard: str                 # --include-dashboard=false|true for the head
 
 
 @dataclass(frozen=True)
@@ -85,16 +83,17 @@ class SlurmScript:
     """Everything the template prints, already decided and in output order."""
     sbatch: tuple[tuple[str, Optional[str]], ...]   # sorted; None = flag without value
     header: tuple[str, ...]                         # comment lines, control characters escaped
+    comments: str                                   # short | full
     env: tuple[Export, ...]                         # the plan, in plan order
     plumbing: tuple[Export, ...]                    # launcher helper variables, not NCCL/PyTorch
     programs: tuple[Program, ...]
-    exported_programs: tuple[str, ...]              # programs a step reads from its environment
     nodes: int
     gpus_per_node: int
     srun: tuple[str, ...]                           # options every srun carries: --export=ALL, pyxis
     helpers: tuple[Step, ...]
     command: tuple[str, ...]
     launch: Union[Torchrun, Ray]
+    version: str
 
     @property
     def template(self) -> str:
@@ -112,7 +111,9 @@ class Options:
     container_image: Optional[str] = None
     monitor: bool = False
     ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
-    regenerate: tuple[str, ...] = field(default=())  # argv that reproduces this script
+    comments: Literal["short", "full"] = "short"
+    flags: tuple[str, ...] = field(default=())   # these options as typed, for the Regenerate: line
+    output: Optional[str] = None                 # the -o path, named in the header's `Run with:`
 
 
 def build(plan: Plan, opts: Options) -> SlurmScript:
@@ -128,68 +129,71 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
 
     plumbing: list[Export] = []
     programs: list[Program] = []
-    exported: list[str] = []
+    spec: Union[Torchrun, Ray]
     if launch.launcher == "torchrun":
         wrapper: tuple[str, ...] = ()
         if launch.bind:
-            programs.append(Program(
-                "Tier 3 binding: runs each local rank under numactl on its GPU's NUMA node "
-                "(from the descriptor's NUMA map).", "NCCLGEN_BIND",
-                binding.wrapper_script(plan.binding, launch.bind_memory)))
-            wrapper = ("bash", "-c", Raw('"$NCCLGEN_BIND"'), "ncclgen-bind")
-        spec: Union[Torchrun, Ray] = Torchrun(options=tuple(launch.torchrun_options()),
-                                              rdzv_port=launch.rdzv_port, wrapper=wrapper)
+            programs.append(Program("binding wrapper: each local rank under numactl on its GPU's NUMA node",
+                                    "NCCLGEN_BIND", launchmod.bind_wrapper(plan.binding, launch.bind_memory)))
+            wrapper = ("bash", "-c", Raw('"$NCCLGEN_BIND"'), launchmod.BIND_ARGV0)
+        spec = Torchrun(options=tuple(launch.torchrun_options()), rdzv_port=launch.rdzv_port, wrapper=wrapper)
     else:
         prefix: tuple[str, ...] = ()
         if launch.bind:
+            hook_env = [Export(n, v, "read by the Ray worker hook") for n, v in launchmod.ray_hook_env(plan.binding)]
             plumbing += [
-                Export("GPU id -> CPUs of its NUMA node, read by the Ray worker hook.",
-                       "NCCLGEN_GPU_CPUS", binding.gpu_cpu_map(plan.binding)),
-                Export("per-job folder each `ray start` step writes the hook module into (node-local: no "
-                       "shared file system assumed).",
-                       "NCCLGEN_HOOK_DIR", Raw('"${TMPDIR:-/tmp}/ncclgen-$SLURM_JOB_ID"')),
-                Export("makes the hook module importable by every Ray worker.",
-                       "PYTHONPATH", Raw('"$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"')),
-                Export("Ray worker setup hook (a Ray internal, checked in Ray 2.60; read by every worker "
-                       "at start-up): binds each GPU task/actor to its GPU's CPUs.",
-                       "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR", f"{HOOK_MODULE}.hook"),
+                Export("NCCLGEN_HOOK_DIR", Raw('"${TMPDIR:-/tmp}/ncclgen-$SLURM_JOB_ID"'),
+                       "node-local folder each `ray start` step writes the hook module into"),
+                Export("PYTHONPATH", Raw('"$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"'),
+                       "makes the hook module importable by every Ray worker"),
+                *hook_env,
             ]
-            programs.append(Program(
-                "Tier 3 binding under Ray: the worker hook module (ncclgen/jobside/raybind.py), written to "
-                "$NCCLGEN_HOOK_DIR by each `ray start` step.", "NCCLGEN_RAY_HOOK", jobside.source("raybind")))
-            exported.append("NCCLGEN_RAY_HOOK")
-            prefix = ("bash", "-c", _HOOK_WRITER, "ncclgen-raybind")
-        programs.append(Program(
-            "Ray readiness check and node watchdog (ncclgen/jobside/raywait.py): `wait` polls ray.nodes() "
-            "every 0.5 s, `watch` exits 5 when a node is no longer alive.", "NCCLGEN_RAY_WAIT",
-            jobside.source("raywait")))
-        spec = Ray(port=launch.ray_port, num_cpus=launch.cpus_per_node, start_prefix=prefix,
-                   want_nodes=launch.nodes, want_gpus=launch.nodes * launch.gpus_per_node,
-                   ready_timeout_s=launch.ray_ready_timeout_s, watch_interval_s=RAY_WATCH_INTERVAL_S,
-                   agent_port=RAY_AGENT_PORT, dashboard=str(opts.ray_dashboard).lower())
+            programs.append(Program("Ray worker hook (tier 3): binds each GPU worker to its GPU's CPUs",
+                                    "NCCLGEN_RAY_HOOK", jobside.source("raybind", compact=True)))
+            prefix = ("bash", "-c", _HOOK_WRITER, "ncclgen-raybind", Raw('"$NCCLGEN_RAY_HOOK"'))
+        programs.append(Program("Ray readiness check (wait) and node watchdog (watch)", "NCCLGEN_RAY_WAIT",
+                                jobside.source("raywait", compact=True)))
+        addr = Raw('"$NCCLGEN_RAY_ADDR"')
+        head = [*launch.ray_head_argv(), Raw('--node-ip-address="$HEAD_ADDR"'),
+                f"--include-dashboard={str(opts.ray_dashboard).lower()}", "--block"]
+        worker = launch.ray_worker_argv(Raw('"$HEAD_ADDR"'))
+        spec = Ray(port=launch.ray_port, head=tuple(head), worker=tuple(worker[:3]), worker_flags=tuple(worker[3:]),
+                   start_prefix=prefix, wait=tuple(_with_addr(launch.ray_wait_args("ADDR"), addr)),
+                   watch=tuple(_with_addr(launch.ray_watch_args("ADDR"), addr)),
+                   ready_timeout_s=launch.ray_ready_timeout_s, watch_interval_s=launch.ray_watch_interval_s,
+                   agent_port=launchmod.RAY_AGENT_PORT)
 
-    helpers = ()
+    helpers: tuple[Step, ...] = ()
     if opts.monitor:
-        helpers = (Step("GPU monitor, one per node, in the background until the job ends (ncclgen monitor "
-                        "handles SIGTERM); the file name is expanded on each node.",
+        helpers = (Step("GPU monitor on every node until the job ends (ncclgen monitor handles SIGTERM)",
                         ("bash", "-c", 'exec ncclgen monitor -o '
                                        '"ncclgen-monitor-${SLURM_JOB_ID}-${SLURMD_NODENAME}.jsonl"')),)
 
+    if opts.comments not in COMMENTS:
+        raise UserError(f"--comments {opts.comments!r}: expected short or full")
+    full = opts.comments == "full"
     return SlurmScript(
         sbatch=sbatch_options(plan, opts),
         header=tuple(_header(plan, opts)),
-        env=tuple(Export(f"{e.label()}: {_one_line(e.reason)} [source: {_one_line(e.source)}]", e.name, e.value)
+        comments=opts.comments,
+        env=tuple(Export(e.name, e.value,
+                         f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]"
+                         if full else shell.escape_controls(e.short_label))
                   for e in plan.env),
         plumbing=tuple(plumbing),
         programs=tuple(programs),
-        exported_programs=tuple(exported),
         nodes=launch.nodes,
         gpus_per_node=launch.gpus_per_node,
         srun=tuple(srun),
         helpers=helpers,
         command=launch.command,
         launch=spec,
+        version=__version__,
     )
+
+
+def _with_addr(argv: list[str], addr: Raw) -> list[str]:
+    return [addr if a == "ADDR" else a for a in argv]
 
 
 def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]], ...]:
@@ -224,15 +228,14 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]]
                             "field), not through extra_sbatch", path=f"slurm.extra_sbatch.{key}")
         out[option] = value or None  # an empty value means a flag: `requeue: ""` -> --requeue
     for option, value in out.items():
-        if value is not None and _CONTROL.search(value):
+        if value is not None and shell.CONTROL.search(value):
             raise UserError(f"{option} {value!r}: control characters (newline, tab, ...) are not allowed in "
                             "an #SBATCH value: a newline would end the #SBATCH line")
     return tuple(sorted(out.items()))
 
 
 def render(script: SlurmScript) -> str:
-    env = _environment()
-    return env.get_template(script.template).render(s=script, version=__version__)
+    return _environment().get_template(script.template).render(s=script)
 
 
 def render_plan(plan: Plan, opts: Options) -> str:
@@ -241,87 +244,23 @@ def render_plan(plan: Plan, opts: Options) -> str:
 
 # --- helpers -------------------------------------------------------------------------------------
 
-# Written on each node by the `ray start` step: tmp file + rename, because fake nodes (and several
-# steps) may share one host and write the same path at once.
+# Written on each node by the `ray start` step from its first argument (the module text): tmp file +
+# rename, because fake nodes (and several steps) may share one host and write the same path at once.
+_MOD = launchmod.HOOK_MODULE
 _HOOK_WRITER = ('mkdir -p "$NCCLGEN_HOOK_DIR" && '
-                f'printf "%s\\n" "$NCCLGEN_RAY_HOOK" > "$NCCLGEN_HOOK_DIR/.{HOOK_MODULE}.$$" && '
-                f'mv -f "$NCCLGEN_HOOK_DIR/.{HOOK_MODULE}.$$" "$NCCLGEN_HOOK_DIR/{HOOK_MODULE}.py" && '
-                'exec "$@"')
+                f'printf "%s\\n" "$1" > "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" && '
+                f'mv -f "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" "$NCCLGEN_HOOK_DIR/{_MOD}.py" && '
+                'shift && exec "$@"')
 
 
 def _header(plan: Plan, opts: Options) -> list[str]:
     launch = plan.launch
     lines = [f"Generated by ncclgen {__version__}: cluster {plan.cluster.name}, tier {plan.tier}, workload "
-             f"{plan.workload.name}, {launch.nodes} node(s) x {launch.gpus_per_node} GPUs."]
-    if opts.regenerate:
-        lines.append("Regenerate: " + " ".join(comment_quote(a) for a in opts.regenerate))
-    output = _output_of(opts.regenerate)
-    lines.append("Run with: sbatch " + (comment_quote(output) if output else "<this file>"))
-    return [_escape_controls(line) for line in lines]
-
-
-def _output_of(argv: tuple[str, ...]) -> str:
-    for flag in ("-o", "--output"):
-        if flag in argv[:-1]:
-            return argv[argv.index(flag) + 1]
-    return ""
-
-
-def comment_quote(arg: str) -> str:
-    """shlex.quote, or bash $'...' when the argument holds control characters: a raw newline inside a
-    `# Regenerate:` comment would turn the rest of the argument into a command."""
-    if not _CONTROL.search(arg):
-        return shlex.quote(arg)
-    out = []
-    for ch in arg:
-        if ch in "\\'":
-            out.append("\\" + ch)
-        elif _CONTROL.match(ch):
-            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(ch, f"\\x{ord(ch):02x}"))
-        else:
-            out.append(ch)
-    return "$'" + "".join(out) + "'"
-
-
-def _escape_controls(text: str) -> str:
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def _one_line(text: str) -> str:
-    return _escape_controls(" ".join(text.split()))
-
-
-def quote(value) -> str:
-    """The `q` filter: shlex.quote, except Raw text ncclgen wrote itself."""
-    return str(value) if isinstance(value, Raw) else shlex.quote(str(value))
-
-
-def quote_always(value) -> str:
-    """The `qa` filter for export values: always quoted, so `NAME==bond0` reads as the assignment it is
-    (bash accepts it unquoted, but people and shellcheck read `==` as a typo)."""
-    text = quote(value)
-    return text if isinstance(value, Raw) or text.startswith(("'", '"')) else f"'{text}'"
-
-
-def args(argv) -> str:
-    """The `args` filter: ' a b c', each quoted, for appending to a command line."""
-    return "".join(" " + quote(a) for a in argv)
-
-
-def args_lines(argv) -> str:
-    """The `args_lines` filter: one argument per continuation line, for long commands."""
-    return "".join(" \\\n    " + quote(a) for a in argv)
-
-
-def sbatch_value(value: Optional[str]) -> str:
-    """The `sbatch_value` filter: '' for a flag, else '=' + the quoted value.
-
-    sbatch reads #SBATCH lines with its own parser: quotes work as in the shell, but a backslash
-    escapes the next character even inside single quotes, so backslashes are doubled.
-    """
-    if value is None:
-        return ""
-    return "=" + shlex.quote(value).replace("\\", "\\\\")
+             f"{plan.workload.name}, {launch.nodes} node(s) x {launch.gpus_per_node} GPUs.",
+             "Regenerate: " + shell.comment_line(plan.command_line("slurm", opts.flags)),
+             "Run with: sbatch " + (shell.comment_quote(opts.output) if opts.output else "<this file>"),
+             "Every value's reason and source: " + shell.comment_line(plan.command_line("explain"))]
+    return [shell.escape_controls(line) for line in lines]
 
 
 def heredoc(program: Program) -> str:
@@ -357,5 +296,6 @@ def _environment():
         trim_blocks=True, lstrip_blocks=True,
         # bash's ${#ARRAY[@]} would open a jinja comment; the templates have no jinja comments.
         comment_start_string="<%#", comment_end_string="#%>")
-    env.filters.update(q=quote, qa=quote_always, args=args, args_lines=args_lines, sbatch_value=sbatch_value, heredoc=heredoc)
+    env.filters.update(q=shell.quote, qa=shell.quote_always, args=shell.args, args_lines=shell.args_lines,
+                       sbatch_value=shell.sbatch_value, heredoc=heredoc)
     return env

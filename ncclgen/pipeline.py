@@ -1,0 +1,45 @@
+"""load -> plan -> lint: the one way a command turns what the user typed into a Plan to render.
+
+CLI commands, tests and benchmarks call `make_plan(Request(...))`; renderers take the Plan it returns
+(which carries the Request, so `Regenerate:` lines and `ncclgen.io/explain` annotations repeat what the
+user typed, a descriptor file included).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from . import plan as planmod
+from .lint.gate import check_plan
+from .load import defaults, descriptor, workload as workloadmod
+from .plan import Plan, Request
+
+
+def request(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None, *,
+            nodes: Optional[int] = None, sets: tuple[str, ...] = (), debug: bool = False,
+            target: str = "host", extra_args: tuple[str, ...] = ()) -> Request:
+    """A Request with the project defaults filled in (flag, NCCLGEN_* variable, ncclgen.yaml, built-in)."""
+    return Request(cluster=defaults.default("cluster") if cluster is None else cluster,
+                   tier=tier or defaults.default("tier"),
+                   workload=workload or defaults.default("workload"),
+                   nodes=nodes, sets=tuple(sets), debug=debug, target=target,  # type: ignore[arg-type]
+                   extra_args=tuple(extra_args))
+
+
+def make_plan(req: Request) -> Plan:
+    """Load the descriptor and workload, build the plan, lint what the user supplied."""
+    desc = descriptor.load_cluster(req.cluster)
+    wl = workloadmod.load_workload(req.workload)
+    p = planmod.build(desc, wl, req.tier, nodes=req.nodes, overrides=planmod.parse_set(req.sets),
+                      debug=req.debug, target=req.target, extra_args=req.extra_args, request=req)
+    check_plan(p)
+    return p
+
+
+def plan_for(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None,
+             nodes: Optional[int] = None, sets: tuple[str, ...] = (), debug: bool = False, *,
+             target: str = "host", extra_args: tuple[str, ...] = ()) -> Plan:
+    """`make_plan(request(...))` in one call: what the CLI, tests and benchmarks use."""
+    return make_plan(request(cluster, tier, workload, nodes=nodes, sets=sets, debug=debug, target=target,
+                             extra_args=extra_args))
+

@@ -1,0 +1,40 @@
+"""What the user asked for, exactly as typed: the input of the pipeline and of every `Regenerate:`
+line and `ncclgen.io/explain` annotation (a cluster given as a file stays a file, not its name)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Optional
+
+Target = Literal["host", "pod"]
+TARGETS: tuple[str, ...] = ("host", "pod")
+
+
+@dataclass(frozen=True)
+class Request:
+    cluster: str                       # descriptor name or file, as typed (defaults resolved)
+    tier: int
+    workload: str                      # workload name or file, as typed (defaults resolved)
+    nodes: Optional[int] = None        # None: the workload's default
+    sets: tuple[str, ...] = ()         # --set NAME=VALUE, as typed
+    debug: bool = False
+    target: Target = "host"            # host: Slurm job on the node or VM; pod: a Kubernetes pod
+    extra_args: tuple[str, ...] = ()   # `-- ARGS`: appended to the workload's command
+
+    def argv(self, command: str, nodes: Optional[int] = None) -> list[str]:
+        """The `ncclgen <command>` argv that repeats this request (``nodes``: the resolved count)."""
+        out = ["ncclgen", command, "--cluster", self.cluster, "--tier", str(self.tier),
+               "--workload", self.workload]
+        n = self.nodes if nodes is None else nodes
+        if n is not None:
+            out += ["--nodes", str(n)]
+        if self.target != "host" and command in ("env", "explain"):
+            out += ["--target", self.target]
+        for item in self.sets:
+            out += ["--set", item]
+        out += ["--debug"] * self.debug
+        return out
+
+    def tail(self) -> list[str]:
+        """What follows a command's own options: `-- ARGS` when there are extra arguments."""
+        return ["--", *self.extra_args] if self.extra_args else []
