@@ -64,7 +64,44 @@ def render_show(d: descriptor.Descriptor) -> str:
     lines.append(f"bootstrap interface: {', '.join(net.bootstrap_interfaces)}")
     if net.topo_file:
         lines.append(f"NCCL topology file: {net.topo_file}")
+    lines += _platform_lines(d)
     return "\n".join(lines) + "\n"
+
+
+def _platform_lines(d: descriptor.Descriptor) -> list[str]:
+    """How the host view and the pod view differ (`ncclgen slurm` vs `ncclgen k8s`)."""
+    from ..errors import UserError
+    from ..load import views
+
+    host = views.view(d, "host")
+    out = []
+    if views.plugin_of(host):
+        out.append(f"net plugin folder (Slurm): {host.network.plugin_dir}")
+    if "bootstrap_interfaces" in d.network.unconfirmed:
+        out.append("site fact to confirm: the bootstrap interface (the preflight checks it)")
+    kube = d.kubernetes
+    try:
+        pod = views.view(d, "pod")
+    except UserError as exc:
+        return out + [f"pod ({kube.flavour}): cannot render: {exc.message}"]
+    pnet = pod.network
+    parts = [f"bootstrap {('^' if pnet.bootstrap_match == 'exclude' else '') + ','.join(pnet.bootstrap_interfaces)}"]
+    renamed = {**d.kubernetes.netdevs, **d.kubernetes.hcas}
+    if renamed:
+        parts.append("renames " + ", ".join(f"{a}->{b}" for a, b in renamed.items()))
+    if pnet.topo_file:
+        parts.append(f"topology {pnet.topo_file}")
+    plugin = views.plugin_of(pod)
+    if plugin:
+        parts.append(f"net plugin {plugin.id} in {pnet.plugin_dir}")
+    elif views.plugin_of(host):
+        parts.append("no net plugin")
+    if pod.kubernetes.sidecars:
+        parts.append("sidecars " + ", ".join(s.name for s in pod.kubernetes.sidecars))
+    if kube.host_network:
+        parts.append("host network")
+    out.append(f"pod ({kube.flavour}): " + "; ".join(parts))
+    return out
 
 
 def _table(rows) -> str:

@@ -128,7 +128,7 @@ class Network:
     sharp: bool = field(False, doc="the fabric offers SHARP in-network reduction (NCCL CollNet); it takes "
                         "effect only where a CollNet plugin (rdma-sharp) is loaded")
     plugin_dir: Optional[str] = field(None, doc="folder of the net plugin's libraries on the host or VM "
-                                      "(default: where the plugin's vendor installs it, see `ncclgen plugins`)",
+                                      "(default: where the plugin's vendor installs it, ncclgen/data/plugins.yaml)",
                                       pattern=r"/[^\s:]*", pattern_doc="an absolute path without ':' or spaces")
     unconfirmed: tuple[Literal["bootstrap_interfaces"], ...] = field((), doc="facts here that are a site's choice no vendor source "
                                          "confirms (e.g. bootstrap_interfaces); the preflight checks them on "
