@@ -187,6 +187,8 @@ def test_strtoll_reads_every_int64_in_decimal_and_hex(n):
     ("NCCL_NTHREADS", "96", True), ("NCCL_NTHREADS", "100", False), ("NCCL_NTHREADS", "1024", False),
     ("NCCL_MAX_CTAS", "64", True), ("NCCL_MAX_CTAS", "65", False),
     ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", True), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "4", False),
+    ("NCCL_IB_SL", "15", True), ("NCCL_IB_SL", "16", False), ("NCCL_IB_SL", "-1", True),   # 4-bit SL
+    ("NCCL_IB_TC", "255", True), ("NCCL_IB_TC", "256", False), ("NCCL_IB_TC", "-1", True),  # 8-bit TC
 ])
 def test_ranges(name, value, ok):
     found = kb.classify(info(name), value)
@@ -256,6 +258,50 @@ def test_version_tuple():
 ])
 def test_version_gating(name, version, read):
     assert kb.read_in(info(name), version) is read
+
+
+RELEASES = Path(kb.kb_dir()) / "nccl-releases.tsv"
+
+
+def release_table() -> tuple[list[str], dict[str, set[str]]]:
+    """tools/nccl_wheel_names.py --table: which released libnccl holds which NCCL_* literal."""
+    rows = [line.rstrip("\n").split("\t") for line in RELEASES.read_text().splitlines() if not line.startswith("#")]
+    versions = rows[0][1:]
+    return versions, {r[0]: {v for v, x in zip(versions, r[1:]) if x == "1"} for r in rows[1:]}
+
+
+def test_version_windows_match_the_released_libraries():
+    """Every release in the table (PyPI wheels 2.28.3 .. the KB's version): the KB says a name is read
+    exactly when that release's library holds its literal. A wrong first/last version fails here."""
+    versions, table = release_table()
+    assert kb.KB_VERSIONS["nccl"] in versions
+    wrong = []
+    for v in versions:
+        if kb.compare_versions(v, kb.KB_VERSIONS["nccl"]) > 0:
+            continue
+        read = {n for n, i in kb.all_vars().items() if i.reader == "nccl" and kb.read_in(i, v)}
+        held = {n for n, vs in table.items() if v in vs}
+        wrong += [(v, n, "KB says read, library lacks it") for n in sorted(read - held)]
+        wrong += [(v, n, "library holds it, KB says not read") for n in sorted(held - read)]
+    assert wrong == []
+
+
+def test_socket_poll_timeout_is_first_read_by_2_29_2():
+    info_ = info("NCCL_SOCKET_POLL_TIMEOUT_MSEC")
+    assert info_.first_version == "2.29.2"
+    assert not kb.read_in(info_, "2.28.9") and kb.read_in(info_, "2.29.2")
+    assert release_table()[1]["NCCL_SOCKET_POLL_TIMEOUT_MSEC"] >= {"2.29.2"}
+    assert "2.28.9" not in release_table()[1]["NCCL_SOCKET_POLL_TIMEOUT_MSEC"]
+
+
+def test_reshard_rows_cite_the_commit_that_introduced_them():
+    """NCCL_RESHARD_* come from contrib/nccl_m2n, a rename made after v2.30.7 (NVIDIA/nccl 99932967);
+    v2.30.7's contrib/nccl_xfer reads NCCLXFER_RESHARD_* instead."""
+    reshard = [v for n, v in kb.all_vars().items() if n.startswith("NCCL_RESHARD_")]
+    assert len(reshard) == 8
+    for v in reshard:
+        assert "master@99932967" in v.source and "v2.30.7 contrib/nccl_m2n" not in v.source, v.name
+        assert kb.lookup("NCCLXFER_" + v.name[len("NCCL_"):]).source.startswith("NVIDIA/nccl v2.30.7-1 contrib/nccl_xfer/")
 
 
 # -- suggestions -----------------------------------------------------------------------------------

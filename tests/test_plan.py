@@ -174,6 +174,18 @@ def test_vendor_settings_win_over_generic_rules():
     assert by["NCCL_IB_QPS_PER_CONNECTION"].value == "16" and str(by["NCCL_IB_QPS_PER_CONNECTION"].origin) == "vendor"
 
 
+def test_explain_states_the_p2p_chunk_size_that_takes_effect():
+    """Azure publishes NCCL_P2P_NET_CHUNKSIZE=2097152; NCCL caps it at NCCL_BUFFSIZE/8 (src/init.cc:841-843)."""
+    azure = descriptor.load_cluster("azure-nd-h100-v5")
+    by = {e.name: e for e in plan.build(azure, GRPO, 2).env}
+    assert by["NCCL_P2P_NET_CHUNKSIZE"].value == "2097152"
+    assert "NCCL_BUFFSIZE=4194304, 524288 (512 KiB) takes effect" in by["NCCL_P2P_NET_CHUNKSIZE"].reason
+    big = {e.name: e for e in plan.build(azure, GRPO, 2, overrides=(("NCCL_BUFFSIZE", "8388608"),)).env}
+    assert "this plan's NCCL_BUFFSIZE=8388608, 1048576 (1 MiB) takes effect" in big["NCCL_P2P_NET_CHUNKSIZE"].reason
+    fits = {e.name: e for e in plan.build(azure, GRPO, 2, overrides=(("NCCL_BUFFSIZE", "16777216"),)).env}
+    assert "takes effect" not in fits["NCCL_P2P_NET_CHUNKSIZE"].reason
+
+
 @pytest.mark.parametrize("args, expect", [
     (["--tier", "0"], "--tier"),
     (["--tier", "4"], "--tier"),

@@ -167,6 +167,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
             _put(env, EnvVar(s.name, s.value, 0, Origin(kind), s.reason, src or kind.value))
     for name, value in overrides:
         _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
+    _note_effective_values(env)
 
     spec = launch.Launch(
         launcher=workload.launcher,
@@ -218,6 +219,33 @@ def _put(env: dict[str, EnvVar], var: EnvVar) -> None:
     if old is not None and old.value != var.value:
         var = replace(var, reason=f"{var.reason} (replaces {old.origin} value {old.value!r})")
     env[var.name] = var
+
+
+NCCL_STEPS = 8               # NCCL v2.30.7 src/include/device.h:26
+DEFAULT_BUFFSIZE = 1 << 22   # NCCL v2.30.7 src/init.cc:813
+
+
+def _note_effective_values(env: dict[str, EnvVar]) -> None:
+    """Say in the reason when NCCL will not use a value as written, and what it uses instead.
+
+    NCCL_P2P_NET_CHUNKSIZE: computeBuffSizes caps the P2P chunk at the Simple buffer / NCCL_STEPS
+    (NCCL v2.30.7 src/init.cc:841-843), so 2 MiB with the 4 MiB default buffer runs as 512 KiB.
+    """
+    chunk = env.get("NCCL_P2P_NET_CHUNKSIZE")
+    if chunk is None or not re.fullmatch(r"\d+", chunk.value):
+        return
+    buff = env.get("NCCL_BUFFSIZE")
+    size = int(buff.value) if buff is not None and re.fullmatch(r"\d+", buff.value) else DEFAULT_BUFFSIZE
+    cap = size // NCCL_STEPS
+    if int(chunk.value) > cap:
+        whose = f"this plan's NCCL_BUFFSIZE={size}" if buff is not None else f"the default NCCL_BUFFSIZE={size}"
+        env[chunk.name] = replace(chunk, reason=(
+            f"{chunk.reason}. NCCL caps P2P chunks at NCCL_BUFFSIZE/{NCCL_STEPS} (NCCL v2.30.7 src/init.cc:841-843): "
+            f"with {whose}, {cap} ({_size(cap)}) takes effect"))
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n >> 10} KiB" if n % (1 << 10) == 0 else f"{n} bytes"
 
 
 def _cite(cluster: Descriptor, source: Optional[str]) -> str:

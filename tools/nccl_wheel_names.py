@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""List the NCCL_* environment-variable names a released libnccl can read, from its wheel.
+
+Usage:
+  pip download --no-deps -d wheels nvidia-nccl-cu12==2.32.3      # and the other releases compared
+  python tools/nccl_wheel_names.py wheels/nvidia_nccl_cu12-2.32.3-*.whl > names-2.32.3.txt
+  python tools/nccl_wheel_names.py --table wheels/*.whl > ncclgen/data/kb/nccl-releases.tsv
+
+How: libnccl reads its variables with ncclGetEnv("NCCL_...") / NCCL_PARAM(Name, "NAME", ...), whose
+macro pastes "NCCL_" "NAME" into one string literal; every such literal lands, NUL-terminated, in the
+library's .rodata section. This reads lib/libnccl.so.2 straight out of the wheel (a zip), parses the
+ELF64 section headers (pure Python, no binutils) and keeps every NCCL_[A-Z0-9_]+ name that ends a
+NUL-terminated .rodata string. "Ends" rather than "is": the linker packs some literals with no NUL
+before them (2.30.7 holds "...virtual_switch_linksNCCL_IPC_USE_ABSTRACT_SOCKET"). The price is a few
+names that end an assert() expression or a message without being variables: NOT_VARIABLES lists them,
+each checked against NVIDIA/nccl v2.30.7-1 source.
+
+--table writes one row per name: the name and, for each wheel given (ordered by version), 1 when that
+release's library holds the literal, else 0. ncclgen/data/kb/nccl-releases.tsv is that table, committed so
+the tests never download anything; tests/test_knowledge.py checks the knowledge base against it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import struct
+import sys
+import zipfile
+
+LIB = re.compile(r"(^|/)lib/libnccl\.so(\.\d+)*$")
+NAME = re.compile(rb"(NCCL_[A-Z0-9_]*[A-Z0-9])\0")
+# Whole .rodata strings shaped like a name that no release reads from the environment.
+NOT_VARIABLES = {
+    "NCCL_COMM_PROPERTIES_INITIALIZER": "macro named in a message (src/dev_runtime.cc:1468)",
+    "NCCL_CONFIG_INITIALIZER": "macro named in a message (nccl.h ncclConfig_t initializer)",
+    "NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER": "macro named in a message (src/dev_runtime.cc:1508)",
+    "NCCL_SIM_INFO_INITIALIZER": "macro named in a message (nccl.h ncclSimInfo_t initializer)",
+    "NCCL_ENCRYPTION_CONFIG_INITIALIZER": "macro named in a message (2.32: encryption config initializer)",
+    "NCCL_GIN_CONNECTION_FULL": "enum value ending an assert/message (src/gin/gin_host.cc:141)",
+    "NCCL_GIN_CONNECTION_RAIL": "enum value ending an assert/message, as NCCL_GIN_CONNECTION_FULL",
+    "NCCL_IB_MAX_DEVS_PER_NIC": "constant ending an assert() (src/transport/net_ib/p2p_resiliency.cc:776)",
+    "NCCL_IB_RECV_WR_ID_DUMMY": "constant ending an assert() (src/transport/net_ib/p2p_resiliency.cc:318)",
+    "NCCL_IB_RESILIENCY_PORT_RECOVERY_ACK_MSG_ID": "constant ending an assert() "
+                                                   "(src/transport/net_ib/p2p_resiliency_recovery.cc:666)",
+}
+
+
+def _sections(elf: bytes) -> dict[str, bytes]:
+    """Section name -> bytes of an ELF64 little-endian file."""
+    if elf[:4] != b"\x7fELF" or elf[4] != 2 or elf[5] != 1:
+        raise ValueError("not an ELF64 little-endian library")
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    strtab = headers[shstrndx]
+    names = elf[strtab[4]:strtab[4] + strtab[5]]
+    out = {}
+    for h in headers:
+        name = names[h[0]:names.index(b"\0", h[0])].decode()
+        if h[1] != 8:   # SHT_NOBITS (.bss) has no bytes in the file
+            out[name] = elf[h[4]:h[4] + h[5]]
+    return out
+
+
+def names_in_library(elf: bytes) -> set[str]:
+    """Every NCCL_* name that ends a NUL-terminated .rodata string, less NOT_VARIABLES."""
+    rodata = _sections(elf)[".rodata"]
+    return {m.group(1).decode() for m in NAME.finditer(rodata)} - set(NOT_VARIABLES)
+
+
+def wheel_library(path: str) -> tuple[str, bytes]:
+    """(version, libnccl bytes) of an nvidia-nccl-cuXX wheel."""
+    version = re.search(r"-(\d+\.\d+\.\d+)(\.post\d+)?-", path.rsplit("/", 1)[-1])
+    if not version:
+        raise ValueError(f"{path}: no version in the wheel's file name")
+    with zipfile.ZipFile(path) as whl:
+        libs = [n for n in whl.namelist() if LIB.search(n)]
+        if not libs:
+            raise ValueError(f"{path}: no lib/libnccl.so in the wheel")
+        return version.group(1), whl.read(sorted(libs)[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--table", action="store_true", help="one row per name, one 0/1 column per wheel")
+    ap.add_argument("wheels", nargs="+")
+    args = ap.parse_args(argv)
+    per = {}
+    for path in args.wheels:
+        version, lib = wheel_library(path)
+        per[version] = names_in_library(lib)
+    if not args.table:
+        for version, names in per.items():
+            for name in sorted(names):
+                print(name if len(per) == 1 else f"{version}\t{name}")
+        return 0
+    versions = sorted(per, key=lambda v: tuple(int(p) for p in v.split(".")))
+    print("# NCCL_* names ending a string literal in libnccl's .rodata, per release: 1 = present.")
+    print("# Generated by tools/nccl_wheel_names.py --table from the PyPI wheels nvidia-nccl-cu12=="
+          + ", ".join(versions) + " (pip download --no-deps); do not edit by hand.")
+    print("\t".join(["name"] + versions))
+    for name in sorted(set().union(*per.values())):
+        print("\t".join([name] + ["1" if name in per[v] else "0" for v in versions]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
