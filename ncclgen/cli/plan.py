@@ -11,6 +11,7 @@ import click
 from .. import __version__
 from ..output import emit
 from ..plan import launch
+from ..plan.build import prepends
 from .common import make_plan, plan_options, target_option
 
 
@@ -30,7 +31,10 @@ def format_env(p, fmt: str) -> str:
     lines = [f"# {header(p)}"]
     for e in p.env:
         lines.append(f"# {e.label()}: {_one_line(e.reason)}")
-        lines.append(f"{prefix}{e.name}={shlex.quote(e.value)}")
+        value = shlex.quote(e.value)
+        if fmt == "shell" and prepends(e, p.target):
+            value += f'"${{{e.name}:+:${e.name}}}"'   # in front of the loader path the shell already has
+        lines.append(f"{prefix}{e.name}={value}")
     return "\n".join(lines) + "\n"
 
 

@@ -112,11 +112,11 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
           extra_args: tuple[str, ...] = (), request: Optional[Request] = None) -> Plan:
     """Evaluate the rules up to ``tier`` and apply vendor settings and overrides, in that order, on the
     ``target`` view of the descriptor ("host": Slurm, env, explain; "pod": Kubernetes)."""
-    cluster = views.view(cluster, target)
     if tier not in TIERS:
         raise UserError(f"--tier {tier}: expected 1 (stable), 2 (performance) or 3 (expert)")
     if target not in TARGETS:
         raise UserError(f"--target {target!r}: expected host (a Slurm job on the node) or pod (Kubernetes)")
+    cluster = views.view(cluster, target)
     n = nodes if nodes is not None else workload.nodes
     if n < 1:
         raise UserError(f"--nodes {n}: expected at least 1")
@@ -137,7 +137,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
                 env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason,
                                       rule.source)
         if t == 1:
-            for var in plugin_env(cluster):
+            for var in plugin_env(cluster, target):
                 _put(env, var)
         for s in cluster.vendor_env:
             if s.tier == t and s.omit:
@@ -182,7 +182,18 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
                 binding=binding.bindings(cluster), launch=spec, target=target, request=request)
 
 
-def plugin_env(cluster: Descriptor) -> list[EnvVar]:
+LOADER_PATH_VARS = ("LD_LIBRARY_PATH",)
+
+
+def prepends(e: EnvVar, target: str) -> bool:
+    """True for a loader-path variable from ncclgen's plugin data on the host: a job script puts its value
+    in front of the loader path the job already has (`DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}`), as the
+    vendor's own scripts do. In a pod the value is the container's whole loader path, as in Google's GKE
+    manifests (a container env entry cannot extend the image's)."""
+    return target == "host" and e.origin.kind is OriginKind.PLUGIN and e.name in LOADER_PATH_VARS
+
+
+def plugin_env(cluster: Descriptor, target: str = "host") -> list[EnvVar]:
     """What loads the view's net plugin, NCCL_NET where it turns a silent fallback into a start-up error,
     and the variables the plugin needs (ncclgen/data/plugins.yaml), at tier 1."""
     plugin = views.plugin_of(cluster)
@@ -193,10 +204,12 @@ def plugin_env(cluster: Descriptor) -> list[EnvVar]:
     origin = Origin(OriginKind.PLUGIN, plugin.id)
     out = []
     if plugin.load == "ld_library_path":
+        where = ("goes in front of the job's loader path" if target == "host"
+                 else "is the container's loader path")
         out.append(EnvVar("LD_LIBRARY_PATH", lib_dir, 1, origin,
-                          f"puts the {plugin.id} plugin folder first on the loader path: NCCL dlopens "
-                          f"{plugin.library} (and the libraries beside it) by name, and without it falls back "
-                          "to another transport with no warning", plugin.load_source))
+                          f"the {plugin.id} plugin folder {where}: NCCL dlopens {plugin.library} (and the "
+                          "libraries beside it) by name, and without it falls back to another transport with "
+                          "no warning", plugin.load_source))
     else:
         out.append(EnvVar("NCCL_NET_PLUGIN", f"{lib_dir}/{plugin.library}", 1, origin,
                           f"loads the {plugin.id} plugin from this file; a plugin NCCL cannot open is only an "

@@ -26,6 +26,7 @@ import re
 import yaml
 
 from .. import jobside
+from . import pod as podparts
 from ..plan import launch as launchmod
 from ..errors import UserError
 from . import shell
@@ -259,6 +260,7 @@ class _Job:
         mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
         if self.files:
             mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
+        mounts += podparts.mounts(kube)      # the platform's volumes (plugin libraries, topology file)
         c = {"name": name, "image": self.image, "env": self.env(), "resources": self.resources(),
              "volumeMounts": mounts}
         if security:
@@ -279,7 +281,12 @@ class _Job:
         volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": kube.shm_size}}]
         if self.files:
             volumes.append({"name": "ncclgen", "configMap": {"name": self.config_name}})
+        volumes += podparts.volumes(kube)
         spec: dict = {"containers": [container], "volumes": volumes}
+        native, plain = podparts.sidecars(kube, _kubelet_literal)
+        if native:
+            spec["initContainers"] = native
+        spec["containers"] += plain
         if kube.host_network:
             # Without ClusterFirstWithHostNet a hostNetwork pod resolves with the node's DNS and cannot
             # find the Services the operators create (the master's address, the Ray head).

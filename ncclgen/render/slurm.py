@@ -22,6 +22,7 @@ from typing import Literal, Optional, Union
 from .. import __version__, datapaths, jobside
 from ..errors import UserError
 from ..plan import Plan
+from ..plan.build import prepends
 from ..plan import launch as launchmod
 from . import shell
 from .shell import Raw
@@ -35,6 +36,14 @@ class Export:
     name: str
     value: str                   # quoted unless Raw
     comment: str                 # short: `# tier 1, rule-id` on the same line; full: the line above
+
+
+def _export_value(e, plan: Plan) -> str:
+    """The value to export: quoted, except a plugin's loader-path folder, which goes in front of the
+    job's own loader path (plan.build.prepends)."""
+    if prepends(e, plan.target):
+        return Raw(shell.quote(e.value) + f'"${{{e.name}:+:${e.name}}}"')
+    return e.value
 
 
 @dataclass(frozen=True)
@@ -176,7 +185,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         sbatch=sbatch_options(plan, opts),
         header=tuple(_header(plan, opts)),
         comments=opts.comments,
-        env=tuple(Export(e.name, e.value,
+        env=tuple(Export(e.name, _export_value(e, plan),
                          f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]"
                          if full else shell.escape_controls(e.short_label))
                   for e in plan.env),
