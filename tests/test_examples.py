@@ -9,6 +9,8 @@ diff of examples/ before committing it.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -108,3 +110,56 @@ def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
                for line in (EXAMPLES / w / "explain.txt").read_text().split("\nBINDING", 1)[0].splitlines()[3:]
                if line.startswith("  ") and not line.startswith("    ")}
     assert named and named - emitted <= {n.var for n in rules.not_emitted()}, named - emitted
+
+
+# The readability targets of the job script (issue 10): the launch starts early, the script stays short.
+LINE_TARGETS = {"verl-sft": (100, 80)}                   # workload -> (max lines, first srun before line)
+FIRST_SRUN_BEFORE = {"verl-grpo-qwen2-7b": 120, "verl-ppo-critic": 120, "bench": 80}
+
+
+@pytest.mark.parametrize("w", sorted(set(LINE_TARGETS) | set(FIRST_SRUN_BEFORE)))
+def test_job_script_is_short_and_launches_early(w):
+    lines = (EXAMPLES / w / "job.sh").read_text().splitlines()
+    first_srun = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith("srun "))
+    max_lines, before = LINE_TARGETS.get(w, (None, FIRST_SRUN_BEFORE.get(w)))
+    if max_lines is not None:
+        assert len(lines) <= max_lines, f"{w}/job.sh has {len(lines)} lines (target {max_lines})"
+    assert first_srun < before, f"{w}/job.sh: first srun at line {first_srun} (target < {before})"
+    # No embedded program before the launch, and none exported into every rank's environment.
+    programs = [i for i, line in enumerate(lines, 1) if "=$(cat <<'" in line]
+    assert all(i > first_srun for i in programs)
+    assert not any(line.startswith("export NCCLGEN_RAY_HOOK") or line.startswith("export NCCLGEN_BIND")
+                   for line in lines)
+
+
+def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch, capsys):
+    """A descriptor ./my.yaml and a workload file: the k8s ncclgen.io/explain annotation's command runs
+    and prints the render's environment; the sbatch `Regenerate:` command reproduces the script."""
+    for key in ("NCCLGEN_CLUSTER", "NCCLGEN_TIER", "NCCLGEN_WORKLOAD", "NCCLGEN_CLUSTERS"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text((ROOT / "clusters" / "h100-ib.yaml").read_text())
+    (tmp_path / "wl.yaml").write_text(Path(workload.bundled()["verl-sft"]).read_text())
+    args = ["--cluster", "./my.yaml", "--workload", "wl.yaml", "--tier", "2", "--set", "NCCL_DEBUG=INFO"]
+    assert main(["k8s", *args]) == 0
+    docs = list(yaml.safe_load_all(capsys.readouterr().out))
+    job = docs[-1]
+    pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
+    command = pod["metadata"]["annotations"]["ncclgen.io/explain"]
+    argv = shlex.split(command)
+    assert argv[:2] == ["ncclgen", "explain"] and "./my.yaml" in argv and "wl.yaml" in argv
+    assert main(argv[1:]) == 0
+    explained = {}
+    for line in capsys.readouterr().out.split("\nBINDING")[0].splitlines():
+        m = re.match(r"  (\S+)\s+(.*?)    \[", line)
+        if m:
+            explained[m.group(1)] = m.group(2)
+    rendered = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert explained == rendered and rendered["NCCL_DEBUG"] == "INFO"
+
+    assert main(["slurm", *args, "-o", "job.sh"]) == 0
+    script = (tmp_path / "job.sh").read_text()
+    regen = next(line for line in script.splitlines() if line.startswith("# Regenerate: "))
+    (tmp_path / "job.sh").unlink()
+    assert main(shlex.split(regen[len("# Regenerate: "):])[1:]) == 0
+    assert (tmp_path / "job.sh").read_text() == script

@@ -14,15 +14,13 @@
 # Run with: sbatch examples/verl-sft/job.sh
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft --nodes 2
 #
-# Launch: ONE srun step, one torchrun agent per node (8 ranks each), c10d rendezvous on the
-# head node; srun --kill-on-bad-exit=1 and torchrun --max-restarts=0: one failed rank ends the job.
-# Exit status: the step's (0 when every rank succeeded); 2 the allocation does not match this script
-# (node count, GPUs per node) or the head node has no IPv4 address.
+# Launch: one srun step, a torchrun agent per node (8 ranks each), c10d rendezvous on the head;
+# --kill-on-bad-exit=1 and --max-restarts=0: one failed rank ends the job. Exit status: the step's;
+# 2 the allocation does not match this script or the head node has no IPv4 address.
 set -euo pipefail
 
-# ==== Environment: the plan (tier, rule). Exported in the batch shell, so every step (srun
-# --export=ALL) and every process it starts inherits it; never `srun --export=NAME=v,...`, which
-# splits values such as NCCL_IB_HCA at their commas.
+# ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
+# --export=NAME=v,..., which would split values such as NCCL_IB_HCA at their commas).
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'  # tier 1, ib-hca-exact
 export NCCL_SOCKET_IFNAME='=bond0'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'  # tier 1, gloo-ifname
@@ -54,8 +52,7 @@ ncclgen_main() {
   fi
   echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
 
-  # On exit and on SIGTERM (scancel, time limit): SIGTERM to every step below, newest first. Never
-  # `ray stop`: it acts on the whole host and would kill other jobs' Ray too.
+  # On exit and SIGTERM (scancel, time limit): SIGTERM every step below, newest first (never `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM

@@ -21,9 +21,8 @@
 # 300 s; 4 a Ray node's step ended before the driver; 5 the watchdog found a Ray node dead.
 set -euo pipefail
 
-# ==== Environment: the plan (tier, rule). Exported in the batch shell, so every step (srun
-# --export=ALL) and every process it starts inherits it; never `srun --export=NAME=v,...`, which
-# splits values such as NCCL_IB_HCA at their commas.
+# ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
+# --export=NAME=v,..., which would split values such as NCCL_IB_HCA at their commas).
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'  # tier 1, ib-hca-exact
 export NCCL_SOCKET_IFNAME='=bond0'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'  # tier 1, gloo-ifname
@@ -63,8 +62,7 @@ ncclgen_main() {
   fi
   echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
 
-  # On exit and on SIGTERM (scancel, time limit): SIGTERM to every step below, newest first. Never
-  # `ray stop`: it acts on the whole host and would kill other jobs' Ray too.
+  # On exit and SIGTERM (scancel, time limit): SIGTERM every step below, newest first (never `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM

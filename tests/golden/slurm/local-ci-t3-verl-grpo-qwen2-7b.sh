@@ -20,9 +20,8 @@
 # 300 s; 4 a Ray node's step ended before the driver; 5 the watchdog found a Ray node dead.
 set -euo pipefail
 
-# ==== Environment: the plan (tier, rule). Exported in the batch shell, so every step (srun
-# --export=ALL) and every process it starts inherits it; never `srun --export=NAME=v,...`, which
-# splits values such as NCCL_IB_HCA at their commas.
+# ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
+# --export=NAME=v,..., which would split values such as NCCL_IB_HCA at their commas).
 export NCCL_SOCKET_IFNAME='=lo'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='lo'  # tier 1, gloo-ifname
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'  # tier 1, cuda-device-order
@@ -60,8 +59,7 @@ ncclgen_main() {
   fi
   echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
 
-  # On exit and on SIGTERM (scancel, time limit): SIGTERM to every step below, newest first. Never
-  # `ray stop`: it acts on the whole host and would kill other jobs' Ray too.
+  # On exit and SIGTERM (scancel, time limit): SIGTERM every step below, newest first (never `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM

@@ -1,0 +1,32 @@
+# Contributor tasks. `make test` is what CI runs (tests/run.sh installs Debian packages and a venv).
+PY ?= .venv/bin/python
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+
+.PHONY: venv test test-fast lint format regen check-regen
+
+venv:            ## a virtualenv with ncclgen and everything the tests need
+	test -x $(PY) || python3 -m venv .venv
+	$(PY) -m pip install -q -c tests/constraints.txt -e ".[test,bench]"
+
+test:            ## every test: installs Slurm/munge/numactl/shellcheck when run as root (tests/run.sh)
+	bash tests/run.sh
+
+test-fast: venv  ## no Slurm cluster, no Ray, no torchrun: seconds, for the edit loop
+	$(PY) -m pytest -q -m "not slurm and not slow"
+
+lint: venv       ## ruff (lint + format check) and mypy, as CI runs them
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
+
+format: venv
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+regen: venv      ## goldens, docs and examples in one step; review `git diff` before committing
+	$(PY) tools/gendocs.py
+	PYTHON=$(PY) bash examples/regen.sh
+	NCCLGEN_REGEN_GOLDEN=1 $(PY) -m pytest -q -k golden
+
+check-regen: regen
+	git diff --exit-code -- docs examples tests/golden
