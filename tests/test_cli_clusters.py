@@ -21,6 +21,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import goldens
+
 from ncclgen.load import descriptor, yamlio
 from ncclgen import datapaths
 from ncclgen.cli import main
@@ -65,9 +67,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
 def test_clusters_show_h100_ib_matches_golden(tmp_path):
     proc = run_cli("clusters", "show", "h100-ib", cwd=tmp_path)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    if os.environ.get("NCCLGEN_REGEN_GOLDEN") == "1":
-        GOLDEN.write_text(proc.stdout)
-    assert proc.stdout == GOLDEN.read_text(), "clusters show changed; see the module docstring to regenerate"
+    goldens.check(GOLDEN, proc.stdout)
 
 
 def test_clusters_show_is_deterministic(tmp_path):

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import goldens
 from hypothesis import given, strategies as st
 
 from ncclgen.load import descriptor
@@ -417,9 +418,7 @@ def test_seed_article_matches_golden(at_root, capsys):
     assert main(["lint", "--cluster", "h100-ib", SEED]) == 1
     out = capsys.readouterr()
     assert out.err == ""
-    if os.environ.get("NCCLGEN_REGEN_GOLDEN") == "1":
-        GOLDEN.write_text(out.out)
-    assert out.out == GOLDEN.read_text(), "lint output changed; see the module docstring to regenerate"
+    goldens.check(GOLDEN, out.out)
 
 
 def test_seed_article_flags_every_false_or_misleading_setting(at_root, capsys):

@@ -8,7 +8,6 @@ milliseconds by letting PATH shims play srun and Ray. No Slurm or Ray is needed 
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import os
 import random
@@ -25,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+import goldens
 import yaml
 
 from conftest import skip_or_fail
@@ -42,7 +43,6 @@ WORKLOADS = sorted(workload.bundled())
 TIERS = (1, 2, 3)
 MATRIX = list(itertools.product(CLUSTERS, TIERS, WORKLOADS))
 GOLDEN = Path(__file__).resolve().parent / "golden" / "slurm"
-REGEN = os.environ.get("NCCLGEN_REGEN_GOLDEN") == "1"
 HOSTILE = "/tmp/$(touch PWNED) `touch PWNED2` \"dq\" 'sq' ; touch PWNED3 * ?[a] ${HOME} a,b=c \\ \nnewline"
 
 
@@ -166,31 +166,13 @@ def test_rendering_imports_no_heavy_module():
     assert (r.returncode, r.stdout) == (0, "[]\n"), r.stderr
 
 
-# --- golden files -------------------------------------------------------------------------------
+# --- golden files (examples/ hold the h100-ib renders; this one covers local-ci) -------------------
 
-GOLDENS = {
-    "h100-ib-t3-verl-grpo-qwen2-7b.sh": ("--cluster", "h100-ib", "--tier", "3", "--workload", "verl-grpo-qwen2-7b"),
-    "h100-ib-t3-verl-sft.sh": ("--cluster", "h100-ib", "--tier", "3", "--workload", "verl-sft"),
-    "local-ci-t3-verl-grpo-qwen2-7b.sh": ("--cluster", "local-ci", "--tier", "3", "--workload", "verl-grpo-qwen2-7b"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(GOLDENS))
-def test_golden(capsys, name):
-    """Reviewed scripts. After an intended change: NCCLGEN_REGEN_GOLDEN=1 pytest tests/test_render_slurm.py,
-    then read the diff of tests/golden/slurm/ before committing it. The version is masked so a release
-    bump does not touch the goldens."""
-    got = render(capsys, *GOLDENS[name]).replace(f"ncclgen {__version__}:", "ncclgen VERSION:")
-    path = GOLDEN / name
-    if REGEN or not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(got)
-        if not REGEN:
-            pytest.fail(f"{path} did not exist and was written; review it and commit it")
-    want = path.read_text()
-    if got != want:
-        diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), str(path), "rendered", lineterm=""))
-        pytest.fail(f"{name} differs from the golden file (regenerate with NCCLGEN_REGEN_GOLDEN=1 if intended):\n{diff}")
+def test_golden_local_ci(capsys):
+    """The local-ci render the end-to-end tests run, reviewed. The version is masked so a release bump
+    does not touch the golden."""
+    got = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", "verl-grpo-qwen2-7b")
+    goldens.check(GOLDEN / "local-ci-t3-verl-grpo-qwen2-7b.sh", got.replace(f"ncclgen {__version__}:", "ncclgen VERSION:"))
 
 
 # --- hostile input --------------------------------------------------------------------------------
