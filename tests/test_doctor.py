@@ -180,6 +180,23 @@ def test_cli_text_and_json_agree_with_exit_status(tmp_path, monkeypatch, capsys)
     assert text.rstrip().endswith("FAILED" if rc else "ok")
 
 
+def test_cli_takes_the_project_cluster(tmp_path, monkeypatch, capsys):
+    """Without --cluster, doctor checks against ncclgen.yaml's cluster: and says so; with none, exit 2."""
+    lay = sf.dgx_h100(tmp_path / "sysfs")
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml.from_layout(lay))
+    monkeypatch.delenv("NCCLGEN_CLUSTER", raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert main(["doctor", "--sysfs-root", str(lay.root)]) == 2
+    assert "give --cluster NAME|PATH or set cluster: in ncclgen.yaml" in capsys.readouterr().err
+    (project / "ncclgen.yaml").write_text("cluster: h100-ib\n")
+    main(["doctor", "--sysfs-root", str(lay.root), "--format", "json"])
+    out = capsys.readouterr()
+    assert json.loads(out.out)["cluster"] == "h100-ib"
+    assert "doctor: checking against h100-ib (from ncclgen.yaml)" in out.err
+
+
 def test_cli_bad_cluster_is_one_line_exit_2(tmp_path, capsys):
     assert main(["doctor", "--cluster", "h100-ibb"]) == 2
     err = capsys.readouterr().err

@@ -89,8 +89,10 @@ def test_invented_variable_names_the_real_mechanism():
 def test_removed_variable_is_an_error_with_version_and_replacement():
     [f] = run({"NCCL_LL_THRESHOLD": "0"})
     assert (f.code, f.severity) == ("NG003", "error")
-    assert "2.4.8" in f.message and f.fix == "use NCCL_PROTO=0"
-    assert codes(run({"NCCL_PROTO": "Simple"})) == []
+    # No fix line: NCCL_PROTO takes protocol names, so "NCCL_PROTO=0" (the old fix) was not a valid value.
+    # The message names the successor and the value that means what a 0 threshold meant.
+    assert "2.4.8" in f.message and f.fix == "" and "NCCL_PROTO=^LL" in f.message
+    assert codes(run({"NCCL_PROTO": "Simple,LL128"})) == []
 
 
 def test_removed_variable_still_read_by_the_clusters_nccl_is_only_a_heads_up():
@@ -103,7 +105,10 @@ def test_deprecated_alias_is_a_warning_with_replacement():
     [f] = run({"NCCL_MIN_NRINGS": "4"})
     assert (f.code, f.severity, f.fix) == ("NG004", "warning", "use NCCL_MIN_CTAS=4")
     [f] = run({"NCCL_ASYNC_ERROR_HANDLING": "1"})
-    assert (f.code, f.fix) == ("NG004", "use TORCH_NCCL_ASYNC_ERROR_HANDLING=1")
+    # Same value under the new name (a valid value with the same meaning), and it says that ncclgen's own
+    # tier 1 pins a different one, so following the fix next to ncclgen's output is not a surprise.
+    assert (f.code, f.fix) == ("NG004", "use TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (keeps this value's meaning; "
+                                        "ncclgen's tier 1 writes 3: see ncclgen explain)")
     assert run({"NCCL_MIN_CTAS": "4", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}) == []
 
 
@@ -459,3 +464,23 @@ def test_lint_imports_neither_kubernetes_nor_torch(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, str(env_file)], capture_output=True, text=True, cwd=ROOT,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_lint_uses_the_project_cluster_and_says_so(tmp_path, monkeypatch, capsys):
+    """In a project folder, ncclgen.yaml's cluster: is the target when no --cluster is given (issue 16:
+    the storage-NIC error vanished because lint silently checked against no cluster)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NCCLGEN_CLUSTER", raising=False)
+    (tmp_path / "job.env").write_text("NCCL_IB_HCA=mlx5\n")
+    assert main(["lint", "job.env"]) == 0          # no project: the KB's NCCL only, nothing to match HCAs
+    assert "checked against NCCL 2.30.7:" in capsys.readouterr().out
+    (tmp_path / "ncclgen.yaml").write_text("cluster: h100-ib\n")
+    assert main(["lint", "job.env"]) == 1
+    out = capsys.readouterr().out
+    assert "error NG012" in out and "selects storage/in-band NIC(s)" in out
+    assert "checked against h100-ib (NCCL 2.30.7, from ncclgen.yaml):" in out
+    monkeypatch.setenv("NCCLGEN_CLUSTER", "local-ci")
+    main(["lint", "job.env"])
+    assert "checked against local-ci (NCCL 2.30.7, from NCCLGEN_CLUSTER):" in capsys.readouterr().out
+    assert main(["lint", "--cluster", "h100-ib", "job.env"]) == 1     # the flag wins, and needs no origin
+    assert "checked against h100-ib (NCCL 2.30.7):" in capsys.readouterr().out

@@ -66,6 +66,20 @@ def test_lint_finds_no_error_in_env_output(cluster, tier):
         assert not errors, (cluster, tier, wl, errors)
 
 
+@pytest.mark.parametrize("cluster", CLUSTERS)
+def test_lint_flags_nothing_in_ncclgens_own_output_against_its_cluster(cluster):
+    """ncclgen's own output is never flagged, not even as info: every pin has its reason in explain
+    (issue 16: NG009 on the tier-1 TORCH_NCCL_ASYNC_ERROR_HANDLING=3 pin, 12 times in init's CI check)."""
+    from ncclgen import lint
+
+    desc = descriptor.load_cluster(cluster)
+    for wl in WORKLOADS:
+        for tier in (1, 2, 3):
+            text = main_capture(["env", "--cluster", cluster, "--tier", str(tier), "--workload", wl])
+            found = [(f.code, f.variable, f.message) for f in lint.lint_text(text, "env-output", desc)]
+            assert found == [], (cluster, tier, wl, found)
+
+
 def main_capture(argv) -> str:
     import contextlib
     import io

@@ -9,7 +9,8 @@ from .. import lint as lintmod
 
 @click.command()
 @click.option("--cluster", "-c", metavar="NAME|PATH",
-              help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin).")
+              help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
+                   "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.argument("files", metavar="FILE|-...", nargs=-1, required=True)
 @click.pass_context
@@ -26,7 +27,12 @@ def lint(ctx, cluster, fmt, files):
     """
     if fmt == "json" and len(files) > 1:
         raise click.UsageError("--format json takes one FILE")
-    desc = None
+    desc, origin = None, ""
+    if not cluster:
+        from ..load import defaults
+        found = defaults.configured_cluster()
+        if found:
+            cluster, origin = found[0], f", from {found[1]}"
     if cluster:
         from ..load import descriptor
         desc = descriptor.load_cluster(cluster)
@@ -37,7 +43,10 @@ def lint(ctx, cluster, fmt, files):
         findings = lintmod.lint_text(text, label, desc)
         pairs = lintmod.parse_text(text, label)
         checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
-        click.echo(render(findings, label, checked, lintmod.target_label(desc)), nl=False)
+        target = lintmod.target_label(desc)
+        if origin:   # say where the cluster came from: no flag named it
+            target = target[:-1] + origin + ")"
+        click.echo(render(findings, label, checked, target), nl=False)
         failed |= any(f.severity == "error" for f in findings)
     if failed:
         ctx.exit(1)

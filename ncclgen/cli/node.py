@@ -67,7 +67,8 @@ Examples:
   ncclgen doctor --cluster h100-ib
   srun --ntasks-per-node=1 ncclgen doctor --cluster clusters/my-cluster.yaml --format json
 """)
-@click.option("--cluster", "-c", required=True, metavar="NAME|PATH", help="Descriptor name or file.")
+@click.option("--cluster", "-c", metavar="NAME|PATH",
+              help="Descriptor name or file (default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
               help=SYSFS_HELP)
@@ -81,6 +82,14 @@ def doctor(ctx, cluster, fmt, sysfs_root):
     """
     from ..node import doctor as mod
 
+    if not cluster:
+        from ..load import defaults
+        found = defaults.configured_cluster()
+        if found is None:
+            raise click.UsageError("no cluster to check against: give --cluster NAME|PATH or set cluster: in "
+                                   "ncclgen.yaml")
+        cluster = found[0]
+        click.echo(f"doctor: checking against {cluster} (from {found[1]})", err=True)
     desc = descriptor.load_cluster(cluster)
     checks = mod.run(desc, sysfs_root=sysfs_root)
     click.echo((mod.render_json if fmt == "json" else mod.render_text)(desc, checks), nl=False)

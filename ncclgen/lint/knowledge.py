@@ -11,8 +11,9 @@ TSV columns (tab-separated, '#' lines are comments, '|' separates choices, ',' s
   pinned), min, max (for hca-list/ifname-list syntax: the maximum number of entries), choices,
   syntax (none | hca-list | ifname-list | proto-list | caret-list), first_version, last_version (last
   release that reads it; empty = still read), status (active | deprecated | removed | invented | dead),
-  replacement ('{value}' is replaced by the linted value), scope (any | socket | ib | roce | infiniband
-  | plugin:<names> | contrib:<name>), managed_by, documented, meaning_verified (no = meaning derived
+  replacement (NAME: a rename or alias taking the same values; NAME=V or text with '{value}', the
+  linted value; 'none: why'; 'see NAME: why': a successor taking different values, so no fix line),
+  scope (any | socket | ib | roce | infiniband | plugin:<names> | contrib:<name>), managed_by, documented, meaning_verified (no = meaning derived
   from the name only), case_sensitive, multiple (value must be a multiple of it), pattern (regex the
   whole value must match), meaning, source (reference file:line and upstream location).
 """

@@ -41,6 +41,12 @@ CODES = {
     "NG015": ("plugin-managed", "a name the cluster's net plugin sets itself"),
     "NG016": ("duplicate", "the same name set twice: the later value wins"),
     "NG017": ("host-only-name", "a pod's variable names a host interface or RDMA device the pod does not see"),
+    "NG018": ("name-case", "a known name in the wrong case: environment names are case-sensitive"),
+    "NG019": ("conflicting-settings", "two settings where one cancels the other"),
+    "NG020": ("disabled-transport", "a transport switched off that the node needs for speed"),
+    "NG021": ("clamped-value", "a value NCCL silently reads as another one"),
+    "NG022": ("forced-choice", "one forced algorithm or protocol: NCCL can no longer pick per size"),
+    "NG023": ("topology-mismatch", "a setting that contradicts the descriptor's NVLink or rail layout"),
 }
 SEVERITIES = ("error", "warning", "info")
 # Prefixes worth checking even when the name is unknown; other names (PATH, HF_HOME) are not ours.
@@ -76,8 +82,10 @@ class Finding:
 
 
 def is_relevant(name: str) -> bool:
-    """Names the linter checks: every name the knowledge base knows, and the NCCL-family prefixes."""
-    return kb.lookup(name) is not None or name.startswith(PREFIXES)
+    """Names the linter checks: every name the knowledge base knows, and the NCCL-family prefixes, in any
+    case (a lower-case nccl_ib_hca is checked, and reported as NG018, not skipped)."""
+    upper = name.upper()
+    return kb.lookup(upper) is not None or upper.startswith(PREFIXES)
 
 
 # -- the rules -------------------------------------------------------------------------------------
@@ -101,12 +109,30 @@ def _fix_with(replacement: str, value: Optional[str]) -> str:
 
 
 def _replace_fix(replacement: str, value: Optional[str], verb: str) -> str:
-    """The fix for a name with a replacement ('NAME', 'NAME=V', free text) or with none ('none: why')."""
+    """The fix for a name with a replacement, or "" when there is no fix line.
+
+    Replacement grammar (knowledge.py): 'NAME' (a rename or alias taking the same values: NAME=value,
+    offered only when the value is valid for NAME), 'NAME=V' or free text with '{value}', 'none: why'
+    (remove it), 'see NAME: why' (a successor taking different values: no fix line, the message says why).
+    """
     if not replacement:
         return "remove it"
     if replacement.startswith("none:"):
         return f"remove it; {replacement[len('none:'):].strip()}"
+    if replacement.startswith("see "):
+        return ""
+    if NAME_RE.fullmatch(replacement) and value not in (None, ""):
+        target = kb.lookup(replacement)
+        if target is not None and kb.check_value(target, value) is not None:
+            return ""
     return verb + _fix_with(replacement, value)
+
+
+def _successor(info: kb.VarInfo) -> str:
+    """' See NAME: why.' for a 'see NAME: why' replacement (a successor with other values), else ''."""
+    if info.replacement.startswith("see "):
+        return f" See {info.replacement[len('see '):].rstrip('.')}."
+    return ""
 
 
 def _name_findings(info: kb.VarInfo, value: Optional[str], t: _Target) -> list[tuple]:
@@ -120,23 +146,66 @@ def _name_findings(info: kb.VarInfo, value: Optional[str], t: _Target) -> list[t
     if info.reader == "nccl" and info.last_version and not kb.read_in(info, t.nccl):
         fix = _replace_fix(info.replacement, value, "use ")
         out.append(("NG003", "error", f"{name} is not read by {t.where}: last read by NCCL {info.last_version}. "
-                                      f"{info.meaning}", fix))
+                                      f"{info.meaning}{_successor(info)}", fix))
         return out
     if info.reader == "nccl" and info.first_version and not kb.read_in(info, t.nccl):
         out.append(("NG014", "error", f"{name} needs NCCL >= {info.first_version}; {t.where} ignores it",
                     f"upgrade NCCL to {info.first_version} or later, or remove it"))
         return out
     if info.status == "removed":   # still read by the target version, gone in a later one
-        out.append(("NG003", "info", f"{name} is read by NCCL {t.nccl} but not after {info.last_version}",
-                    _replace_fix(info.replacement, value, "use ") + " before upgrading NCCL"))
+        fix = _replace_fix(info.replacement, value, "use ")
+        out.append(("NG003", "info", f"{name} is read by NCCL {t.nccl} but not after {info.last_version}"
+                                     f"{_successor(info)}", fix + " before upgrading NCCL" if fix else ""))
     elif info.status == "deprecated":
         target = kb.lookup(info.replacement) if NAME_RE.fullmatch(info.replacement or "-") else None
-        if target is None or kb.read_in(target, t.nccl):   # no warning while the replacement is too new
-            out.append(("NG004", "warning", f"{name} is deprecated: {info.meaning}",
-                        _replace_fix(info.replacement, value, "use ")))
+        kept = value not in (None, "") and t.cluster is not None and _deliberate(info, value, t)
+        if not kept and (target is None or kb.read_in(target, t.nccl)):   # none while the replacement is too new
+            fix = _replace_fix(info.replacement, value, "use ")
+            pin = _own_pins().get(target.name) if target is not None else None
+            if fix and pin and value not in (None, "") and not kb.same_value(target, value, pin[0]):
+                fix += f" (keeps this value's meaning; ncclgen's tier {pin[1]} writes {pin[0]}: see ncclgen explain)"
+            out.append(("NG004", "warning", f"{name} is deprecated: {info.meaning}{_successor(info)}", fix))
     elif info.status == "dead":
         out.append(("NG005", "warning", f"{name} has no effect: {info.meaning}", "remove it"))
     return out
+
+
+_PINS: Optional[dict[str, tuple[str, int]]] = None
+
+
+def _own_pins() -> dict[str, tuple[str, int]]:
+    """name -> (value, tier) of every literal value ncclgen's own rules write (data/rules.yaml).
+
+    Each has its reason in `ncclgen explain`, so a value equal to the default is a deliberate pin against
+    other versions and site configs, not a no-op: NG009 never flags ncclgen's own output. Read with
+    PyYAML only when a finding needs it, so `ncclgen lint` stays fast.
+    """
+    global _PINS
+    if _PINS is None:
+        import yaml
+
+        from .. import datapaths
+
+        with open(datapaths.data("rules.yaml"), encoding="utf-8") as fh:
+            doc = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        _PINS = {}
+        for rule in doc.get("rules", ()):
+            if isinstance(rule.get("value"), (str, int)) and rule["var"] not in _PINS:
+                _PINS[rule["var"]] = (str(rule["value"]), int(rule["tier"]))
+    return _PINS
+
+
+def _deliberate(info: kb.VarInfo, value: str, t: _Target) -> bool:
+    """Whether ncclgen itself writes this value on purpose: a rule's pin, or the descriptor's vendor_env /
+    env setting (each with its reason and source), so informational findings about it are noise."""
+    pin = _own_pins().get(info.name)
+    if pin and kb.same_value(info, value, pin[0]):
+        return True
+    if t.cluster is not None:
+        for s in tuple(t.cluster.vendor_env) + tuple(t.cluster.env):
+            if s.name == info.name and str(s.value) == value:
+                return True
+    return False
 
 
 def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
@@ -151,7 +220,7 @@ def _value_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
         out.append(("NG006", "error", f"{info.name}={value}: the per-function form needs NCCL >= "
                                       f"{kb.PER_FUNCTION_SINCE}; {t.where} rejects it",
                     "use a plain comma list, or upgrade NCCL"))
-    if info.default and kb.same_value(info, value, info.default):
+    if info.default and kb.same_value(info, value, info.default) and not _deliberate(info, value, t):
         out.append(("NG009", "info", f"{info.name}={value} equals the default, so it changes nothing here",
                     "remove it, unless it pins the value on purpose against other versions or site configs"))
     if info.name == "NCCL_BUFFSIZE":
@@ -309,6 +378,155 @@ def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:
     return out
 
 
+def _case_message(name: str) -> str:
+    upper = name.upper()
+    known = kb.lookup(upper)
+    what = f"{upper} is" if known is not None else f"names starting with {upper.split('_')[0]}_ are"
+    return (f"{name} is not read: environment names are case-sensitive and {what} read in upper case only, "
+            "so this setting has no effect")
+
+
+def _case_fix(name: str, value: Optional[str]) -> str:
+    upper = name.upper()
+    if kb.lookup(upper) is None:
+        return f"write the name in upper case ({upper}) if that is a real variable, else remove it"
+    return f"{upper}={value}" if value not in (None, "") else f"rename it to {upper}"
+
+
+# NCCL's path levels as ncclGetLevel reads a number (NCCL v2.30.7 src/graph/paths.cc:243-269):
+# levelsOldToNew = {LOC, PIX, PXB, PHB, SYS, SYS}, and any larger number is clamped to the last entry.
+LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+RAIL_FABRICS = ("infiniband", "roce")
+
+
+def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    """One valid value that does something other than the writer most likely meant."""
+    out: list[tuple] = []
+    name, cluster = info.name, t.cluster
+    net = cluster.network if cluster is not None else None
+    if name in ("NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL") and re.fullmatch(r"\d+", value.strip()):
+        number = kb.strtoll(value)[0] or 0
+        level = LEGACY_LEVELS[min(number, len(LEGACY_LEVELS) - 1)]
+        if number >= len(LEGACY_LEVELS):
+            out.append(("NG021", "warning", f"{name}={value} is past the last legacy level: NCCL clamps it to "
+                                            f"{level} without a warning (src/graph/paths.cc:262-266)",
+                        f"{name}={level}"))
+        else:
+            out.append(("NG021", "info", f"{name}={value} is the legacy numeric form, which NCCL reads as {level} "
+                                         "(0 LOC, 1 PIX, 2 PXB, 3 PHB, 4-5 SYS; the numbers do not follow today's "
+                                         "level list)", f"{name}={level}"))
+    if name in ("NCCL_ALGO", "NCCL_PROTO") and ":" not in value and not value.startswith("^"):
+        tokens = {tok.strip().casefold() for tok in value.split(",") if tok.strip()}
+        if len(tokens) == 1:
+            what = "algorithm" if name == "NCCL_ALGO" else "protocol"
+            out.append(("NG022", "warning", f"{name}={value} forces one {what} for every collective and size: "
+                                            "NCCL can no longer pick the fastest one per message size (a forced "
+                                            "Ring or Simple typically costs small-message latency or large-message "
+                                            "bandwidth)",
+                        "remove it, unless a measurement on this cluster shows it helps (a tuner plugin or "
+                        f"'{name}=^X' to exclude one {what} is narrower)"))
+    if name == "NCCL_SHM_DISABLE" and _truthy(info, value):
+        out.append(("NG020", "warning", "NCCL_SHM_DISABLE=1 turns off the shared-memory transport: GPU pairs "
+                                        "without P2P (across PCIe root complexes or in containers without IPC) "
+                                        "then go through the network transport, much slower", "remove it"))
+    if name == "NCCL_IB_DISABLE" and _truthy(info, value) and t.fabric in VERBS_FABRICS:
+        # A warning, not an error: switching IB off is a legitimate way to bisect a fabric problem.
+        out.append(("NG020", "warning", f"NCCL_IB_DISABLE=1 on {cluster.name}, whose GPU traffic runs over "
+                                        f"{t.fabric}: NCCL falls back to its Socket (TCP) transport, a fraction of "
+                                        "the fabric's bandwidth, without failing", "remove it, unless you are "
+                                                                                    "ruling out the fabric"))
+    if name == "NCCL_P2P_LEVEL" and cluster is not None and not cluster.node.nvlink_gbps and \
+            value.strip() == "NVL":
+        out.append(("NG023", "warning", f"NCCL_P2P_LEVEL=NVL allows P2P only over NVLink, and {cluster.name} "
+                                        "declares none (node.nvlink_gbps): every GPU pair then goes through "
+                                        "shared memory", "remove it, or declare node.nvlink_gbps if the GPUs have "
+                                                          "NVLink"))
+    if name == "NCCL_CROSS_NIC" and value.strip() == "1" and cluster is not None and _rail_optimised(cluster):
+        out.append(("NG023", "warning", f"NCCL_CROSS_NIC=1 lets rings and trees change NIC between nodes, while "
+                                        f"{cluster.name}'s compute rails are one per GPU (rail-optimised): traffic "
+                                        "then crosses the spine instead of staying on its rail",
+                    "remove it (the default 2 prefers the same NIC), or NCCL_CROSS_NIC=0"))
+    if name == "NCCL_COLLNET_ENABLE" and value.strip() == "1" and net is not None:
+        from ..load import plugins
+
+        plugin = plugins.get(net.net_plugin)
+        if plugin is None or not plugin.collnet:
+            have = [p.id for p in plugins.all_plugins().values() if p.collnet]
+            out.append(("NG011", "warning", f"NCCL_COLLNET_ENABLE=1 takes effect only through a CollNet (SHARP) "
+                                            f"plugin ({', '.join(have)}), which {cluster.name} does not load "
+                                            f"(net_plugin: {net.net_plugin}): NCCL ignores it",
+                        "remove it, or load the plugin (network.net_plugin) on a fabric with SHARP"))
+    return out
+
+
+def _truthy(info: kb.VarInfo, value: str) -> bool:
+    number, problem = kb.parse_int(info, value)
+    return problem is None and number not in (None, 0)
+
+
+def _rail_optimised(cluster: "Descriptor") -> bool:
+    """Several compute rails, each serving its own GPUs, every GPU on exactly one rail."""
+    rails = [r for r in cluster.network.compute]
+    if cluster.network.fabric not in RAIL_FABRICS or len(rails) < 2:
+        return False
+    served = [g for r in rails for g in r.gpus]
+    return len(served) == len(set(served)) == cluster.node.gpus_per_node
+
+
+def _gloo_ifname_findings(value: str, t: _Target) -> list[tuple]:
+    """GLOO_SOCKET_IFNAME: exact interface names, comma-separated (PyTorch makes one Gloo device per name);
+    they must be the descriptor's bootstrap interfaces, which is what NCCL's bootstrap uses too."""
+    cluster = t.cluster
+    if cluster is None:
+        return []
+    net = cluster.network
+    boot = list(net.bootstrap_interfaces)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if net.bootstrap_match == "exact":
+        wrong = [n for n in names if n not in boot]
+    elif net.bootstrap_match == "prefix":
+        wrong = [n for n in names if not any(n.startswith(b) for b in boot)]
+    else:   # "exclude": a pod view names only interfaces to avoid
+        wrong = [n for n in names if n in boot]
+    if not wrong:
+        return []
+    fix = f"GLOO_SOCKET_IFNAME={','.join(boot)}" if net.bootstrap_match == "exact" else \
+        "use the interface the pod or host bootstraps on (network.bootstrap_interfaces)"
+    return [("NG013", "error", f"GLOO_SOCKET_IFNAME={value}: {', '.join(wrong)} "
+                               f"{'is' if len(wrong) == 1 else 'are'} not {cluster.name}'s bootstrap interface "
+                               f"({', '.join(boot)}): Gloo would bind elsewhere than NCCL or fail to start", fix)]
+
+
+def _combination_findings(values: dict, lines: dict) -> list[Finding]:
+    """Two settings of one environment where one cancels the other."""
+    out = []
+    blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
+    for wait in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
+        v = values.get(wait)
+        if v is None or blocking is None or not kb.same_value(blocking, v, "1"):
+            continue
+        for handling in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
+            h = values.get(handling)
+            if h is not None and h.strip() != "0":
+                out.append(Finding("NG019", "warning", wait,
+                                   f"{wait}={v} makes wait() block and throw on timeout, and PyTorch then creates "
+                                   f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
+                                   "effect: a hung collective is no longer torn down by the watchdog "
+                                   "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
+                                   "NO watchdog thread is created')",
+                                   f"remove {wait} and keep {handling}", lines.get(wait)))
+                break
+        break
+    for alias, new in (("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+                       ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT")):
+        if values.get(alias) is not None and values.get(new) is not None and values[alias] != values[new]:
+            out.append(Finding("NG019", "warning", alias,
+                               f"{alias}={values[alias]} is ignored: {new}={values[new]} (line {lines.get(new)}) "
+                               "is set too, and PyTorch reads the TORCH_ name first", f"remove {alias}",
+                               lines.get(alias)))
+    return out
+
+
 def _socket_product(values: dict, lines: dict) -> list[Finding]:
     """NCCL keeps NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 by lowering NSOCKS_PERTHREAD."""
     nt_info, ns_info = kb.lookup("NCCL_SOCKET_NTHREADS"), kb.lookup("NCCL_NSOCKS_PERTHREAD")
@@ -344,6 +562,9 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
     for name, value, line in pairs:
         if not is_relevant(name):
             continue
+        if name != name.upper():
+            out.append(Finding("NG018", "error", name, _case_message(name), _case_fix(name, value), line, file))
+            continue
         raw: list[tuple] = []
         if name in values:
             raw.append(("NG016", "warning", f"{name} is set again (first on line {lines[name]}); the later "
@@ -369,11 +590,14 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
                         raw += _ib_hca_findings(value, t)
                     elif name == "NCCL_SOCKET_IFNAME":
                         raw += _socket_ifname_findings(value, t)
+                    elif name == "GLOO_SOCKET_IFNAME":
+                        raw += _gloo_ifname_findings(value, t)
+                    raw += _setting_findings(info, value, t)
             if info.status not in ("invented", "removed"):
                 raw += _scope_findings(info, t)
         out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
     out += [Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
-            for f in _socket_product(values, lines)]
+            for f in _socket_product(values, lines) + _combination_findings(values, lines)]
     return sorted(out, key=_order)
 
 

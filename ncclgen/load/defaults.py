@@ -45,3 +45,16 @@ def default(key: str):
         return env
     value = getattr(_project(), key)
     return value if value is not None else BUILTIN[key]
+
+
+def configured_cluster() -> Optional[tuple[str, str]]:
+    """(cluster, where it was set) from NCCLGEN_CLUSTER or ncclgen.yaml, without the built-in default.
+
+    For `lint` and `doctor`, which check against no cluster (lint) or refuse (doctor) rather than
+    assume h100-ib when nothing names one.
+    """
+    env = os.environ.get("NCCLGEN_CLUSTER")
+    if env:
+        return env, "NCCLGEN_CLUSTER"
+    value = _project().cluster
+    return (value, FILE) if value is not None else None
