@@ -1,11 +1,15 @@
 """How long `ncclgen slurm` / `ncclgen k8s` take as whole processes, and what the slurm path imports.
 
 Why: ncclgen runs in job-submission wrappers and CI loops, so its cost is a process start, not a
-function call. The goal is that rendering an sbatch script costs at most 0.1 s over a bare
-`python -c pass` (so the slurm path must not import the kubernetes client or torch), and that
-`ncclgen k8s` stays under 0.6 s wall.
+function call. Goals: `ncclgen slurm` takes at most 0.5x the wall time of TorchX's own sbatch
+dry run (`torchx run --dryrun -s slurm dist.ddp -j 2x8`, the peer that renders the same kind of
+script) measured in the same run; at most 0.1 s over a bare `python -c pass` (so the slurm path must
+not import the kubernetes client or torch); and `ncclgen k8s` under 0.6 s wall.
 
-Usage: python benchmarks/render.py [--runs N]     (N timed runs per command after one warm-up; median)
+Usage: python benchmarks/render.py [--runs N] [--torchx PATH]
+  N timed runs per command after one warm-up (median). TorchX is not a dependency: install it in its
+  own virtualenv (`python3 -m venv /tmp/tx && /tmp/tx/bin/pip install torch==2.13.0 torchx`) and pass
+  --torchx /tmp/tx/bin/torchx; without it the ratio is skipped.
 Exit status 1 when a goal is missed or the slurm path imports a heavy module.
 """
 
@@ -14,13 +18,16 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 
 SLURM_OVERHEAD_GOAL_S = 0.1
+TORCHX_RATIO_GOAL = 0.5
 K8S_WALL_GOAL_S = 0.6
 HEAVY = ("kubernetes", "torch", "ray")  # none of them is needed to render an sbatch script
 ARGS = ["--cluster", "h100-ib", "--tier", "3"]
@@ -37,11 +44,11 @@ def _ncclgen() -> list[str]:
 
 
 def _median_s(argv: list[str], runs: int) -> float:
-    subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)  # warm-up: page cache, .pyc files
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # warm-up: page cache, .pyc files
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, check=True)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -61,7 +68,9 @@ def _imported(argv_tail: list[str]) -> set[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15, help="timed runs per command (default 15)")
-    runs = ap.parse_args(argv).runs
+    ap.add_argument("--torchx", default=shutil.which("torchx"), help="torchx executable (default: on PATH)")
+    args = ap.parse_args(argv)
+    runs = args.runs
     if runs < 1:
         ap.error("--runs must be >= 1")
 
@@ -81,6 +90,18 @@ def main(argv: list[str] | None = None) -> int:
         ok &= met
         rows.append(("ncclgen k8s " + " ".join(ARGS), k8s, f"{k8s - bare:+.3f}", f"{k8s / bare:.2f}x",
                      f"wall < {K8S_WALL_GOAL_S} s: {'met' if met else 'MISSED'}"))
+
+    if args.torchx:
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "train.py"), "w").close()
+            tx = _median_s([args.torchx, "run", "--dryrun", "-s", "slurm", "dist.ddp", "-j", "2x8",
+                            "--script", os.path.join(d, "train.py")], runs)
+        met = slurm / tx <= TORCHX_RATIO_GOAL
+        ok &= met
+        rows.append(("torchx run --dryrun -s slurm dist.ddp", tx, f"{tx - bare:+.3f}", f"{tx / bare:.2f}x",
+                     f"ncclgen slurm / torchx = {slurm / tx:.2f} <= {TORCHX_RATIO_GOAL}: {'met' if met else 'MISSED'}"))
+    else:
+        rows.append(("torchx run --dryrun -s slurm dist.ddp", None, "", "", "skipped: no torchx (see --torchx)"))
 
     heavy = sorted(set(HEAVY) & _imported(["slurm", *ARGS]))
     ok &= not heavy
