@@ -21,7 +21,7 @@ from typing import Callable
 
 from ncclgen import datapaths, plan
 from ncclgen.errors import UserError
-from ncclgen.load import descriptor
+from ncclgen.load import descriptor, podspec
 from ncclgen.output import emit
 from ncclgen.plan import rules
 
@@ -238,7 +238,8 @@ def descriptor_md() -> str:
     out += [f"- [{name}](#{name.lower()}): {', '.join(f'`{p}`' for p in used.get(name, []))}"
             for name, _ in sections]
     for name, node in sections:
-        cls = getattr(descriptor, name)
+        # The affinity types live with the other pod settings (ncclgen/load/podspec.py).
+        cls = getattr(descriptor, name, None) or getattr(podspec, name)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         out += ["", f"## {name}", "", _one_line(node.get("description", "")).rstrip(".") + ".",
                 "", "Used at: " + ", ".join(f"`{p}`" for p in used.get(name, [])) + ".", "",

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
-from . import cpuset
+from . import cpuset, podspec
 from .. import datapaths
 from ..errors import UserError, collect, warn
 from .schema import field, json_schema, load_dataclass
@@ -189,7 +189,8 @@ class Mount:
 
 @dataclass(frozen=True, kw_only=True)
 class Volume:
-    """A pod volume from the node (hostPath) or a ConfigMap, optionally mounted into the main container."""
+    """A pod volume from the node (hostPath), a ConfigMap or a PersistentVolumeClaim, optionally mounted
+    into the main container (`ncclgen k8s --volume` adds more)."""
     name: str = field(doc="volume name", pattern=DNS1123, pattern_doc="a DNS-1123 label")
     host_path: Optional[str] = field(None, doc="path on the node (a hostPath volume)", pattern=r"/.*",
                                      pattern_doc="an absolute path")
@@ -198,6 +199,8 @@ class Volume:
     config_map: Optional[str] = field(None, doc="name of a ConfigMap the site creates (a configMap volume)",
                                       pattern=DNS1123 + r"(\." + DNS1123 + r")*",
                                       pattern_doc="a DNS-1123 subdomain")
+    pvc: Optional[str] = field(None, doc="name of a PersistentVolumeClaim (a persistentVolumeClaim volume), "
+                               "e.g. shared storage for data and checkpoints")
     mount_path: Optional[str] = field(None, doc="where the main container mounts it (none: only sidecars "
                                       "mount it)", pattern=r"/.*", pattern_doc="an absolute path")
     sub_path: Optional[str] = field(None, doc="mount only this entry of the volume (e.g. one ConfigMap key)")
@@ -291,7 +294,31 @@ class Kubernetes:
                                              "networking.gke.io/interfaces; otherwise Multus)")
     volumes: tuple[Volume, ...] = field((), doc="extra volumes (hostPath or ConfigMap)")
     sidecars: tuple[Sidecar, ...] = field((), doc="extra containers next to the job's container")
+    service_account: Optional[str] = field(None, doc="pod serviceAccountName", pattern=podspec.DNS1123_SUBDOMAIN,
+                                           pattern_doc="a DNS-1123 subdomain")
+    priority_class: Optional[str] = field(None, doc="pod priorityClassName", pattern=podspec.DNS1123_SUBDOMAIN,
+                                          pattern_doc="a DNS-1123 subdomain")
+    scheduler_name: Optional[str] = field(None, doc="pod schedulerName", pattern=podspec.DNS1123_SUBDOMAIN,
+                                          pattern_doc="a DNS-1123 subdomain")
+    image_pull_secrets: tuple[str, ...] = field((), doc="names of Secrets used to pull the image")
+    labels: dict[str, str] = field(factory=dict, doc="labels on every object and pod, e.g. Kueue's "
+                                   "kueue.x-k8s.io/queue-name")
+    secret_env: tuple[str, ...] = field((), doc="variables taken from Secrets, NAME=SECRET:KEY (a "
+                                        "secretKeyRef: the value never appears in a manifest)")
+    affinity: Optional[podspec.Affinity] = field(None, doc="pod affinity and anti-affinity, with the keys "
+                                                 "of the Kubernetes API (nodeAffinity, podAffinity, "
+                                                 "podAntiAffinity)")
     source: Optional[str] = field(None, doc="id in `sources`")
+
+    def pod_settings(self) -> podspec.PodSettings:
+        """The pod settings of this section (already checked by check())."""
+        return podspec.PodSettings(
+            volumes=tuple(podspec.from_descriptor(v) for v in self.volumes),
+            service_account=self.service_account, priority_class=self.priority_class,
+            image_pull_secrets=self.image_pull_secrets, scheduler_name=self.scheduler_name,
+            labels=dict(self.labels), annotations=dict(self.annotations),
+            secret_env=tuple(podspec.parse_secret_env(s) for s in self.secret_env),
+            affinity=podspec.as_manifest(self.affinity) if self.affinity else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -496,6 +523,8 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
 
     _check_pod_view(desc, fail, cite)
 
+    check_pod_settings(kube, fail)
+
     for group in ("vendor_env", "env"):
         names: set[str] = set()
         for i, e in enumerate(getattr(desc, group)):
@@ -589,13 +618,52 @@ def _check_pod_view(desc: Descriptor, fail, cite) -> None:
     for i, v in enumerate(kube.volumes):
         path = ("kubernetes", "volumes", i)
         cite(path, v.source)
-        if (v.host_path is None) == (v.config_map is None):
-            fail(path, "a volume needs exactly one of host_path or config_map")
+        if sum(x is not None for x in (v.host_path, v.config_map, v.pvc)) != 1:
+            fail(path, "a volume needs exactly one of host_path, config_map or pvc")
         if v.name in names:
             fail(path + ("name",), f"volume {v.name} is declared twice")
         names.add(v.name)
     for i, c in enumerate(kube.sidecars):
         cite(("kubernetes", "sidecars", i), c.source)
+
+
+def check_pod_settings(kube: Kubernetes, fail) -> None:
+    """The kubernetes section's pod settings, checked as the API server would (ncclgen/load/podspec.py)."""
+    def at(path: tuple, fn, *args) -> None:
+        try:
+            fn(*args)
+        except podspec.Invalid as exc:
+            fail(("kubernetes",) + path, str(exc))
+
+    for i, v in enumerate(kube.volumes):
+        if v.pvc is not None:
+            at(("volumes", i, "pvc"), podspec.subdomain, v.pvc, "PersistentVolumeClaim name")
+        if v.mount_path is not None:
+            at(("volumes", i, "mount_path"), podspec.abs_path, v.mount_path, "mount path")
+    vols = [podspec.from_descriptor(v) for v in kube.volumes]
+    for i in range(1, len(vols)):       # the error names the later of two clashing volumes (the first clash)
+        try:
+            podspec.check_volumes(vols[:i + 1])
+        except podspec.Invalid as exc:
+            fail(("kubernetes", "volumes", i), str(exc))
+            break
+    names: set[str] = set()
+    for i, text in enumerate(kube.secret_env):
+        at(("secret_env", i), podspec.parse_secret_env, text)
+        name = text.partition("=")[0]
+        if name in names:
+            fail(("kubernetes", "secret_env", i), f"{name} is taken from a Secret twice")
+        names.add(name)
+    for i, name in enumerate(kube.image_pull_secrets):
+        at(("image_pull_secrets", i), podspec.subdomain, name, "Secret name")
+    for key, value in kube.labels.items():
+        at(("labels", key), podspec.qualified_name, key, "label key")
+        at(("labels", key), podspec.label_value, value, "label value")
+    for key in kube.annotations:
+        at(("annotations", key), podspec.qualified_name, key, "annotation key")
+    if kube.affinity is not None:
+        for path, message in podspec.affinity_errors(kube.affinity):
+            fail(("kubernetes", "affinity") + path, message)
 
 
 def load_checked(path: str) -> tuple[Descriptor, list[UserError]]:
