@@ -14,8 +14,15 @@ kind, minikube and envtest download binaries), so this module re-implements what
   models, strictly: every key must be a field of the model (openapi_types/attribute_map), of its type.
 - ``check_pod_template``: the API server's own pod validation that no schema expresses (extended
   resources requests == limits, hugepages need cpu or memory, mounts name volumes, names, labels).
-- ``check_pytorchjob`` / ``check_rayjob``: the training-operator webhook and KubeRay's
-  ValidateRayJobSpec/ValidateRayJobMetadata rules that apply to what ncclgen renders.
+- ``check_pytorchjob`` / ``check_rayjob`` / ``check_trainjob`` / ``check_trainingruntime``: the
+  training-operator webhook, KubeRay's ValidateRayJobSpec/ValidateRayJobMetadata rules and Kubeflow
+  Trainer's webhook and torch plugin rules that apply to what ncclgen renders.
+- ``check_stream``: references between the objects of one rendering (a TrainJob's runtimeRef, a pod's
+  ConfigMap volume) resolve to objects of the same stream and namespace.
+
+CEL rules (x-kubernetes-validations) that the CRDs put on fields ncclgen sets are evaluated by hand
+translations (``CEL``), keyed by the rule's exact text, so a changed rule in a newer CRD is reported as
+unchecked instead of passing silently.
 
 Every check returns a list of "path: message" strings; ``validate`` raises when any is found.
 """
@@ -30,7 +37,9 @@ import yaml
 
 CRD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "crds")
 CRD_FILES = {("kubeflow.org", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
-             ("ray.io", "RayJob"): "ray.io_rayjobs.yaml"}
+             ("ray.io", "RayJob"): "ray.io_rayjobs.yaml",
+             ("trainer.kubeflow.org", "TrainJob"): "trainer.kubeflow.org_trainjobs.yaml",
+             ("trainer.kubeflow.org", "TrainingRuntime"): "trainer.kubeflow.org_trainingruntimes.yaml"}
 
 DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
@@ -40,6 +49,22 @@ LABEL_VALUE = rf"({QUALIFIED_NAME})?"
 QUANTITY = (r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
             r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?")
 INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+
+# CEL rules of the CRDs in tests/data/crds, translated by hand (self: the value the rule is attached to).
+# Kubeflow Trainer v2.3.0 api/trainer/v1alpha1 (trainjob_types.go, trainingruntime_types.go) and JobSet.
+CEL = {
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')":
+        lambda s: re.search(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", s["metadata"]["name"]) is not None,
+    "size(self.metadata.name) <= 63": lambda s: len(s["metadata"]["name"]) <= 63,
+    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1":
+        lambda s: sum(k in s for k in ("torch", "mpi", "jax", "xgboost", "flux")) <= 1,
+    "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
+    "self.replicatedJobs.exists(x, has(x.dependsOn)))":
+        lambda s: not ((s.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+                       and any("dependsOn" in j for j in s.get("replicatedJobs", []))),
+    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']":
+        lambda s: s in ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"),
+}
 
 
 class Invalid(AssertionError):
@@ -66,7 +91,29 @@ def check(obj: dict) -> list[str]:
     for path, template in pod_templates(obj):
         errors += check_core(template, "V1PodTemplateSpec", path)
         errors += check_pod_template(template, path)
-    errors += check_pytorchjob(obj) if kind == "PyTorchJob" else check_rayjob(obj)
+    errors += {"PyTorchJob": check_pytorchjob, "RayJob": check_rayjob, "TrainJob": check_trainjob,
+               "TrainingRuntime": check_trainingruntime}[kind](obj)
+    return errors
+
+
+def check_stream(docs: list[dict]) -> list[str]:
+    """References between the objects of one rendering resolve inside it (same namespace)."""
+    errors = []
+    have = {(d.get("kind"), (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name"))
+            for d in docs}
+    for d in docs:
+        ns = (d.get("metadata") or {}).get("namespace")
+        where = f"{d.get('kind')} {(d.get('metadata') or {}).get('name')}"
+        if d.get("kind") == "TrainJob":
+            ref = (d.get("spec") or {}).get("runtimeRef") or {}
+            if ref.get("kind") == "TrainingRuntime" and ("TrainingRuntime", ns, ref.get("name")) not in have:
+                errors.append(f"{where}: spec.runtimeRef names TrainingRuntime {ref.get('name')!r}, which is "
+                              "not in the stream's namespace")
+        for path, template in pod_templates(d) if d.get("kind") in KINDS_WITH_PODS else []:
+            for v in (template.get("spec") or {}).get("volumes", []):
+                cm = (v.get("configMap") or {}).get("name")
+                if cm is not None and cm.endswith("-ncclgen") and ("ConfigMap", ns, cm) not in have:
+                    errors.append(f"{where}: {path} mounts ConfigMap {cm!r}, which is not in the stream")
     return errors
 
 
@@ -90,9 +137,12 @@ def check_custom_resource(obj: dict, schemas: dict | None = None) -> list[str]:
         return [f"apiVersion: {obj.get('apiVersion')} is not served (served: {', '.join(sorted(schemas))})"]
     schema = schemas[version]
     errors = check_object_meta(obj.get("metadata"), "metadata")
+    # Rules on the whole object (they read metadata.name) are evaluated here, on the whole object.
+    errors += _cel_errors(obj, schema.get("x-kubernetes-validations", []), "<root>")
     # The API server validates ObjectMeta itself; the CRD schema only says `type: object` there.
     body = {k: v for k, v in obj.items() if k != "metadata"}
     top = dict(schema, properties={k: v for k, v in schema.get("properties", {}).items() if k != "metadata"})
+    top.pop("x-kubernetes-validations", None)
     errors += check_schema(body, top, "")
     return errors
 
@@ -131,13 +181,26 @@ def check_schema(value, schema: dict, path: str) -> list[str]:
                 errors.append(f"{where}: matches {ok} of the {key} alternatives")
     for s in schema.get("allOf", []):
         errors += check_schema(value, s, path)
-    for rule in schema.get("x-kubernetes-validations", []):
-        if "oldSelf" not in rule.get("rule", ""):
-            errors.append(f"{where}: CEL rule {rule['rule']!r} cannot be checked here")
+    errors += _cel_errors(value, schema.get("x-kubernetes-validations", []), where)
     if isinstance(value, dict):
         errors += _object_errors(value, schema, path)
     elif isinstance(value, list):
         errors += _array_errors(value, schema, path)
+    return errors
+
+
+def _cel_errors(value, rules: list[dict], where: str) -> list[str]:
+    """Transition rules (oldSelf) only apply on update: skipped. Known rules are evaluated (CEL);
+    any other rule is reported, so a field with an unevaluated rule cannot pass unchecked."""
+    errors = []
+    for rule in rules:
+        text = rule.get("rule", "")
+        if "oldSelf" in text:
+            continue
+        if text not in CEL:
+            errors.append(f"{where}: CEL rule {text!r} cannot be checked here")
+        elif not CEL[text](value):
+            errors.append(f"{where}: {rule.get('message') or text}")
     return errors
 
 
@@ -375,9 +438,19 @@ def _quantity(text) -> int | None:
 
 # -- operator rules ---------------------------------------------------------------------------------------
 
+KINDS_WITH_PODS = ("PyTorchJob", "RayJob", "TrainingRuntime")
+
+
 def pod_templates(obj: dict) -> list[tuple[str, dict]]:
-    """(path, template) for every pod template in a PyTorchJob or RayJob."""
+    """(path, template) for every pod template in a PyTorchJob, RayJob or TrainingRuntime (a TrainJob
+    has none: its pods are the runtime's, with the TrainJob's trainer fields applied)."""
     spec = obj.get("spec") or {}
+    if obj.get("kind") == "TrainJob":
+        return []
+    if obj.get("kind") == "TrainingRuntime":
+        jobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+        return [(f"spec.template.spec.replicatedJobs[{i}].template.spec.template",
+                 ((j.get("template") or {}).get("spec") or {}).get("template") or {}) for i, j in enumerate(jobs)]
     if obj.get("kind") == "PyTorchJob":
         return [(f"spec.pytorchReplicaSpecs.{rtype}.template", r.get("template") or {})
                 for rtype, r in (spec.get("pytorchReplicaSpecs") or {}).items()]
@@ -441,4 +514,58 @@ def check_rayjob(obj: dict) -> list[str]:
             lo, hi, n = g.get("minReplicas", 0), g.get("maxReplicas", 2**31 - 1), g.get("replicas", 0)
             if not lo <= n <= hi:
                 errors.append(f"spec.rayClusterSpec.{where}: replicas {n} outside [{lo}, {hi}]")
+    return errors
+
+
+# Kubeflow Trainer v2.3.0 (github.com/kubeflow/trainer@658725bdae5c7e3a0854d93ac6ff492e109a22ab):
+# pkg/constants/constants.go, pkg/runtime/framework/plugins/torch/torch.go, pkg/webhooks.
+TORCH_RESERVED_ENV = ("PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT")
+TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+
+
+def check_trainjob(obj: dict) -> list[str]:
+    """The trainer fields as the containers they become (typed models, pod rules), and the torch
+    plugin's Validate: no PET_* variable in trainer.env (the plugin injects them)."""
+    errors = []
+    spec = obj.get("spec") or {}
+    trainer = spec.get("trainer") or {}
+    for i, e in enumerate(trainer.get("env") or []):
+        errors += check_core(e, "V1EnvVar", f"spec.trainer.env[{i}]")
+    names = [e.get("name") for e in trainer.get("env") or []]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        errors.append(f"spec.trainer.env: {', '.join(dup)} set more than once (the last one silently wins)")
+    reserved = sorted(set(names) & set(TORCH_RESERVED_ENV))
+    if reserved:
+        errors.append(f"spec.trainer.env: must not have reserved envs {reserved} (torch plugin)")
+    if "resourcesPerNode" in trainer:
+        errors += check_core(trainer["resourcesPerNode"], "V1ResourceRequirements", "spec.trainer.resourcesPerNode")
+        errors += check_resources(trainer["resourcesPerNode"], "spec.trainer.resourcesPerNode")
+    ref = spec.get("runtimeRef") or {}
+    if ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org" or \
+            ref.get("kind", "ClusterTrainingRuntime") not in ("TrainingRuntime", "ClusterTrainingRuntime"):
+        errors.append(f"spec.runtimeRef: {ref} is not a (Cluster)TrainingRuntime of trainer.kubeflow.org")
+    return errors
+
+
+def check_trainingruntime(obj: dict) -> list[str]:
+    """What the trainer plugins need to find in a runtime: a replicated job whose pods carry the
+    trainer ancestor label and a container named `node` (FindContainerByPodSetAncestorContainerName),
+    and Job templates that a JobSet accepts (a pod restartPolicy of Never or OnFailure)."""
+    errors = []
+    spec = obj.get("spec") or {}
+    jobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    found = False
+    for i, j in enumerate(jobs):
+        pod = ((j.get("template") or {}).get("spec") or {}).get("template") or {}
+        where = f"spec.template.spec.replicatedJobs[{i}]"
+        if (pod.get("spec") or {}).get("restartPolicy") not in ("Never", "OnFailure"):
+            errors.append(f"{where}: a Job's pods need restartPolicy Never or OnFailure")
+        if ((pod.get("metadata") or {}).get("labels") or {}).get(TRAINER_ANCESTOR_LABEL) == "trainer":
+            found = any(c.get("name") == "node" for c in (pod.get("spec") or {}).get("containers") or [])
+    if not found:
+        errors.append("spec.template.spec.replicatedJobs: no trainer job (pod label "
+                      f"{TRAINER_ANCESTOR_LABEL}: trainer) with a container named node")
+    if "torch" not in (spec.get("mlPolicy") or {}):
+        errors.append("spec.mlPolicy.torch: required for a torchrun workload")
     return errors
