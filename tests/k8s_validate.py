@@ -549,8 +549,8 @@ def check_trainjob(obj: dict) -> list[str]:
 
 
 def check_trainingruntime(obj: dict) -> list[str]:
-    """What the trainer plugins need to find in a runtime: a replicated job whose pods carry the
-    trainer ancestor label and a container named `node` (FindContainerByPodSetAncestorContainerName),
+    """What the trainer plugins need to find in a runtime: a replicated job labelled with the trainer
+    ancestor label and a pod container named `node` (FindContainerByPodSetAncestorContainerName),
     and Job templates that a JobSet accepts (a pod restartPolicy of Never or OnFailure)."""
     errors = []
     spec = obj.get("spec") or {}
@@ -561,10 +561,11 @@ def check_trainingruntime(obj: dict) -> list[str]:
         where = f"spec.template.spec.replicatedJobs[{i}]"
         if (pod.get("spec") or {}).get("restartPolicy") not in ("Never", "OnFailure"):
             errors.append(f"{where}: a Job's pods need restartPolicy Never or OnFailure")
-        if ((pod.get("metadata") or {}).get("labels") or {}).get(TRAINER_ANCESTOR_LABEL) == "trainer":
+        job_labels = ((j.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        if job_labels.get(TRAINER_ANCESTOR_LABEL) == "trainer":
             found = any(c.get("name") == "node" for c in (pod.get("spec") or {}).get("containers") or [])
     if not found:
-        errors.append("spec.template.spec.replicatedJobs: no trainer job (pod label "
+        errors.append("spec.template.spec.replicatedJobs: no trainer job (Job template label "
                       f"{TRAINER_ANCESTOR_LABEL}: trainer) with a container named node")
     if "torch" not in (spec.get("mlPolicy") or {}):
         errors.append("spec.mlPolicy.torch: required for a torchrun workload")

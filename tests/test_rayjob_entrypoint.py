@@ -170,9 +170,9 @@ def test_driver_script_is_what_the_sbatch_script_would_run():
     argv = ["python3", "-m", "verl.trainer.main_ppo", "trainer.experiment_name=${oc.env:USER}", "a\nb"]
     job, files = rayjob_for(argv)
     script = files[render_k8s.RAY_DRIVER_SCRIPT]
-    assert script.rstrip("\n").splitlines()[-1].startswith("exec ")
+    assert script.count("\nexec ") == 1 and all(ln.startswith("#") for ln in script.split("\nexec ")[0].splitlines())
     # bash -n parses it; the argv bash builds from it is the command (printed NUL-separated).
-    probe = script.replace("exec ", "printf '%s\\0' ", 1)
+    probe = script.replace("\nexec ", "\nprintf '%s\\0' ", 1)
     out = subprocess.run(["bash", "-c", probe], capture_output=True, check=True).stdout
     assert out.split(b"\0")[:-1] == [a.encode() for a in argv]
     assert yaml.safe_load(yaml.safe_dump(files))[render_k8s.RAY_DRIVER_SCRIPT] == script

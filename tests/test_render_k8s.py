@@ -44,7 +44,19 @@ def docs_of(text: str) -> list[dict]:
 
 
 def job_of(docs: list[dict]) -> dict:
-    return next(d for d in docs if d["kind"] in ("PyTorchJob", "RayJob"))
+    return next(d for d in docs if d["kind"] in ("PyTorchJob", "RayJob", "TrainJob"))
+
+
+def driver_argv(docs: list[dict]) -> list[str]:
+    """The Ray driver's argv as bash builds it from the ConfigMap's driver script (its exec line run as
+    printf '%s\\0'), and a check that the RayJob's entrypoint names that script."""
+    job = job_of(docs)
+    assert job["spec"]["entrypoint"] == f"bash {render_k8s.CONFIG_DIR}/{render_k8s.RAY_DRIVER_SCRIPT}"
+    (script,) = [d["data"][render_k8s.RAY_DRIVER_SCRIPT] for d in docs if d["kind"] == "ConfigMap"]
+    assert script.count("\nexec ") == 1
+    probe = script.replace("\nexec ", "\nprintf '%s\\0' ", 1)
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, check=True).stdout
+    return [a.decode() for a in out.split(b"\0")[:-1]]
 
 
 def containers(job: dict) -> list[dict]:
@@ -105,12 +117,17 @@ def test_every_cluster_tier_workload_kind_validates(cluster):
                     with pytest.raises(UserError, match="--kind pytorchjob"):
                         render_k8s.render(p, kind=kind)
                     continue
+                if kind == "trainjob" and p.launch.launcher == "ray":
+                    with pytest.raises(UserError, match="use --kind rayjob or pytorchjob"):
+                        render_k8s.render(p, kind=kind)
+                    continue
                 docs = render_k8s.documents(p, kind=kind)
                 if tier == 3 and kind == render_k8s.default_kind(p):
                     # The YAML text carries exactly the data (checked on a subset: dumping is slow).
                     assert docs_of(render_k8s.render(p, kind=kind)) == docs
                 for d in docs:
                     kv.validate(d)
+                assert kv.check_stream(docs) == []
                 _check_plan_in_job(p, docs)
                 checked += 1
     assert checked >= 3 * (len(workloadmod.bundled()) + 3)
@@ -122,6 +139,14 @@ def _check_plan_in_job(p, docs):
     job = job_of(docs)
     config = {d["metadata"]["name"]: d["data"] for d in docs if d["kind"] == "ConfigMap"}
     want_env = [(e.name, e.value) for e in p.env]
+    trainer = job["spec"].get("trainer")
+    if trainer is not None:
+        # TrainJob: env, resources and command are the trainer's; the pods are the TrainingRuntime's.
+        job = next(d for d in docs if d["kind"] == "TrainingRuntime")
+        want = {kube.gpu_resource: str(p.launch.gpus_per_node), **{k: str(v) for k, v in kube.resources.items()}}
+        assert env_of(trainer)[:len(want_env)] == want_env
+        assert trainer["resourcesPerNode"] == {"limits": want, "requests": want}
+        assert trainer["numNodes"] == p.launch.nodes and trainer["numProcPerNode"] == p.launch.gpus_per_node
     for path, template in kv.pod_templates(job):
         spec = template["spec"]
         assert template["metadata"]["annotations"]["ncclgen.io/explain"] == render_k8s.explain_command(p)
@@ -135,15 +160,17 @@ def _check_plan_in_job(p, docs):
             if "configMap" in v:
                 assert v["configMap"]["name"] in config, f"{path}: mounts a ConfigMap that is not rendered"
         for c in spec["containers"]:
-            assert env_of(c)[:len(want_env)] == want_env, f"{path}: env differs from the plan"
-            want = {kube.gpu_resource: str(p.launch.gpus_per_node), **{k: str(v) for k, v in kube.resources.items()}}
-            assert c["resources"] == {"limits": want, "requests": want}
+            if trainer is None:
+                assert env_of(c)[:len(want_env)] == want_env, f"{path}: env differs from the plan"
+                want = {kube.gpu_resource: str(p.launch.gpus_per_node),
+                        **{k: str(v) for k, v in kube.resources.items()}}
+                assert c["resources"] == {"limits": want, "requests": want}
             sc = c.get("securityContext", {})
             assert sc.get("capabilities", {}).get("add") == list(kube.capabilities)
             assert sc.get("privileged", False) == kube.privileged
             assert {"name": "dshm", "mountPath": "/dev/shm"} in c["volumeMounts"]
             # Any file the command runs from /etc/ncclgen is in the rendered ConfigMap.
-            for arg in c.get("command", []) + c.get("args", []):
+            for arg in c.get("command", []) + c.get("args", []) + (trainer or {}).get("command", []):
                 for f in re.findall(r"/etc/ncclgen/([\w.-]+)", arg):
                     assert any(f in data for data in config.values()), f"{path}: {f} not in the ConfigMap"
 
@@ -226,11 +253,12 @@ def test_ray_workload_as_pytorchjob():
 def test_rayjob_groups_entrypoint_and_env():
     p = plan_for("h100-ib", 2, "verl-grpo-qwen3-235b-megatron")
     docs = render_k8s.documents(p)
-    assert [d["kind"] for d in docs] == ["RayJob"]      # no ConfigMap below tier 3
-    job = docs[0]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]    # the ConfigMap holds the driver's argv
+    assert list(docs[0]["data"]) == [render_k8s.RAY_DRIVER_SCRIPT]
+    job = docs[1]
     spec = job["spec"]
-    assert shlex.split(spec["entrypoint"]) == list(p.launch.command)
-    assert "trainer.nnodes=4" in spec["entrypoint"]
+    assert driver_argv(docs) == list(p.launch.command)
+    assert "trainer.nnodes=4" in p.launch.command
     assert spec["shutdownAfterJobFinishes"] is True
     cluster = spec["rayClusterSpec"]
     (group,) = cluster["workerGroupSpecs"]
@@ -246,16 +274,18 @@ def test_rayjob_groups_entrypoint_and_env():
 
 def test_rayjob_one_node_has_no_worker_group():
     p = plan_for("local-ci", 1, "verl-grpo-qwen2-7b", 1)
-    (job,) = render_k8s.documents(p)
+    docs = render_k8s.documents(p)
+    job = job_of(docs)
     assert "workerGroupSpecs" not in job["spec"]["rayClusterSpec"]
-    assert "trainer.nnodes=1" in job["spec"]["entrypoint"]
+    assert "trainer.nnodes=1" in driver_argv(docs)
     kv.validate(job)
 
 
 def test_rayjob_tier3_binding_hook():
     p = plan_for("h100-ib", 3, "verl-grpo-qwen2-7b")
     docs = render_k8s.documents(p)
-    assert docs[0]["data"] == {"ncclgen_raybind.py": (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()}
+    assert docs[0]["data"]["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
+    assert sorted(docs[0]["data"]) == ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT]
     for path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
@@ -434,8 +464,7 @@ def test_hostile_args_in_rayjob_entrypoint(tmp_path):
     path = tmp_path / "hostile-ray.yaml"
     path.write_text(yaml.safe_dump(wl))
     p = make_plan("h100-ib", 1, str(path), None, (), False)
-    job = job_of(docs_of(render_k8s.render(p)))
-    assert shlex.split(job["spec"]["entrypoint"]) == list(p.launch.command)
+    assert driver_argv(docs_of(render_k8s.render(p))) == list(p.launch.command)
 
 
 @settings(max_examples=300, deadline=None)

@@ -1,5 +1,11 @@
-"""Kubernetes manifests from a Plan: a PyTorchJob (kubeflow.org/v1) or a RayJob (ray.io/v1), plus a
-ConfigMap holding the scripts the pods run (per-rank binding, Ray bring-up, the Ray binding hook).
+"""Kubernetes manifests from a Plan: a PyTorchJob (kubeflow.org/v1), a RayJob (ray.io/v1) or a Kubeflow
+Trainer v2 TrainJob with its TrainingRuntime (trainer.kubeflow.org/v1alpha1), plus a ConfigMap holding
+the scripts the pods run (per-rank binding, Ray bring-up, the Ray binding hook, the Ray driver's argv).
+
+Pod settings (volumes, service account, priority class, image pull secrets, scheduler, labels,
+annotations, Secret-backed env, affinity) come from ncclgen/load/podspec.py, already checked. Object
+names and labels are stable (derived from --name, never from time or a hash of the content), so a
+kustomize overlay can address them (examples/kustomize/).
 
 Manifests are plain dicts dumped by PyYAML's safe dumper with sorted keys, never text. They are not
 built from the `kubernetes` client's typed models: with client 37 (pydantic models) importing
@@ -30,8 +36,9 @@ from . import pod as podparts
 from ..plan import launch as launchmod
 from ..errors import UserError
 from . import shell
+from ..load import podspec
 
-KINDS = ("pytorchjob", "rayjob")
+KINDS = ("pytorchjob", "rayjob", "trainjob")
 CONFIG_DIR = "/etc/ncclgen"
 BIND_SCRIPT = "bind.sh"
 RAY_HEAD_SCRIPT = "ray-head.sh"
@@ -39,6 +46,9 @@ RAY_WORKER_SCRIPT = "ray-worker.sh"
 # The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
 RAYWAIT_MODULE = "ncclgen_raywait.py"
 RAYBIND_MODULE = "ncclgen_raybind.py"
+# The RayJob's driver: its argv is in this ConfigMap script, parsed by exactly one bash as the sbatch script
+# is; spec.entrypoint only names it (see _Job.rayjob for the shells that re-parse the entrypoint).
+RAY_DRIVER_SCRIPT = "ray-driver.sh"
 
 DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 DNS1123 = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
@@ -55,6 +65,15 @@ RAYJOB_NAME_MAX = 47
 OPERATOR_SETS = ("--nproc-per-node", "--rdzv-backend", "--rdzv-conf")
 # What the training operator injects into every PyTorchJob container besides PYTHONUNBUFFERED
 # (training-operator v1.9 pkg/controller.v1/pytorch/envvar.go, peers.md sec. 2.6).
+# Kubeflow Trainer (v2.3.0, github.com/kubeflow/trainer@658725bdae5c7e3a0854d93ac6ff492e109a22ab): the
+# torch plugin injects PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR (the pod
+# <job>-node-0-0.<job>) and PET_MASTER_PORT (29500) into the container `node` of the replicated job
+# labelled trainjob-ancestor-step=trainer (pkg/runtime/framework/plugins/torch/torch.go,
+# pkg/constants/constants.go). The TrainJob uses only `runtimeRef` and `trainer`, present in every v2
+# release; the pod settings are in the TrainingRuntime rendered with it.
+TRAINER_API = "trainer.kubeflow.org/v1alpha1"
+TRAINER_NODE = "node"
+TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
                 "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE")
 
@@ -65,17 +84,21 @@ def default_kind(plan) -> str:
 
 
 def render(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-           image: str | None = None) -> str:
+           image: str | None = None, pod: podspec.PodSettings | None = None) -> str:
     """The manifests as one YAML stream (ConfigMap first when there is one, then the job)."""
-    docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image)
+    docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod)
     # width: never fold a long scalar (the entrypoint, the explain line) over several lines.
     return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
                          allow_unicode=True, explicit_start=True, width=1 << 20)
 
 
 def documents(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-              image: str | None = None) -> list[dict]:
-    """The manifests as data: [ConfigMap?, PyTorchJob | RayJob]."""
+              image: str | None = None, pod: podspec.PodSettings | None = None) -> list[dict]:
+    """The manifests as data: [ConfigMap?, PyTorchJob | RayJob | TrainingRuntime + TrainJob].
+
+    ``pod``: the pod settings (default: the descriptor's, kubernetes section); see podspec.merge for
+    the command line's.
+    """
     kube = plan.cluster.kubernetes
     kind = kind or default_kind(plan)
     if kind not in KINDS:
@@ -83,12 +106,27 @@ def documents(plan, *, kind: str | None = None, name: str | None = None, namespa
     if kind == "rayjob" and plan.launch.launcher != "ray":
         raise UserError(f"--kind rayjob: workload {plan.workload.name} is launched by torchrun (one process "
                         "per GPU), not as a Ray driver; use --kind pytorchjob")
+    if kind == "trainjob" and plan.launch.launcher == "ray":
+        raise UserError(f"--kind trainjob: workload {plan.workload.name} is a Ray driver; Kubeflow Trainer's "
+                        "torch runtime starts torchrun, not a Ray cluster; use --kind rayjob or pytorchjob")
     job = _Job(plan, kind, _job_name(plan, kind, name),
                _namespace(kube.namespace if namespace is None else namespace),
-               _image(kube.image if image is None else image))
+               _image(kube.image if image is None else image),
+               kube.pod_settings() if pod is None else pod)
     out = [job.config_map()] if job.files else []
-    out.append(job.pytorchjob() if kind == "pytorchjob" else job.rayjob())
+    if kind == "pytorchjob":
+        out.append(job.pytorchjob())
+    elif kind == "rayjob":
+        out.append(job.rayjob())
+    else:
+        out += [job.trainingruntime(), job.trainjob()]
     return out
+
+
+def reserved_labels() -> tuple[str, ...]:
+    """Label keys ncclgen sets on every object itself (a --label must not replace them)."""
+    return ("app.kubernetes.io/name", "app.kubernetes.io/managed-by", "app.kubernetes.io/component",
+            "ncclgen.io/cluster", "ncclgen.io/tier", TRAINER_ANCESTOR_LABEL)
 
 
 # -- names and flags ------------------------------------------------------------------------------------
@@ -100,6 +138,10 @@ def _job_name(plan, kind: str, name: str | None) -> str:
     what = f"--name {name!r}" if given else f"workload name {name!r} (the default --name)"
     if kind == "rayjob":
         limit, why = RAYJOB_NAME_MAX, "KubeRay appends a suffix for the RayCluster and its Services"
+    elif kind == "trainjob":
+        # JobSet names the pods' hostnames <name>-node-0-<index> (PET_MASTER_ADDR is <name>-node-0-0).
+        longest = f"-{TRAINER_NODE}-0-{plan.launch.nodes - 1}"
+        limit, why = 63 - len(longest), f"JobSet names a pod's hostname <name>{longest}"
     else:
         # The operator names pods and Services <name>-master-0 and <name>-worker-<i>.
         longest = f"-worker-{plan.launch.nodes - 2}" if plan.launch.nodes > 1 else "-master-0"
@@ -107,7 +149,7 @@ def _job_name(plan, kind: str, name: str | None) -> str:
     if not DNS1035.fullmatch(name) or len(name) > limit:
         raise UserError(f"{what}: expected a DNS-1035 label (lower-case letters, digits and '-', starting "
                         f"with a letter, ending with a letter or digit) of at most {limit} characters for a "
-                        f"{'RayJob' if kind == 'rayjob' else 'PyTorchJob'} ({why})"
+                        f"{ {'rayjob': 'RayJob', 'trainjob': 'TrainJob'}.get(kind, 'PyTorchJob')} ({why})"
                         + ("" if given else "; pass --name"))
     return name
 
@@ -160,8 +202,9 @@ def explain_command(plan) -> str:
 class _Job:
     """One rendering: the names, the ConfigMap's files and the pod templates derived from the plan."""
 
-    def __init__(self, plan, kind: str, name: str, namespace: str, image: str):
+    def __init__(self, plan, kind: str, name: str, namespace: str, image: str, pod: podspec.PodSettings):
         self.plan, self.kind, self.name, self.namespace, self.image = plan, kind, name, namespace, image
+        self.pod = pod
         self.launch = plan.launch
         self.ray = plan.launch.launcher == "ray"
         # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/jobside/raybind.py).
@@ -172,6 +215,10 @@ class _Job:
             "ncclgen.io/cluster": _label_value(plan.cluster.name, "cluster name"),
             "ncclgen.io/tier": str(plan.tier),
         }
+        for key, value in pod.labels.items():
+            if key in self.labels:
+                raise UserError(f"label {key}: ncclgen sets this label itself (it names the job's objects)")
+            self.labels[key] = value
         self.files = self._files()
 
     # ConfigMap ------------------------------------------------------------------------------------------
@@ -185,7 +232,19 @@ class _Job:
             files[RAYWAIT_MODULE] = jobside.source("raywait")
         if self.ray_bind:
             files[RAYBIND_MODULE] = jobside.source("raybind")
+        if self.kind == "rayjob":
+            files[RAY_DRIVER_SCRIPT] = self._ray_driver_script()
         return files
+
+    def _ray_driver_script(self) -> str:
+        """The driver's argv, quoted for one bash parse exactly as the sbatch script quotes it."""
+        return "\n".join([
+            f"# ncclgen: the Ray driver of the RayJob {self.name} (workload {self.plan.workload.name}), run by",
+            "# Ray's job supervisor from the RayJob's fixed entrypoint. The argv is here, and not in the",
+            "# entrypoint, because KubeRay's submitter (bash), `ray job submit` (list2cmdline) and the",
+            "# supervisor (/bin/sh) would each re-parse it there.",
+            "exec " + shell.join(self.launch.command),
+        ]) + "\n"
 
     @property
     def config_name(self) -> str:
@@ -241,7 +300,13 @@ class _Job:
         env = [(e.name, e.value) for e in self.plan.env]
         if self.ray_bind:
             env += launchmod.ray_hook_env(self.plan.binding)
-        return [{"name": n, "value": _kubelet_literal(v)} for n, v in env]
+        taken = {n for n, _ in env}
+        for s in self.pod.secret_env:
+            if s.name in taken:
+                raise UserError(f"--secret-env {s.name}: the plan already sets {s.name} (see ncclgen explain); "
+                                "a second entry would silently replace it")
+        # A Secret-backed variable is a reference: ncclgen never sees, and so never writes, its value.
+        return [{"name": n, "value": _kubelet_literal(v)} for n, v in env] + [s.env() for s in self.pod.secret_env]
 
     def resources(self) -> dict:
         kube = self.plan.cluster.kubernetes
@@ -252,7 +317,7 @@ class _Job:
         return {"limits": dict(qty), "requests": dict(qty)}
 
     def container(self, name: str, command: list[str] | None, args: list[str] | None = None,
-                  ports: list[dict] | None = None) -> dict:
+                  ports: list[dict] | None = None, *, env: bool = True, resources: bool = True) -> dict:
         kube = self.plan.cluster.kubernetes
         security: dict = {"capabilities": {"add": list(kube.capabilities)}} if kube.capabilities else {}
         if kube.privileged:
@@ -260,9 +325,14 @@ class _Job:
         mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
         if self.files:
             mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
-        mounts += podparts.mounts(kube)      # the platform's volumes (plugin libraries, topology file)
-        c = {"name": name, "image": self.image, "env": self.env(), "resources": self.resources(),
-             "volumeMounts": mounts}
+        # The descriptor's (pod view: the platform's too) and --volume's volumes; a volume only a
+        # sidecar mounts has no mount here.
+        mounts += [m for m in (v.mount() for v in self.pod.volumes) if m is not None]
+        c = {"name": name, "image": self.image, "volumeMounts": mounts}
+        if env:
+            c["env"] = self.env()
+        if resources:
+            c["resources"] = self.resources()
         if security:
             c["securityContext"] = security
         if command is not None:
@@ -275,18 +345,19 @@ class _Job:
 
     def pod_template(self, container: dict, component: str, annotations: dict | None = None) -> dict:
         kube = self.plan.cluster.kubernetes
-        meta_annotations = dict(kube.annotations)
+        meta_annotations = dict(self.pod.annotations)
         meta_annotations.update(annotations or {})
         meta_annotations["ncclgen.io/explain"] = explain_command(self.plan)
         volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": kube.shm_size}}]
         if self.files:
             volumes.append({"name": "ncclgen", "configMap": {"name": self.config_name}})
-        volumes += podparts.volumes(kube)
+        volumes += [v.volume() for v in self.pod.volumes]
         spec: dict = {"containers": [container], "volumes": volumes}
         native, plain = podparts.sidecars(kube, _kubelet_literal)
         if native:
             spec["initContainers"] = native
         spec["containers"] += plain
+        spec.update(self.pod.pod_spec())
         if kube.host_network:
             # Without ClusterFirstWithHostNet a hostNetwork pod resolves with the node's DNS and cannot
             # find the Services the operators create (the master's address, the Ray head).
@@ -318,9 +389,7 @@ class _Job:
             # No --nnodes/--rdzv-endpoint/--node-rank: torchrun reads PET_NNODES, PET_NODE_RANK,
             # PET_MASTER_ADDR, PET_MASTER_PORT and PET_NPROC_PER_NODE, which the operator injects.
             port = la.rdzv_port
-            opts = [o for o in la.torchrun_options() if o.split("=", 1)[0] not in OPERATOR_SETS]
-            bind = ["bash", f"{CONFIG_DIR}/{BIND_SCRIPT}"] if la.bind else []
-            master_cmd = worker_cmd = ["torchrun", *opts, *bind, *la.command]
+            master_cmd = worker_cmd = self._torchrun_command()
         ports = [{"name": "pytorchjob-port", "containerPort": port, "protocol": "TCP"}]
 
         def replica(replicas: int, command: list[str], component: str) -> dict:
@@ -372,10 +441,68 @@ class _Job:
         return {
             "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": self._job_meta(),
             "spec": {
-                "entrypoint": shell.join(la.command),
+                # Fixed text that KubeRay's submitter (bash -ce, ray-project/kuberay@v1.7.0
+                # ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand), `ray job submit`
+                # (subprocess.list2cmdline, ray 2.60.0 dashboard/modules/job/cli.py) and the job
+                # supervisor (Popen(shell=True), dashboard/modules/job/job_supervisor.py) all leave as it
+                # is; the argv is in the ConfigMap (tests/test_rayjob_entrypoint.py runs that chain).
+                "entrypoint": f"bash {CONFIG_DIR}/{RAY_DRIVER_SCRIPT}",
                 "shutdownAfterJobFinishes": True,
                 "activeDeadlineSeconds": _seconds(self.plan.workload.time),
                 "rayClusterSpec": cluster,
+            },
+        }
+
+
+    # Kubeflow Trainer v2: TrainingRuntime + TrainJob ------------------------------------------------------
+    def _torchrun_command(self) -> list[str]:
+        """torchrun without what the operator's PET_* variables set, the bind wrapper, the command."""
+        la = self.launch
+        opts = [o for o in la.torchrun_options() if o.split("=", 1)[0] not in OPERATOR_SETS]
+        bind = ["bash", f"{CONFIG_DIR}/{BIND_SCRIPT}"] if la.bind else []
+        return ["torchrun", *opts, *bind, *la.command]
+
+    def trainingruntime(self) -> dict:
+        """A namespaced runtime holding what a TrainJob cannot carry in every Trainer v2 release: the pod
+        template (security context, /dev/shm, host network, volumes, placement, service account, pull
+        secrets, priority, scheduler) around the container `node` the torch plugin fills in.
+
+        One Indexed Job of numNodes pods (the trainer sets parallelism and completions); backoffLimit 0
+        and restartPolicy Never: a failed rank fails the job, as in the sbatch script; the workload's wall
+        clock limit is the Job's activeDeadlineSeconds.
+        """
+        template = self.pod_template(self.container(TRAINER_NODE, None, env=False, resources=False), "node")
+        template["spec"]["restartPolicy"] = "Never"
+        job_labels = {TRAINER_ANCESTOR_LABEL: "trainer"}
+        return {
+            "apiVersion": TRAINER_API, "kind": "TrainingRuntime", "metadata": self._job_meta(),
+            "spec": {
+                "mlPolicy": {"numNodes": self.launch.nodes, "torch": {}},
+                "template": {"spec": {"replicatedJobs": [{
+                    "name": TRAINER_NODE,
+                    "template": {"metadata": {"labels": job_labels},
+                                 "spec": {"backoffLimit": 0,
+                                          "activeDeadlineSeconds": _seconds(self.plan.workload.time),
+                                          "template": template}},
+                }]}},
+            },
+        }
+
+    def trainjob(self) -> dict:
+        """The TrainJob: the plan's command, env, resources and node count, on the runtime above."""
+        la = self.launch
+        return {
+            "apiVersion": TRAINER_API, "kind": "TrainJob", "metadata": self._job_meta(),
+            "spec": {
+                "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": self.name},
+                "trainer": {
+                    "image": self.image,
+                    "command": [_kubelet_literal(a) for a in self._torchrun_command()],
+                    "env": self.env(),
+                    "numNodes": la.nodes,
+                    "numProcPerNode": la.gpus_per_node,
+                    "resourcesPerNode": self.resources(),
+                },
             },
         }
 
