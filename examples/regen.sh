@@ -2,6 +2,8 @@
 # Regenerates the rendered examples: for each bundled workload, examples/<workload>/ gets a copy of the
 # workload file and what ncclgen renders from it on the h100-ib preset at tier 3 (job.sh: sbatch
 # script, job.yaml: Kubernetes manifests, explain.txt: every variable with its reason and source).
+# Without workload names it also renders examples/kustomize/base/job.yaml, the base of the kustomize
+# overlay example (examples/kustomize/README.md).
 # tests/test_examples.py fails until this is rerun after a change; review `git diff examples/` before
 # committing.
 #
@@ -16,7 +18,9 @@ if [[ ${1:-} == --into ]]; then
   base=$(cd "$2" && pwd)
   shift 2
 fi
+all=0
 if (($# == 0)); then
+  all=1
   for f in "$checkout"/ncclgen/data/workloads/*.yaml; do
     set -- "$@" "$(basename "$f" .yaml)"
   done
@@ -35,3 +39,11 @@ for w in "$@"; do
   "${ncclgen[@]}" explain "${flags[@]}" --workload "$w" > "examples/$w/explain.txt"
   echo "examples/$w: workload.yaml job.sh job.yaml explain.txt"
 done
+if ((all)); then
+  mkdir -p examples/kustomize/base
+  "${ncclgen[@]}" k8s "${flags[@]}" --workload verl-grpo-qwen2-7b --name grpo \
+    --volume pvc:checkpoints:/checkpoints --volume hostpath:/lustre/datasets:/data:ro \
+    --service-account verl-trainer --secret-env WANDB_API_KEY=wandb:api-key \
+    -o examples/kustomize/base/job.yaml
+  echo "examples/kustomize/base: job.yaml"
+fi

@@ -2,7 +2,8 @@
 # Install everything the tests need, then run all of them. This is the README's test command and
 # what .ci/run executes (as root, on a fresh Debian 12 with Python 3.11).
 #   - Debian packages: Slurm daemons + munge (the tests start a real 2-node cluster themselves),
-#     numactl (per-rank binding), shellcheck (every rendered script is checked).
+#     numactl (per-rank binding), shellcheck (every rendered script is checked), kubernetes-client
+#     (`kubectl kustomize` runs the kustomize example offline; tests/test_kustomize_example.py).
 #   - a virtualenv at .venv with ncclgen and its test extras (torch 2.13.0 CPU, ray, pytest, ...).
 # Extra arguments go to pytest, e.g. `bash tests/run.sh -k plan`.
 set -euo pipefail
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 need=()
 for pair in slurmctld:slurmctld slurmd:slurmd sbatch:slurm-client munged:munge numactl:numactl \
-            shellcheck:shellcheck; do
+            shellcheck:shellcheck kubectl:kubernetes-client; do
   command -v "${pair%%:*}" >/dev/null 2>&1 || need+=("${pair#*:}")
 done
 if ((${#need[@]})); then
