@@ -50,7 +50,8 @@ def cluster(tmp_path_factory) -> str:
     """h100-ib with a descriptor-level volume, label and Azure-style affinity."""
     data = yaml.safe_load(Path(descriptor.resolve("h100-ib")).read_text())
     data["name"] = "h100-aff"
-    data["kubernetes"].update({"affinity": AFFINITY, "volumes": ["pvc:checkpoints:/checkpoints"],
+    data["kubernetes"].update({"affinity": AFFINITY,
+                               "volumes": [{"name": "ckpt", "pvc": "checkpoints", "mount_path": "/checkpoints"}],
                                "labels": {"team": "research"}})
     path = tmp_path_factory.mktemp("cluster") / "h100-aff.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -77,7 +78,7 @@ def test_every_kind_carries_the_pod_settings_and_validates(cluster, capsys, work
     assert all(d["metadata"]["labels"]["team"] == "research" for d in docs)
     pods = [t for d in docs if d["kind"] in kv.KINDS_WITH_PODS for _, t in kv.pod_templates(d)]
     assert pods
-    want_volumes = {"pvc-checkpoints": {"persistentVolumeClaim": {"claimName": "checkpoints"}},
+    want_volumes = {"ckpt": {"persistentVolumeClaim": {"claimName": "checkpoints"}},
                     "pvc-train-data": {"persistentVolumeClaim": {"claimName": "train-data"}},
                     "hostpath-lustre-models": {"hostPath": {"path": "/lustre/models", "type": "Directory"}},
                     "configmap-hydra-conf": {"configMap": {"name": "hydra-conf"}}}
@@ -95,7 +96,7 @@ def test_every_kind_carries_the_pod_settings_and_validates(cluster, capsys, work
             mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
             assert mounts["/data"] == {"name": "pvc-train-data", "mountPath": "/data"}
             assert mounts["/models"] == {"name": "hostpath-lustre-models", "mountPath": "/models", "readOnly": True}
-            assert mounts["/conf"]["readOnly"] is True and mounts["/checkpoints"]["name"] == "pvc-checkpoints"
+            assert mounts["/conf"]["readOnly"] is True and mounts["/checkpoints"]["name"] == "ckpt"
     envs = [c["env"] for t in pods for c in t["spec"]["containers"] if "env" in c]
     if kind == "trainjob":
         assert envs == []          # the TrainJob's trainer carries the env

@@ -20,12 +20,15 @@ from .common import make_plan, plan_options
 @click.option("--monitor", is_flag=True, help="Run `ncclgen monitor` on every node for the whole job.")
 @click.option("--ray-dashboard", is_flag=True,
               help="Start the Ray head's web dashboard (off by default: it delays bring-up by seconds).")
+@click.option("--pass-env", "pass_env", multiple=True, metavar="NAME",
+              help="Variable the job takes from its environment at run time (repeatable), e.g. a secret "
+                   "such as WANDB_API_KEY: only its name is written; the job stops at start-up if it is unset.")
 @click.option("--comments", type=click.Choice(["short", "full"]), default="short", show_default=True,
               help="short: `# tier, rule` beside each export; full: each value's reason and source above it.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write the script here (atomically, mode 0755) instead of stdout.")
 def slurm(cluster, tier, workload, nodes, sets, debug, extra_args, time, partition, account, qos, job_name,
-          container_image, monitor, ray_dashboard, comments, output):
+          container_image, monitor, ray_dashboard, pass_env, comments, output):
     """Render an sbatch script: #SBATCH resources, the plan's exports, the head node's address, and
     the launch (torchrun, or a Ray cluster plus the verl driver). ARGS after `--` are appended to the
     workload's command.
@@ -44,10 +47,13 @@ def slurm(cluster, tier, workload, nodes, sets, debug, extra_args, time, partiti
         if value is not None:
             flags += [flag, value]
     flags += ["--monitor"] * monitor + ["--ray-dashboard"] * ray_dashboard
+    for name in pass_env:
+        flags += ["--pass-env", name]
     flags += ["--comments", comments] if comments != "short" else []
     to_file = output not in (None, "-")
     flags += ["-o", output] if to_file else []
     opts = render_slurm.Options(job_name=job_name, time=time, partition=partition, account=account, qos=qos,
                                 container_image=container_image, monitor=monitor, ray_dashboard=ray_dashboard,
-                                comments=comments, flags=tuple(flags), output=output if to_file else None)
+                                comments=comments, pass_env=tuple(pass_env), flags=tuple(flags),
+                                output=output if to_file else None)
     emit(render_slurm.render_plan(p, opts), output, mode=0o755)

@@ -95,6 +95,7 @@ class SlurmScript:
     comments: str                                   # short | full
     env: tuple[Export, ...]                         # the plan, in plan order
     plumbing: tuple[Export, ...]                    # launcher helper variables, not NCCL/PyTorch
+    pass_env: tuple[tuple[str, str], ...]           # (name, start-up check) for --pass-env
     programs: tuple[Program, ...]
     nodes: int
     gpus_per_node: int
@@ -121,6 +122,7 @@ class Options:
     monitor: bool = False
     ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
     comments: Literal["short", "full"] = "short"
+    pass_env: tuple[str, ...] = ()               # variables the job takes from its environment (--pass-env)
     flags: tuple[str, ...] = field(default=())   # these options as typed, for the Regenerate: line
     output: Optional[str] = None                 # the -o path, named in the header's `Run with:`
 
@@ -190,6 +192,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
                          if full else shell.escape_controls(e.short_label))
                   for e in plan.env),
         plumbing=tuple(plumbing),
+        pass_env=_pass_env(plan, opts.pass_env, plumbing),
         programs=tuple(programs),
         nodes=launch.nodes,
         gpus_per_node=launch.gpus_per_node,
@@ -199,6 +202,29 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         launch=spec,
         version=__version__,
     )
+
+
+def _pass_env(plan: Plan, names: tuple[str, ...], plumbing: list[Export]) -> tuple[tuple[str, str], ...]:
+    """--pass-env NAME: the job reads NAME from the environment sbatch hands it (the submission
+    environment, unless the site's --export says otherwise) and stops at start-up with one line when it
+    is unset or empty. Only the name is ever written; the value stays in the environment (a secret,
+    e.g. WANDB_API_KEY, never lands in the script or its Regenerate: line)."""
+    planned = {e.name for e in plan.env} | {e.name for e in plumbing}
+    out: list[tuple[str, str]] = []
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise UserError(f"--pass-env {name!r}: expected an environment variable name (letters, digits "
+                            "and '_', not starting with a digit)")
+        if name in planned:
+            raise UserError(f"--pass-env {name}: the script sets {name} itself (see ncclgen explain); the "
+                            "value from the environment would be replaced")
+        if name in (n for n, _ in out):
+            continue
+        message = (f"ncclgen: ERROR: --pass-env {name}: {name} is empty or not set in the job environment "
+                   "(export it before sbatch, which passes the submission environment unless --export says "
+                   "otherwise)")
+        out.append((name, f"if [[ -z ${{{name}:-}} ]]; then echo {shell.quote(message)} >&2; exit 2; fi"))
+    return tuple(out)
 
 
 def _with_addr(argv: list[str], addr: Raw) -> list[str]:
