@@ -1,7 +1,7 @@
 """How soon a rendered Ray-on-Slurm script has its Ray cluster ready, next to verl's fixed sleeps.
 
 Why: verl's examples/slurm/ray_on_slurm.slurm waits `sleep 10` after the head and `sleep 5` after each
-worker (verl-launch.md sec. 2): 15 s for 2 nodes, whether the cluster is up or not. ncclgen's script
+worker (volcengine/verl examples/slurm/ray_on_slurm.slurm): 15 s for 2 nodes, whether the cluster is up or not. ncclgen's script
 polls until every node and GPU is registered and prints "Ray cluster ready ... after X s". The goal
 is a ready time at least 2x sooner than the sleeps, measured on a real 2-node local Slurm cluster.
 

@@ -462,7 +462,7 @@ def pod_templates(obj: dict) -> list[tuple[str, dict]]:
 
 
 def check_pytorchjob(obj: dict) -> list[str]:
-    """training-operator v1.9 webhook (peers.md sec. 2.6): DNS-1035 name, Master/Worker only, one
+    """kubeflow/training-operator v1.9.0 webhook (pkg/webhooks/pytorch/pytorchjob_webhook.go): DNS-1035 name, Master/Worker only, one
     Master, a container named `pytorch` with an image, nprocPerNode not set twice."""
     errors = []
     name = (obj.get("metadata") or {}).get("name", "")

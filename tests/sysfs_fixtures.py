@@ -1,7 +1,8 @@
 """Sysfs trees of real node layouts, built under tmp_path with relative symlinks like the kernel's.
 
 Each builder returns a :class:`Layout`: the tree root plus the GPUs (PCI address, NUMA node) that a
-fake NVML must report for that node. Layouts (sources in shared/reference/fabrics.md):
+fake NVML must report for that node. Layouts (sources: NVIDIA DGX H100 User Guide, docs.nvidia.com/dgx/dgxh100-user-guide,
+"Network Connections, Cables, and Adaptors" Table 6; oracle-quickstart/oci-hpc samples/gpu/H100-topology.xml):
 
 * :func:`dgx_h100` - sec. 1: DGX H100, 8 GPUs, 8 compute ConnectX-7 (mlx5_0,3,4,5,6,9,10,11 with the
   netdevs of the DGX User Guide Table 6), storage/in-band ports mlx5_1,2 (NUMA 0) and mlx5_7,8
@@ -20,9 +21,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DGX_CPUS = {0: "0-55,112-167", 1: "56-111,168-223"}   # fabrics.md sec. 1.1 / 8.3
+DGX_CPUS = {0: "0-55,112-167", 1: "56-111,168-223"}   # `nvidia-smi topo -m` on DGX H100 (vllm-project/vllm issue #13855)
 
-# (GPU bus, compute HCA, HCA bus, netdev): DGX H100 User Guide Table 6 via fabrics.md sec. 1.2
+# (GPU bus, compute HCA, HCA bus, netdev): DGX H100 User Guide Table 6
 DGX_RAILS = [(0x1b, "mlx5_0", 0x18, "ibp24s0"), (0x43, "mlx5_3", 0x40, "ibp64s0"),
              (0x52, "mlx5_4", 0x4f, "ibp79s0"), (0x61, "mlx5_5", 0x5e, "ibp94s0"),
              (0x9d, "mlx5_6", 0x9a, "ibp154s0"), (0xc3, "mlx5_9", 0xc0, "ibp192s0"),
@@ -150,7 +151,7 @@ def dgx_h100(root: Path) -> Layout:
 
 def oci_h100(root: Path) -> Layout:
     t = Tree(root)
-    t.numa(DGX_CPUS)                                   # fabrics.md sec. 5.1: same CPU split
+    t.numa(DGX_CPUS)                                   # oci-hpc samples/gpu/H100-topology.xml: same CPU split
     lay = Layout(root=root, numa=DGX_CPUS)
     port = 0
     for up, gdown, gpu, ndown, nic, hcas in OCI_SWITCHES:

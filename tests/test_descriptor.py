@@ -250,7 +250,7 @@ def test_every_bundled_preset_is_found_and_valid():
 
 
 def test_presets_keep_their_documented_facts():
-    """Spot checks of facts the presets exist to carry (fabrics.md sections named in each file)."""
+    """Spot checks of facts the presets exist to carry (the sources each preset cites)."""
     azure = preset("azure-nd-h100-v5")
     assert azure.network.topo_file == "/opt/microsoft/ndv5-topo.xml"
     assert [r.hca for r in azure.network.compute] == [f"mlx5_ib{i}" for i in range(8)]

@@ -1,8 +1,9 @@
 """`ncclgen discover` on sysfs trees of real layouts (tests/sysfs_fixtures.py) with a fake NVML.
 
-Expected pairings are written out here from shared/reference/fabrics.md, not derived from the
-fixture code: DGX H100 sec. 1.2 (GPU i PXB to mlx5_0,3,4,5,6,9,10,11; storage mlx5_1,2,7,8) and OCI
-BM.GPU.H100.8 sec. 5.1 (two RoCE ports per GPU; mlx5_2 and mlx5_11 front-end).
+Expected pairings are written out here from the vendors' documents, not derived from the fixture
+code: DGX H100 User Guide Table 6 (GPU i PXB to mlx5_0,3,4,5,6,9,10,11; storage mlx5_1,2,7,8) and OCI
+BM.GPU.H100.8 from oracle-quickstart/oci-hpc samples/gpu/H100-topology.xml (two RoCE ports per GPU;
+mlx5_2 and mlx5_11 front-end).
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@
                                          exit 3 with a one-line reason after TIMEOUT_S seconds
     watch ADDRESS NODES INTERVAL_S       exit 5 as soon as fewer than NODES nodes are alive
 
-Why a program and not sleeps: verl's example sleeps 10 s + 5 s and never checks; in the lab a worker
-took 5.7-6.4 s to register, longer than its sleep, and `ray status` lags behind the GCS. Polling
+Why a program and not sleeps: verl's example (volcengine/verl examples/slurm/ray_on_slurm.slurm)
+sleeps 10 s + 5 s and never checks; on the local Slurm cluster a worker took 5.7-6.4 s to register, longer than its sleep, and `ray status` lags behind the GCS. Polling
 ray.nodes() every 0.5 s was ready in 9.6-10.8 s and catches a worker that never joins. The watchdog
 exists because a raylet stopped by SIGTERM leaves `ray start --block` (and so its srun) running, so
-nothing else would notice the lost node (ray-on-slurm.md, failure table).
+nothing else would notice the lost node (tests/test_slurm_e2e.py kills a raylet both ways).
 
 Standalone (standard library + Ray, no ncclgen import): the sbatch script embeds this file's text, so
 ncclgen need not be installed where the job runs.

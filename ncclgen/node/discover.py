@@ -25,8 +25,8 @@ from .sysfs import HcaPort, Level, Sysfs
 
 SOURCE = "discover"
 # Per-link NVLink bandwidth, Gbit/s per direction, for GPUs whose link generation is known from the
-# model: H100/H200 SXM use NVLink4, 18 links x 25 GB/s = 450 GB/s per direction (fabrics.md sec. 1.1,
-# clusters/h100-ib.yaml). Other models: discover leaves node.nvlink_gbps for a person to fill in.
+# model: H100/H200 SXM use NVLink4, 18 links x 25 GB/s = 450 GB/s per direction (NVIDIA H100 Tensor Core GPU
+# datasheet, nvidia.com/en-us/data-center/h100; clusters/h100-ib.yaml). Other models: discover leaves node.nvlink_gbps for a person to fill in.
 NVLINK_GBPS_PER_LINK = {"H100": 200, "H200": 200}
 _YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n"}
 

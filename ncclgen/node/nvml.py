@@ -3,7 +3,7 @@
 `pynvml` (package nvidia-ml-py) is imported only when a session opens without a backend, so commands
 that never touch a GPU do not load it. Tests pass a fake backend (tests/fake_nvml.py). Calls a GPU
 does not support raise NVMLError; :meth:`Session.sample` records those as None.
-NVML API: docs.nvidia.com/deploy/nvml-api (fabrics.md sec. 8.1).
+NVML API: docs.nvidia.com/deploy/nvml-api/group__nvmlAffinity.html and group__nvmlDeviceQueries.html.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Everything takes a :class:`Sysfs` so `--sysfs-root` can point at a captured tree (or a test fixture)
 instead of ``/``. Symlinks are followed inside that tree, also when a captured link is absolute.
-Files and meanings: fabrics.md sec. 8.1 (Linux Documentation/ABI/testing/sysfs-bus-pci,
-sysfs-class-infiniband).
+Files and meanings: Linux Documentation/ABI/testing/sysfs-bus-pci and sysfs-class-infiniband; the
+NUMA files as pytorch/pytorch torch/numa/binding.py reads them.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class PciLoc:
 
 
 class Level(enum.IntEnum):
-    """PCIe distance classes of `nvidia-smi topo -m` (fabrics.md sec. 8.1), nearest first."""
+    """PCIe distance classes of `nvidia-smi topo -m` (its legend: PIX, PXB, PHB, NODE, SYS), nearest first."""
     PIX = 0   # the same PCIe bridge is the parent of both
     PXB = 1   # several bridges, but below one root port (one PCIe switch tree)
     PHB = 2   # through a host bridge: same root complex

@@ -14,7 +14,8 @@ bypassing the package root), more than the whole 0.6 s budget of `ncclgen k8s` (
 Instead, tests/k8s_validate.py checks every rendered object against those same typed models (unknown
 keys and wrong types rejected) and against the CRDs' structural schemas, as the API server would.
 
-Why each knob (fabrics.md sec. 7; peers.md sec. 2.6-2.7):
+Why each knob (NVIDIA Network Operator docs, docs.nvidia.com/networking/display/kubernetes2570; the
+vendors' own pod manifests cited in clusters/*.yaml; kubeflow/training-operator v1.9; ray-project/kuberay):
 - GPUs and the descriptor's device resources go in BOTH requests and limits: extended resources cannot
   be overcommitted, and a request alone is rejected.
 - IPC_LOCK: RDMA memory registration pins memory. privileged only where the vendor requires it.
@@ -64,7 +65,7 @@ RAYJOB_NAME_MAX = 47
 #     600 s (torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py).
 OPERATOR_SETS = ("--nproc-per-node", "--rdzv-backend", "--rdzv-conf")
 # What the training operator injects into every PyTorchJob container besides PYTHONUNBUFFERED
-# (training-operator v1.9 pkg/controller.v1/pytorch/envvar.go, peers.md sec. 2.6).
+# (kubeflow/training-operator v1.9.0 pkg/controller.v1/pytorch/envvar.go).
 # Kubeflow Trainer (v2.3.0, github.com/kubeflow/trainer@658725bdae5c7e3a0854d93ac6ff492e109a22ab): the
 # torch plugin injects PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR (the pod
 # <job>-node-0-0.<job>) and PET_MASTER_PORT (29500) into the container `node` of the replicated job
@@ -287,7 +288,8 @@ class _Job:
     def _ray_worker_script(self) -> str:
         """Worker pods join the head at the master's Service name, which the operator puts in MASTER_ADDR.
 
-        A worker that starts before the head's GCS exists waits for it (ray-on-slurm.md); one that never
+        A worker that starts before the head's GCS exists waits for it (`ray start --address` retries the GCS
+        connection; seen on the local Slurm cluster); one that never
         joins makes the head's wait fail, which fails the master and so the job.
         """
         lines = self._ray_prologue("worker", 'head="${MASTER_ADDR:?set by the training operator}"') + [
