@@ -370,6 +370,10 @@ WARNINGS = {
     "NUMA CPU lists of different sizes": (
         '{id: 1, cpus: "4-7"}', '{id: 1, cpus: "4-9"}', "node.numa_nodes[0].cpus",
         "NUMA node 0 has 4 CPUs, another has 6", '"0-3"'),
+    # issue 16: a descriptor declaring an NCCL the knowledge base does not cover validated without a word
+    "NCCL newer than the knowledge base": (
+        'nccl: "2.30.7"', 'nccl: "2.33.1"', "software.nccl",
+        "NCCL 2.33.1 is newer than ncclgen's knowledge base (NCCL 2.32.3)", 'nccl: "2.33.1"'),
 }
 
 
@@ -397,6 +401,15 @@ def test_validate_shows_warnings_and_exits_0(tmp_path, capsys):
     assert out.startswith(f"{file}: ok (")
     (line,) = err.splitlines()
     assert line.startswith(f"ncclgen: warning: {file}:") and f": {key_path}: {words}" in line
+
+
+def test_the_newest_nccl_the_knowledge_base_covers_is_no_warning(tmp_path):
+    from ncclgen.lint import knowledge
+
+    assert descriptor.kb_newest_nccl() == knowledge.KB_VERSIONS["nccl"]     # the two layers agree
+    for version in ("2.32.3", "2.32", "2.31.2"):
+        text = edit('nccl: "2.30.7"', f'nccl: "{version}"')
+        assert descriptor.load_checked(write(tmp_path, text))[1] == [], version
 
 
 def test_an_empty_storage_list_says_there_is_none(tmp_path):

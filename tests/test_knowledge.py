@@ -2,7 +2,11 @@
 the value-syntax and version logic behaves like NCCL v2.30.7 / PyTorch 2.13.0.
 
 tests/golden/kb-reference-names.txt is a copy of the variable names in the reference notes the KB was
-built from (nccl-env.tsv, nccl-env-deprecated.tsv, torch-nccl-env.tsv); it is input, not output.
+built from (nccl-env.tsv, nccl-env-deprecated.tsv, torch-nccl-env.tsv); it is input, not output, and
+stays at v2.30.7: those notes stop there. The primary check of the NCCL names is the release table
+(ncclgen/data/kb/nccl-releases.tsv, generated from the PyPI wheels 2.28.3-2.32.3 by
+tools/nccl_wheel_names.py): test_version_windows_match_the_released_libraries holds the KB's version
+windows to it, release by release, up to KB_VERSIONS["nccl"] (2.32.3).
 """
 
 from __future__ import annotations
@@ -285,6 +289,31 @@ def test_version_windows_match_the_released_libraries():
         wrong += [(v, n, "KB says read, library lacks it") for n in sorted(read - held)]
         wrong += [(v, n, "library holds it, KB says not read") for n in sorted(held - read)]
     assert wrong == []
+
+
+def test_kb_covers_the_newest_release_in_the_table():
+    """NCCL 2.32.3 (issue 16): 35 names added and 2 dropped since 2.30.7, each with its version window."""
+    versions, table = release_table()
+    assert kb.KB_VERSIONS["nccl"] == versions[-1] == "2.32.3"
+    added = {n for n, vs in table.items() if "2.32.3" in vs and "2.30.7" not in vs}
+    dropped = {n for n, vs in table.items() if "2.30.7" in vs and "2.32.3" not in vs}
+    assert len(added) == 35 and dropped == {"NCCL_MLOPART_RDMA_ENABLE", "NCCL_NET_GDR_MLOPART"}
+    rail = info("NCCL_IB_RAIL_POLICY")
+    assert rail.first_version == "2.32.3" and not kb.read_in(rail, "2.31.2") and kb.read_in(rail, "2.32.3")
+    assert info("NCCL_IB_PKEY_VALUE").first_version == "2.31.2"
+    mlo = info("NCCL_NET_GDR_MLOPART")
+    assert (mlo.status, mlo.last_version) == ("removed", "2.31.2")
+    assert kb.read_in(mlo, "2.30.7") and not kb.read_in(mlo, "2.32.3")
+    once = info("NCCL_TOPO_SCATTER_START_NET")     # read by 2.31.2 alone
+    assert [v for v in versions if kb.read_in(once, v)] == ["2.31.2"]
+
+
+def test_new_names_say_their_values_are_unchecked():
+    """No tagged source after v2.30.7-1: rows read only from the wheel claim no type, default or meaning."""
+    for name in ("NCCL_IB_RAIL_POLICY", "NCCL_CFT_ENABLE", "NCCL_TOPO_SCATTER_START_NET"):
+        v = info(name)
+        assert (v.type, v.default, v.meaning_verified, v.documented) == ("string", "", False, False)
+        assert "nccl-releases.tsv" in v.source and v.meaning.startswith("(from the name only)")
 
 
 def test_socket_poll_timeout_is_first_read_by_2_29_2():

@@ -15,6 +15,9 @@ before them (2.30.7 holds "...virtual_switch_linksNCCL_IPC_USE_ABSTRACT_SOCKET")
 names that end an assert() expression or a message without being variables: NOT_VARIABLES lists them,
 each checked against NVIDIA/nccl v2.30.7-1 source.
 
+--kb-stubs TABLE prints knowledge-base rows for the names the table has and the knowledge base lacks (the
+version window from the table, everything else "unknown"), to be reviewed and appended to nccl.tsv.
+
 --table writes one row per name: the name and, for each wheel given (ordered by version), 1 when that
 release's library holds the literal, else 0. ncclgen/data/kb/nccl-releases.tsv is that table, committed so
 the tests never download anything; tests/test_knowledge.py checks the knowledge base against it.
@@ -81,11 +84,44 @@ def wheel_library(path: str) -> tuple[str, bytes]:
         return version.group(1), whl.read(sorted(libs)[0])
 
 
+def kb_stubs(table_path: str) -> list[str]:
+    """Knowledge-base rows (ncclgen/data/kb/nccl.tsv columns) for every name of the release table that the
+    knowledge base does not know yet: the version window from the table, value type unknown ('string',
+    not checked), meaning from the name only, until someone reads the source and fills them in."""
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    from ncclgen.lint import knowledge as kb
+
+    rows = [ln.rstrip("\n").split("\t") for ln in open(table_path, encoding="utf-8") if not ln.startswith("#")]
+    versions = rows[0][1:]
+    out = []
+    for name, *flags in rows[1:]:
+        if kb.lookup(name) is not None:
+            continue
+        held = [v for v, f in zip(versions, flags) if f == "1"]
+        last = "" if held[-1] == versions[-1] else held[-1]
+        status = "removed" if last else "active"
+        words = name[len("NCCL_"):].lower().replace("_", " ")
+        window = f"first in {held[0]}" if not last else (
+            f"only in {held[0]}" if held[0] == last else f"in {held[0]} to {last}")
+        meaning = (f"(from the name only) {words}; {window} (libnccl .rodata); no tagged NVIDIA/nccl source "
+                   "reads it, so its values are not checked")
+        source = ("nvidia-nccl-cu12 " + ", ".join(held) + " libnccl.so.2 .rodata "
+                  "(ncclgen/data/kb/nccl-releases.tsv)")
+        out.append("\t".join([name, "nccl", "string", "", "", "", "", "none", held[0], last, status, "", "any",
+                              "", "no", "no", "no", "", "", meaning, source]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--table", action="store_true", help="one row per name, one 0/1 column per wheel")
-    ap.add_argument("wheels", nargs="+")
+    ap.add_argument("--kb-stubs", metavar="TABLE",
+                    help="print knowledge-base rows for the names of TABLE (a --table output) it lacks")
+    ap.add_argument("wheels", nargs="*")
     args = ap.parse_args(argv)
+    if args.kb_stubs:
+        print("\n".join(kb_stubs(args.kb_stubs)))
+        return 0
     per = {}
     for path in args.wheels:
         version, lib = wheel_library(path)

@@ -1,6 +1,7 @@
 """What NCCL, PyTorch and the plugins around them really read: one record per environment variable.
 
-The facts are data (ncclgen/data/kb/*.tsv, read from NCCL v2.30.7-1 and PyTorch 2.13.0, each row citing
+The facts are data (ncclgen/data/kb/*.tsv, read from NCCL v2.30.7-1 source, the libnccl of every PyPI
+release 2.28.3-2.32.3 (nccl-releases.tsv, tools/nccl_wheel_names.py) and PyTorch 2.13.0, each row citing
 its source); this module loads them once and holds the logic that interprets them: value syntax
 (NCCL's strtoll integers, level names, protocol lists, the NCCL_IB_HCA / NCCL_SOCKET_IFNAME grammar)
 and version windows. The linter, the rules and `doctor` all ask here, so they cannot disagree.
@@ -30,7 +31,9 @@ from typing import Mapping, Optional
 
 from .. import datapaths
 
-KB_VERSIONS = {"nccl": "2.30.7", "torch": "2.13.0"}
+# The newest releases the knowledge base covers: NCCL from the PyPI wheels (data/kb/nccl-releases.tsv,
+# whose newest column this must be), PyTorch from its 2.13.0 wheel.
+KB_VERSIONS = {"nccl": "2.32.3", "torch": "2.13.0"}
 KB_FILES = ("nccl.tsv", "nccl-history.tsv", "torch.tsv", "other.tsv")
 COLUMNS = ("name", "reader", "type", "default", "min", "max", "choices", "syntax", "first_version",
            "last_version", "status", "replacement", "scope", "managed_by", "documented", "meaning_verified",

@@ -476,6 +476,12 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     if not errors:
         _check_rail_layout(desc, rails_of, warn)
 
+    newest = kb_newest_nccl()
+    if newest and _newer(desc.software.nccl, newest):
+        warn(("software", "nccl"), f"NCCL {desc.software.nccl} is newer than ncclgen's knowledge base (NCCL "
+                                   f"{newest}): lint and the rules do not know the variables it added or "
+                                   "dropped; check its release notes, or upgrade ncclgen")
+
     fabric = net.fabric
     if fabric in ("infiniband", "roce"):
         # a rail with neither an hca nor a netdev is already reported above
@@ -541,6 +547,27 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     collect(errors)
     warnings.sort(key=lambda w: (w.line or 0, w.col or 0))
     return warnings
+
+
+def kb_newest_nccl() -> Optional[str]:
+    """The newest NCCL release the knowledge base covers: the last column of data/kb/nccl-releases.tsv
+    (generated from the PyPI wheels by tools/nccl_wheel_names.py). Read here, not from ncclgen.lint,
+    because the load layer may not import the lint layer; tests/test_knowledge.py checks they agree."""
+    try:
+        with open(datapaths.data(os.path.join("kb", "nccl-releases.tsv")), encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("name\t"):
+                    return line.rstrip("\n").split("\t")[-1]
+    except OSError:
+        return None
+    return None
+
+
+def _newer(version: str, than: str) -> bool:
+    """'2.33.1' > '2.32.3'; compared on the common prefix, so '2.32' is not newer than '2.32.3'."""
+    a, b = (tuple(int(p) for p in re.findall(r"\d+", v)) for v in (version, than))
+    n = min(len(a), len(b))
+    return a[:n] > b[:n]
 
 
 def _check_cpu_holes(node: Node, numa_cpus: dict[int, frozenset[int]], warn) -> None:
