@@ -66,3 +66,21 @@ def test_script_with_pass_env_is_shellcheck_clean(tmp_path, capsys):
 def test_refused_names(capsys, name, message):
     rc, out, err = render(capsys, "--pass-env", name)
     assert rc == 2 and out == "" and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("name", ["WANDB_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "TOKEN"])
+@pytest.mark.parametrize("command", ["slurm", "k8s", "explain", "env"])
+def test_set_refuses_a_credential(capsys, name, command):
+    """`--set WANDB_API_KEY=...` would put the key in clear text into the script, the manifests and their
+    Regenerate:/explain lines: refused, pointing at --secret-env and --pass-env."""
+    rc = main([command, "--set", f"{name}=hunter2"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and "hunter2" not in err and err.count("\n") == 1, err
+    assert f"--secret-env {name}=SECRET:KEY" in err and f"--pass-env {name}" in err
+
+
+@pytest.mark.parametrize("name", ["NCCL_DEBUG", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY", "MY_KEYS"])
+def test_set_does_not_take_other_names_for_credentials(name):
+    from ncclgen.plan import parse_set
+
+    assert parse_set([f"{name}=1"]) == ((name, "1"),)

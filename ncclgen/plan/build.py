@@ -94,6 +94,11 @@ class Plan:
         return req.argv(command, nodes=self.launch.nodes) + list(options) + req.tail()
 
 
+# Names of credentials (WANDB_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY, ...): a --set value is written in
+# clear text into the job script, the manifests, their Regenerate: line and the explain annotation.
+CREDENTIAL = re.compile(r"(.*_)?(API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|TOKEN|PASSWORD|PASSWD)")
+
+
 def parse_set(items) -> tuple[tuple[str, str], ...]:
     """--set NAME=VALUE pairs; the value may hold anything, '=' and ',' included."""
     out = []
@@ -101,6 +106,10 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
         name, sep, value = item.partition("=")
         if not sep or not re.fullmatch(ENV_NAME, name):
             raise UserError(f"--set {item!r}: expected NAME=VALUE with NAME a valid variable name")
+        if CREDENTIAL.fullmatch(name):
+            raise UserError(f"--set {name}: a credential would be written in clear text into the script or "
+                            f"manifests; take it from a Secret (ncclgen k8s --secret-env {name}=SECRET:KEY) or "
+                            f"from the job's environment (ncclgen slurm --pass-env {name})")
         if "\0" in value:
             raise UserError(f"--set {name}: NUL byte in value")
         out.append((name, value))
