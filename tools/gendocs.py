@@ -1,11 +1,12 @@
 """Reference docs generated from the package's own data, so they cannot drift from the code.
 
-    python tools/gendocs.py            write docs/tiers.md, docs/descriptor.md, docs/cli.md and
-                                      docs/descriptor.schema.json in the checkout
+    python tools/gendocs.py            write docs/tiers.md, docs/descriptor.md, docs/workload.md,
+                                      docs/cli.md and docs/descriptor.schema.json in the checkout
     python tools/gendocs.py --check    exit 1 naming every stale file (tests/test_docs.py runs this)
 
 tiers.md comes from ncclgen/data/rules.yaml (and the derivations' docstrings in rules.py),
-descriptor.md and descriptor.schema.json from the descriptor dataclasses, cli.md from click itself.
+descriptor.md and descriptor.schema.json from the descriptor dataclasses, workload.md from the workload
+dataclass and the verl knowledge base, cli.md from click itself.
 """
 
 from __future__ import annotations
@@ -250,6 +251,58 @@ def descriptor_md() -> str:
     return "\n".join(out) + "\n"
 
 
+def workload_md() -> str:
+    from ncclgen.load import verl, workload
+
+    schema = workload.schema()
+    sections = [("Workload", schema)] + list(schema.get("$defs", {}).items())
+    out = ["# Workload reference", "",
+           _banner("the Workload dataclass in ncclgen/load/workload.py and the verl knowledge base in "
+                   "ncclgen/data/verl (tools/verl_kb.py)"),
+           "A workload is one YAML file saying what runs. `launcher`, `command` and usually `nodes` are "
+           "enough; the name defaults to the file name. Workloads are found in `$NCCLGEN_WORKLOADS` "
+           "(colon-separated folders), then `./workloads/`, then the bundled ones; `ncclgen workloads "
+           "list` shows them and `ncclgen workloads show NAME` prints one to copy. Every error names the "
+           "file, line:column and key path. Unknown keys are errors.",
+           "",
+           "Minimal:", "", "```yaml", "launcher: torchrun", "nodes: 2",
+           "command: [python3, train.py]", "```", ""]
+    for name, node in sections:
+        cls = workload.Workload if name == "Workload" else getattr(descriptor, name)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        out += ["", f"## {name}", "", _one_line(node.get("description", "")).rstrip(".") + ".", "",
+                "| key | type | default | description |", "|---|---|---|---|"]
+        for key, prop in node["properties"].items():
+            out.append(f"| `{key}` | {_cell(type_text(prop))} | {_cell(_default_text(fields[key]))} | "
+                       f"{_cell(prop.get('description', ''))} |")
+    out += ["", "## verl releases", "",
+            "`framework: verl` workloads name a release (or a range) below. Each Hydra override of the "
+            "command, and each per-run `-- KEY=VALUE`, is checked against that release's configuration "
+            "as verl's `@hydra.main` composes it: unknown keys stop with a suggestion, and keys that "
+            "were removed, or that verl still composes but never reads, name what replaces them. "
+            "ncclgen appends `trainer.nnodes` and `trainer.n_gpus_per_node` to Ray drivers and no "
+            "timeout knob.", "",
+            "| release | entry modules | default image | process-group timeout |", "|---|---|---|---|"]
+    for v, rel in verl.releases().items():
+        timeouts = "; ".join(f"`{m}`: {t['seconds']} s" + (f" (`{t['knob']}`)" if t["knob"] else ", no knob")
+                             for m, t in sorted(rel.timeout.items()))
+        out.append(f"| {v} | {_cell(', '.join(f'`{m}`' for m in sorted(rel.entries)))} | "
+                   f"`{rel.image['image']}` | {_cell(timeouts)} |")
+    out += ["", "Keys refused because the release composes them but nothing reads them:", ""]
+    dead = {}
+    for v, rel in verl.releases().items():
+        for key, d in rel.dead.items():
+            dead.setdefault(key, (v, d))
+    for key, (v, d) in sorted(dead.items()):
+        repl = f" Use `{d['replacement']}`." if d["replacement"] else ""
+        out.append(f"- `{key}` (from {v}): {_one_line(d['why'])}.{repl}")
+    out += ["", "verl's images (`verlai/verl`) carry verl's dependencies, not verl itself (its "
+            "`docker/Dockerfile.stable.vllm` installs verl and then uninstalls it): the bundled verl "
+            "workloads install the targeted release in `setup:` (`python3 -m pip install --no-deps "
+            "verl==X`)."]
+    return "\n".join(out) + "\n"
+
+
 def schema_json() -> str:
     """The same bytes as `ncclgen schema`."""
     return descriptor.schema_json()
@@ -296,6 +349,7 @@ GENERATED: dict[str, Callable[[], str]] = {
     "docs/tiers.md": tiers_md,
     "docs/descriptor.md": descriptor_md,
     "docs/descriptor.schema.json": schema_json,
+    "docs/workload.md": workload_md,
     "docs/cli.md": cli_md,
 }
 

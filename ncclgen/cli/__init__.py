@@ -17,6 +17,7 @@ from ..errors import UserError, error_lines
 # command name -> (module, attribute, one-line help shown by `ncclgen --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "clusters": ("ncclgen.cli.clusters", "clusters", "List descriptors and show a node's topology."),
+    "workloads": ("ncclgen.cli.workloads", "workloads", "List workloads and print one to copy."),
     "validate": ("ncclgen.cli.clusters", "validate", "Validate descriptor files."),
     "schema": ("ncclgen.cli.clusters", "schema_cmd", "Print the descriptor JSON Schema."),
     "env": ("ncclgen.cli.plan", "env", "Print the plan's environment (shell, dotenv or JSON)."),

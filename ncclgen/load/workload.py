@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from typing import Literal, Optional
 from .. import datapaths
 from .descriptor import DNS1123, EnvSetting
 from ..errors import UserError, did_you_mean
+from . import verl as verlkb
 from .schema import field, json_schema, load_dataclass
 from .yamlio import load_file
 
@@ -19,37 +21,85 @@ DEFAULT = "verl-grpo-qwen2-7b"
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """What runs: the launcher, the command and the facts tier rules depend on."""
-    name: str = field(doc="workload name (DNS-1123 label)", pattern=DNS1123, pattern_doc="a DNS-1123 label")
-    description: str = field(doc="one line")
+    name: str = field("", doc="workload name (DNS-1123 label); default: the file name without .yaml",
+                      pattern=f"(?:{DNS1123})?", pattern_doc="a DNS-1123 label")
+    description: str = field("", doc="one line, shown by `ncclgen workloads list`")
     launcher: Literal["torchrun", "ray"] = field(doc="torchrun: the command runs once per GPU; ray: the "
                                                  "command is the driver, run once on the head node")
-    framework: Literal["verl", "torch"] = field("torch", doc="verl: ncclgen appends trainer.nnodes, "
-                                                "trainer.n_gpus_per_node and the NCCL timeout overrides")
+    framework: Literal["verl", "torch"] = field("torch", doc="verl: the command is checked against the verl "
+                                                "release(s) named by `verl`, and for Ray drivers ncclgen "
+                                                "appends trainer.nnodes and trainer.n_gpus_per_node")
+    verl: Optional[str] = field(None, doc="framework verl: the verl release the command targets (0.9.1) or a "
+                                "range (>=0.8.0,<=0.9.1); every override is checked against each release "
+                                "in it, and the default image is the one verl's CI used for the newest",
+                                examples=["0.9.1"])
     backend: Literal["fsdp", "megatron", "ddp", "none"] = field("none", doc="training backend")
     model_params_b: Optional[float] = field(None, doc="model size, billions of parameters", min=0)
     nodes: int = field(1, doc="default node count (override with --nodes)", min=1, max=4096)
-    timeout_s: int = field(1800, doc="collective timeout in seconds, passed through the framework's own "
-                           "knob (verl: actor_rollout_ref.nccl_timeout); NCCL has no NCCL_TIMEOUT", min=60)
+    timeout_s: Optional[int] = field(None, doc="refused: no supported launch reads a timeout from ncclgen "
+                                     "(verl >= 0.8 ignores actor_rollout_ref.nccl_timeout; NCCL has no "
+                                     "NCCL_TIMEOUT); `ncclgen explain` shows the timeout that applies")
     time: str = field("04:00:00", doc="default wall-clock limit", pattern=r"(\d+-)?\d{1,3}:\d{2}:\d{2}",
                       pattern_doc="[D-]HH:MM:SS")
+    image: Optional[str] = field(None, doc="container image (Kubernetes; --image wins); default for "
+                                 "framework verl: the image verl's CI ran for the targeted release",
+                                 pattern=r"[^\s]+", pattern_doc="an image reference without spaces")
+    setup: tuple[str, ...] = field((), doc="shell lines run on every node before the launch, in order "
+                                   "(module load, activating a venv, pip install --no-deps verl==X)")
+    ray_ready_timeout_s: int = field(300, doc="ray: seconds for every node to join the Ray cluster before "
+                                     "the job stops (first-time image pulls happen inside it)", min=10,
+                                     max=86400)
     nccl_memory_saving: bool = field(False, doc="opt into NCCL buffers smaller than the 4 MiB default")
     command: tuple[str, ...] = field(doc="argv: the per-rank program (torchrun) or the driver (ray)")
     env: tuple[EnvSetting, ...] = field((), doc="workload env, each with a reason; wins over tier rules")
     sources: dict[str, str] = field(factory=dict, doc="where the command and settings come from")
 
 
+def derived_keys(wl: Workload) -> tuple[str, ...]:
+    """Hydra keys ncclgen appends to this workload's command (never set by hand)."""
+    return verlkb.DERIVED if wl.framework == "verl" and wl.launcher == "ray" else ()
+
+
+def check_overrides(wl: Workload, extra=()) -> list[tuple[Optional[int], str]]:
+    """Problems of the verl command (+ per-run overrides ``extra``) against the targeted release(s)."""
+    if wl.framework != "verl":
+        return []
+    return verlkb.check_command(wl.command, wl.verl or "", derived=derived_keys(wl), extra=extra)
+
+
 def load(path: str) -> Workload:
     doc = load_file(path)
     wl = load_dataclass(doc, doc.data, Workload)
+    if not wl.name:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if not re.fullmatch(DNS1123, stem):
+            raise doc.error(("name",), f"the file name {stem!r} is not a DNS-1123 label: set name:")
+        wl = dataclasses.replace(wl, name=stem)
     if not wl.command:
         raise doc.error(("command",), "command is empty")
     for i, arg in enumerate(wl.command):
         if "\0" in arg:
             raise doc.error(("command", i), "NUL byte in argument")
-        if wl.framework == "verl" and wl.launcher == "ray" and re.match(
-                r"\+?(trainer\.nnodes|trainer\.n_gpus_per_node|actor_rollout_ref\.nccl_timeout)=", arg):
-            raise doc.error(("command", i), f"{arg.split('=')[0]} is derived by ncclgen from the plan "
-                                            "(--nodes, the descriptor, timeout_s); remove it")
+    for i, line in enumerate(wl.setup):
+        if "\0" in line or "\n" in line:
+            raise doc.error(("setup", i), "one shell line per entry, without NUL or newline")
+    if wl.timeout_s is not None:
+        raise doc.error(("timeout_s",), "nothing reads it: verl >= 0.8 creates its process groups with its "
+                                        "own timeout (ncclgen explain shows it) and NCCL has no "
+                                        "NCCL_TIMEOUT; remove timeout_s")
+    if wl.framework == "verl":
+        if not wl.verl:
+            raise doc.error(("verl",), "a verl workload names the verl release it targets, e.g. verl: "
+                                       f"\"{list(verlkb.releases())[-1]}\" (known: "
+                                       f"{', '.join(verlkb.releases())})")
+        try:
+            verlkb.versions_in(wl.verl)
+        except ValueError as e:
+            raise doc.error(("verl",), str(e)) from None
+        for index, message in check_overrides(wl):
+            raise doc.error(("command",) if index is None else ("command", index), message)
+    elif wl.verl is not None:
+        raise doc.error(("verl",), "verl: applies to framework: verl only")
     names = set()
     for i, e in enumerate(wl.env):
         if e.name in names:
@@ -58,21 +108,51 @@ def load(path: str) -> Workload:
     return wl
 
 
+def image(wl: Workload) -> Optional[str]:
+    """The workload's image: its own, else for verl the image verl's CI ran for the targeted release."""
+    if wl.image:
+        return wl.image
+    if wl.framework == "verl" and wl.verl:
+        return verlkb.default_image(wl.verl)["image"]
+    return None
+
+
 def bundled() -> dict[str, str]:
     d = datapaths.bundled("workloads")
     return {f[:-5]: os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".yaml")}
 
 
-def resolve(name_or_path: str) -> str:
+def search_dirs() -> list[str]:
+    """$NCCLGEN_WORKLOADS (colon-separated), then ./workloads, then the bundled workloads."""
+    dirs = [d for d in os.environ.get("NCCLGEN_WORKLOADS", "").split(":") if d]
+    dirs.append(os.path.join(os.getcwd(), "workloads"))
+    dirs.append(datapaths.bundled("workloads"))
+    return dirs
+
+
+def available() -> dict[str, str]:
+    """name -> path for every workload found; the first folder in search order wins."""
+    found: dict[str, str] = {}
+    for d in search_dirs():
+        if not os.path.isdir(d):
+            continue
+        for entry in sorted(os.listdir(d)):
+            if entry.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, entry)):
+                found.setdefault(entry.rsplit(".", 1)[0], os.path.join(d, entry))
+    return found
+
+
+def resolve(name_or_path: str, flag: str = "--workload") -> str:
+    """The file for ``--workload``: an existing path, else a name in the search folders."""
     if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
         if not os.path.exists(name_or_path):
             raise UserError("no such workload file", file=name_or_path)
         return name_or_path
-    found = bundled()
+    found = available()
     if name_or_path in found:
         return found[name_or_path]
-    raise UserError(f"--workload: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
-                    f"bundled: {', '.join(found)}")
+    raise UserError(f"{flag}: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
+                    f"found: {', '.join(found)} (searched $NCCLGEN_WORKLOADS, ./workloads, bundled)")
 
 
 def load_workload(name_or_path: str) -> Workload:

@@ -186,6 +186,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
         cpus_per_node=cluster.cpus_per_node,
         bind=bind,
         bind_memory=cluster.node.bind_memory,
+        ray_ready_timeout_s=workload.ray_ready_timeout_s,
     )
     return Plan(cluster=cluster, workload=workload, tier=tier, debug=debug, env=tuple(env.values()),
                 binding=binding.bindings(cluster), launch=spec, target=target, request=request)

@@ -100,15 +100,14 @@ class Launch:
 def derive_command(workload: Workload, cluster: Descriptor, nodes: int) -> tuple[str, ...]:
     """The workload command plus what ncclgen derives, so no count is typed twice.
 
-    verl's main_ppo takes the Ray cluster shape and the process-group timeout from Hydra overrides
-    (verl trainer/config/ppo_trainer.yaml: trainer.nnodes, trainer.n_gpus_per_node); NCCL has no
-    timeout variable, so the timeout goes here.
+    verl's main_ppo takes the Ray cluster shape from trainer.nnodes and trainer.n_gpus_per_node. No
+    timeout is appended: since verl 0.8.0 nothing reads actor_rollout_ref.nccl_timeout (the knowledge
+    base in ncclgen/data/verl records the timeout each entry really uses; `explain` states it).
     """
     cmd = tuple(workload.command)
     if workload.framework == "verl" and workload.launcher == "ray":
         cmd += (f"trainer.nnodes={nodes}",
-                f"trainer.n_gpus_per_node={cluster.node.gpus_per_node}",
-                f"actor_rollout_ref.nccl_timeout={workload.timeout_s}")
+                f"trainer.n_gpus_per_node={cluster.node.gpus_per_node}")
     return cmd
 
 
