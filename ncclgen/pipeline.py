@@ -12,6 +12,7 @@ from typing import Optional
 from . import plan as planmod
 from .lint.gate import check_plan
 from .load import defaults, descriptor, workload as workloadmod
+from .errors import UserError
 from .plan import Plan, Request
 
 
@@ -30,10 +31,22 @@ def make_plan(req: Request) -> Plan:
     """Load the descriptor and workload, build the plan, lint what the user supplied."""
     desc = descriptor.load_cluster(req.cluster)
     wl = workloadmod.load_workload(req.workload)
+    check_extra_args(wl, req.extra_args)
     p = planmod.build(desc, wl, req.tier, nodes=req.nodes, overrides=planmod.parse_set(req.sets),
                       debug=req.debug, target=req.target, extra_args=req.extra_args, request=req)
     check_plan(p)
     return p
+
+
+def check_extra_args(wl: workloadmod.Workload, extra_args: tuple[str, ...]) -> None:
+    """`-- ARGS` for a verl workload are Hydra overrides, checked like the workload's own against the
+    targeted verl release(s); any other workload's command takes them unchecked."""
+    if not extra_args or wl.framework != "verl":
+        return
+    for index, message in workloadmod.check_overrides(wl, extra=extra_args):
+        j = (index or 0) - len(wl.command)
+        arg = f" {extra_args[j]}" if 0 <= j < len(extra_args) else ""
+        raise UserError(f"--{arg}: {message}")
 
 
 def plan_for(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None,

@@ -105,10 +105,14 @@ def test_no_invented_or_default_only_settings_from_the_seed_article():
             assert bogus not in env
 
 
-def test_timeout_goes_through_verl_not_an_env_var():
+def test_no_timeout_knob_is_appended_and_explain_states_verls_own():
+    """verl >= 0.8 reads no timeout key (actor_rollout_ref.nccl_timeout is dead): nothing is appended,
+    and explain names the timeout that applies."""
     p = plan.build(H100, GRPO, 1, nodes=3)
-    tail = p.launch.command[-3:]
-    assert tail == ("trainer.nnodes=3", "trainer.n_gpus_per_node=8", "actor_rollout_ref.nccl_timeout=1800")
+    assert p.launch.command[-2:] == ("trainer.nnodes=3", "trainer.n_gpus_per_node=8")
+    assert not any("timeout" in a for a in p.launch.command)
+    out = main_capture(["explain", "--workload", "verl-grpo-qwen2-7b"])
+    assert "collective timeout: 1800 s, no config key sets it" in out and "timeout_second=None" in out
 
 
 def test_derived_overrides_must_not_be_typed_twice(tmp_path):
@@ -117,11 +121,16 @@ def test_derived_overrides_must_not_be_typed_twice(tmp_path):
         description: d
         launcher: ray
         framework: verl
+        verl: "0.9.1"
         command: [python3, -m, verl.trainer.main_ppo, trainer.nnodes=2]
     """)
     rc, out, err = run_cli("env", "--workload", path)
     assert rc == 2 and out == ""
-    assert err.count("\n") == 1 and "w.yaml:5" in err and "command[3]" in err and "derived" in err
+    assert err.count("\n") == 1 and "w.yaml:6" in err and "command[3]" in err and "derived" in err
+    rc, out, err = run_cli("env", "--workload", "verl-sft", "--", "trainer.n_gpus_per_node=4")
+    assert rc == 0      # derived only for Ray drivers; torchrun's SFT takes it as a plain override
+    rc, out, err = run_cli("env", "--", "trainer.n_gpus_per_node=4")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and "-- trainer.n_gpus_per_node=4" in err
 
 
 def test_version_gating_of_channel_counts(tmp_path):
@@ -250,7 +259,7 @@ def test_explain_shows_reasons_binding_and_launch():
     out = main_capture(["explain", "--tier", "3", "--workload", "verl-sft"])
     assert "NCCL_IB_HCA" in out and "why:" in out and "source:" in out
     assert "0-55,112-167" in out and "numactl --physcpubind" in out
-    assert "torchrun --nnodes=2 --nproc-per-node=8" in out and "verl.trainer.fsdp_sft_trainer" in out
+    assert "torchrun --nnodes=2 --nproc-per-node=8" in out and "verl.trainer.sft_trainer" in out
 
 
 def test_project_defaults_precedence(tmp_path):

@@ -197,7 +197,8 @@ def test_pytorchjob_replicas_torchrun_and_binding():
         assert r["restartPolicy"] == "Never"
         c = r["template"]["spec"]["containers"][0]
         assert c["name"] == "pytorch"
-        cmd = c["command"]
+        setup, cmd = c["command"][:2], c["command"][2:]
+        assert setup == ["bash", "/etc/ncclgen/setup.sh"]    # the workload's setup: lines, then exec
         # torchrun takes nnodes, node rank, master address/port and nproc from the operator's PET_*.
         assert cmd[0] == "torchrun"
         assert not any(a.startswith(("--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-backend",
@@ -209,15 +210,17 @@ def test_pytorchjob_replicas_torchrun_and_binding():
         assert c["ports"] == [{"name": "pytorchjob-port", "containerPort": 29500, "protocol": "TCP"}]
     cm = docs[0]
     assert cm["kind"] == "ConfigMap"
-    assert cm["data"] == {"bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory)}
+    assert cm["data"] == {"bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory),
+                          "setup.sh": launch.setup_program(p.workload.setup)}
 
 
 def test_pytorchjob_one_node_has_no_worker_and_tier2_no_configmap():
     p = plan_for("h100-ib", 2, "verl-sft", 1)
     docs = render_k8s.documents(p)
-    assert [d["kind"] for d in docs] == ["PyTorchJob"]
-    assert list(docs[0]["spec"]["pytorchReplicaSpecs"]) == ["Master"]
-    cmd = docs[0]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "PyTorchJob"]
+    assert list(docs[0]["data"]) == ["setup.sh"]          # only the workload's setup lines below tier 3
+    assert list(docs[1]["spec"]["pytorchReplicaSpecs"]) == ["Master"]
+    cmd = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"][2:]
     assert "bash" not in cmd[:cmd.index("--no-python") + 2]
 
 
@@ -230,8 +233,9 @@ def test_ray_workload_as_pytorchjob():
     master = specs["Master"]["template"]["spec"]["containers"][0]
     worker = specs["Worker"]["template"]["spec"]["containers"][0]
     assert specs["Worker"]["replicas"] == 2
-    assert master["command"] == ["bash", "/etc/ncclgen/ray-head.sh", *p.launch.command]
-    assert worker["command"] == ["bash", "/etc/ncclgen/ray-worker.sh"]
+    setup = ["bash", "/etc/ncclgen/setup.sh"]
+    assert master["command"] == [*setup, "bash", "/etc/ncclgen/ray-head.sh", *p.launch.command]
+    assert worker["command"] == [*setup, "bash", "/etc/ncclgen/ray-worker.sh"]
     assert master["ports"][0] == {"name": "pytorchjob-port", "containerPort": 6379, "protocol": "TCP"}
     head = data["ray-head.sh"]
     assert "ray start --head --port=6379 --num-gpus=8 --num-cpus=224" in head
@@ -253,12 +257,12 @@ def test_ray_workload_as_pytorchjob():
 def test_rayjob_groups_entrypoint_and_env():
     p = plan_for("h100-ib", 2, "verl-grpo-qwen3-235b-megatron")
     docs = render_k8s.documents(p)
-    assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]    # the ConfigMap holds the driver's argv
-    assert list(docs[0]["data"]) == [render_k8s.RAY_DRIVER_SCRIPT]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]    # driver's argv and the setup lines
+    assert sorted(docs[0]["data"]) == [render_k8s.RAY_DRIVER_SCRIPT, "setup.sh"]
     job = docs[1]
     spec = job["spec"]
     assert driver_argv(docs) == list(p.launch.command)
-    assert "trainer.nnodes=4" in p.launch.command
+    assert "trainer.nnodes=8" in p.launch.command
     assert spec["shutdownAfterJobFinishes"] is True
     cluster = spec["rayClusterSpec"]
     (group,) = cluster["workerGroupSpecs"]
@@ -268,7 +272,9 @@ def test_rayjob_groups_entrypoint_and_env():
     # The env is in the head AND the workers: raylets pass it to every Ray worker process.
     for c in containers(job):
         assert env_of(c) == [(e.name, e.value) for e in p.env]
-        assert "command" not in c        # KubeRay generates `ray start` below tier 3
+        # KubeRay's generated `ray start` runs after the workload's setup lines
+        assert kubelet_expand(c["args"][0]) == ('ulimit -n 65536; exec bash /etc/ncclgen/setup.sh '
+                                                '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
     assert "runtimeEnvYAML" not in spec
 
 
@@ -285,7 +291,8 @@ def test_rayjob_tier3_binding_hook():
     p = plan_for("h100-ib", 3, "verl-grpo-qwen2-7b")
     docs = render_k8s.documents(p)
     assert docs[0]["data"]["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
-    assert sorted(docs[0]["data"]) == ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT]
+    assert docs[0]["data"]["setup.sh"] == launch.setup_program(p.workload.setup)
+    assert sorted(docs[0]["data"]) == ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh"]
     for path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
@@ -295,7 +302,7 @@ def test_rayjob_tier3_binding_hook():
         assert "PYTHONPATH" not in env         # prepended in the shell, not replaced
         script = kubelet_expand(c["args"][0])
         assert script.startswith('export PYTHONPATH="/etc/ncclgen${PYTHONPATH:+:$PYTHONPATH}";')
-        assert script.endswith('exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
+        assert script.endswith('exec bash /etc/ncclgen/setup.sh /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
         subprocess.run(["bash", "-n", "-c", script], check=True)
 
 
@@ -460,6 +467,8 @@ def test_hostile_set_values_and_args_stay_single_scalars(tmp_path, capsys):
 def test_hostile_args_in_rayjob_entrypoint(tmp_path):
     wl = yaml.safe_load(Path(workloadmod.bundled()["verl-ppo-critic"]).read_text())
     wl["name"] = "hostile-ray"
+    wl["framework"] = "torch"      # a verl command is checked against verl's keys; this one is not verl
+    del wl["verl"]
     wl["command"] = ["python3", "-m", "x", *HOSTILE]
     path = tmp_path / "hostile-ray.yaml"
     path.write_text(yaml.safe_dump(wl))

@@ -67,7 +67,7 @@ def test_plus_follows_hydra_append_rules():
     assert check("+actor_rollout_ref.actor.optim.override_optimizer_config.foo=1",
                  "model_engine=megatron") == []
     (open_dict,) = check("model_engine=megatron",
-                         "actor_rollout_ref.actor.megatron.override_transformer_config.foo=1")
+                         "actor_rollout_ref.actor.megatron.override_transformer_config.zzz=1")
     assert "add a new key to it with +actor_rollout_ref" in open_dict
     (parent,) = check("+actor_rollout_ref.actr.foo=1")
     assert "unknown parent key actor_rollout_ref.actr" in parent

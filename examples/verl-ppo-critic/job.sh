@@ -72,12 +72,12 @@ ncclgen_main() {
   NCCLGEN_RAY_ADDR="$HEAD_ADDR:6379"
   NCCLGEN_RAY_STEPS=()
   # shellcheck disable=SC2016  # at tier 3 the hook writer's variables expand on the node
-  srun --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
+  srun --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
     ray start --head --port=6379 --num-gpus=8 --num-cpus=224 --disable-usage-stats --node-ip-address="$HEAD_ADDR" --include-dashboard=false --block &
   NCCLGEN_RAY_STEPS+=("$!")
   for ((i = 1; i < ${#NCCLGEN_NODES[@]}; i++)); do
     # shellcheck disable=SC2016
-    srun --nodes=1 --ntasks=1 -w "${NCCLGEN_NODES[i]}" --export=ALL bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
+    srun --nodes=1 --ntasks=1 -w "${NCCLGEN_NODES[i]}" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
       ray start --address="$HEAD_ADDR":6379 --dashboard-agent-listen-port=$((52365 + i)) --num-gpus=8 --num-cpus=224 --disable-usage-stats --block &
     NCCLGEN_RAY_STEPS+=("$!")
   done
@@ -85,7 +85,7 @@ ncclgen_main() {
 
   # Ready when every node and GPU has joined, without fixed sleeps; `wait -n` also returns when a
   # `ray start` step dies, so a node that fails during bring-up fails the job at once.
-  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL python3 -c "$NCCLGEN_RAY_WAIT" wait "$NCCLGEN_RAY_ADDR" 2 16 300 &
+  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_RAY_WAIT" wait "$NCCLGEN_RAY_ADDR" 2 16 300 &
   NCCLGEN_POLLER=$!
   NCCLGEN_PIDS+=("$NCCLGEN_POLLER")
   wait -n || true
@@ -99,12 +99,12 @@ ncclgen_main() {
 
   # Watchdog: a raylet stopped by SIGTERM leaves its `ray start --block` step running; only the node
   # table shows the loss. Checked every 2 s.
-  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL python3 -c "$NCCLGEN_RAY_WAIT" watch "$NCCLGEN_RAY_ADDR" 2 2 &
+  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_RAY_WAIT" watch "$NCCLGEN_RAY_ADDR" 2 2 &
   NCCLGEN_WATCHDOG=$!
   NCCLGEN_PIDS+=("$NCCLGEN_WATCHDOG")
 
   # The driver, once, on the head node; RAY_ADDRESS (plumbing) makes its ray.init() join this cluster.
-  RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL \
+  RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
     python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gae \
     data.train_files=/data/gsm8k/train.parquet data.val_files=/data/gsm8k/test.parquet \
     data.train_batch_size=256 data.max_prompt_length=512 data.max_response_length=256 \
@@ -118,8 +118,7 @@ ncclgen_main() {
     critic.model.path=Qwen/Qwen2.5-7B-Instruct critic.ppo_micro_batch_size_per_gpu=4 \
     algorithm.kl_ctrl.kl_coef=0.001 trainer.logger=console trainer.val_before_train=False \
     trainer.default_local_dir=/checkpoints trainer.save_freq=10 trainer.test_freq=10 \
-    trainer.total_epochs=15 trainer.nnodes=2 trainer.n_gpus_per_node=8 \
-    actor_rollout_ref.nccl_timeout=1800 &
+    trainer.total_epochs=15 trainer.nnodes=2 trainer.n_gpus_per_node=8 &
   NCCLGEN_DRIVER=$!
   NCCLGEN_PIDS+=("$NCCLGEN_DRIVER")
 
@@ -159,6 +158,13 @@ ncclgen_cleanup() {
 
 # ==== Programs the launch runs on the nodes (ncclgen 0.1.0, ncclgen/jobside/ and
 # ncclgen/plan/launch.py; passed as arguments, never exported) ====
+# the workload's setup lines, run by every step before its program
+NCCLGEN_SETUP=$(cat <<'NCCLGEN_SETUP_EOF'
+set -euo pipefail
+python3 -m pip install --no-deps verl==0.9.1
+exec "$@"
+NCCLGEN_SETUP_EOF
+)
 # Ray worker hook (tier 3): binds each GPU worker to its GPU's CPUs
 NCCLGEN_RAY_HOOK=$(cat <<'NCCLGEN_RAY_HOOK_EOF'
 import os

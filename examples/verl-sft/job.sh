@@ -58,16 +58,16 @@ ncclgen_main() {
   trap 'exit 143' TERM
 
   # Tier 3: each rank runs under numactl on its GPU's NUMA node (NCCLGEN_BIND, from the descriptor).
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL \
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
     torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
     --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
-    python3 -m verl.trainer.fsdp_sft_trainer data.train_files=/data/gsm8k/train.parquet \
-    data.val_files=/data/gsm8k/test.parquet data.prompt_key=extra_info \
-    data.response_key=extra_info 'data.prompt_dict_keys=[question]' \
-    '+data.response_dict_keys=[answer]' data.micro_batch_size_per_gpu=4 \
-    model.partial_pretrain=Qwen/Qwen2.5-0.5B-Instruct trainer.default_local_dir=/checkpoints/sft \
-    trainer.project_name=gsm8k-sft trainer.experiment_name=gsm8k-sft-qwen-2.5-0.5b-instruct \
-    trainer.logger=console trainer.total_epochs=1 &
+    python3 -m verl.trainer.sft_trainer data.train_files=/data/gsm8k_sft/train.parquet \
+    data.val_files=/data/gsm8k_sft/test.parquet data.messages_key=messages \
+    data.micro_batch_size_per_gpu=4 optim.lr=1e-4 engine=fsdp \
+    model.path=Qwen/Qwen2.5-0.5B-Instruct model.use_remove_padding=true \
+    trainer.default_local_dir=/checkpoints/sft trainer.project_name=gsm8k-sft \
+    trainer.experiment_name=gsm8k-sft-qwen2.5-0.5b-instruct trainer.logger=console \
+    trainer.total_epochs=1 &
   NCCLGEN_MAIN=$!
   NCCLGEN_PIDS+=("$NCCLGEN_MAIN")
   local status=0
@@ -84,6 +84,13 @@ ncclgen_cleanup() {
 
 # ==== Programs the launch runs on the nodes (ncclgen 0.1.0, ncclgen/jobside/ and
 # ncclgen/plan/launch.py; passed as arguments, never exported) ====
+# the workload's setup lines, run by every step before its program
+NCCLGEN_SETUP=$(cat <<'NCCLGEN_SETUP_EOF'
+set -euo pipefail
+python3 -m pip install --no-deps verl==0.9.1
+exec "$@"
+NCCLGEN_SETUP_EOF
+)
 # binding wrapper: each local rank under numactl on its GPU's NUMA node
 NCCLGEN_BIND=$(cat <<'NCCLGEN_BIND_EOF'
 set -euo pipefail

@@ -103,7 +103,18 @@ def render_explain(p) -> str:
         if la.bind:
             out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
         out.append(f"  driver (once, head node): {cmd}")
-    if p.workload.framework == "verl" and p.workload.launcher == "ray":
-        out.append(f"  collective timeout: actor_rollout_ref.nccl_timeout={p.workload.timeout_s} "
-                   "(NCCL has no NCCL_TIMEOUT; PyTorch's init_process_group(timeout=) is the real one)")
+    wl = p.workload
+    if wl.setup:
+        out.append("  setup (every node, before the launch): " + "; ".join(wl.setup))
+    if wl.framework == "verl" and wl.verl:
+        from ..load import verl
+
+        out.append(f"  verl: {wl.verl}; every override above checked against its configuration "
+                   "(ncclgen/data/verl, from the released wheels)")
+        t = verl.timeout(la.command, wl.verl)
+        if t:
+            knob = f"set by {t['knob']}" if t["knob"] else "no config key sets it"
+            out.append(f"  collective timeout: {t['seconds']} s, {knob}; ncclgen appends none (NCCL has no "
+                       "NCCL_TIMEOUT)")
+            out += wrap.wrap(_one_line(t["why"]))
     return "\n".join(out) + "\n"

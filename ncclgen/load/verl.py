@@ -262,11 +262,12 @@ def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "")
     match = difflib.get_close_matches(rest, list(under), n=1, cutoff=0.6)
     if match:
         hint = f" (did you mean '{parent}.{match[0]}'?)"
+    elif not parent:
+        hint = did_you_mean(key, nodes)
     else:
-        hint = did_you_mean(key, {n for n in nodes if n.count(".") == key.count(".")
-                                  and not (parent and n.startswith(parent + "."))} - ancestors)
+        hint = ""
     text = f"unknown {what}key {key} in {where}{hint}"
-    if not what and parent:
+    if not hint and not what and parent:
         text += f"; {parent} exists: add a new key to it with +{key}=..."
     return text
 

@@ -32,9 +32,11 @@ RAY_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
 HOOK_MODULE = "ncclgen_raybind"          # ncclgen/jobside/raybind.py, written under this module name
 GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"        # read by ncclgen/jobside/raybind.py
 BIND_ARGV0 = "ncclgen-bind"              # $0 of the per-rank binding wrapper
+SETUP_ARGV0 = "ncclgen-setup"            # $0 of the workload's setup program
 
-# verl derives these from the plan; typing them in a workload would say the count twice.
-DERIVED_VERL_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node", "actor_rollout_ref.nccl_timeout")
+# verl derives these from the plan; typing them in a workload would say the count twice (checked with
+# every other override by ncclgen/load/verl.py, which holds the same tuple as DERIVED).
+DERIVED_VERL_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,16 @@ def bind_wrapper(binds: tuple[RankBinding, ...], bind_memory: bool) -> str:
               'esac',
               'exec "$@"']
     return "\n".join(lines) + "\n"
+
+
+def setup_program(lines: tuple[str, ...]) -> str:
+    """A bash program running the workload's setup lines in order, then exec'ing its arguments.
+
+    Renderers pass it as an argument (`bash -c "$PROGRAM" ncclgen-setup CMD...`), so the lines reach
+    the node byte for byte and run in the same step, container and environment as CMD. A failing
+    line stops the step (set -e) before its program starts.
+    """
+    return "\n".join(["set -euo pipefail", *lines, 'exec "$@"']) + "\n"
 
 
 def gpu_cpu_map(binds: tuple[RankBinding, ...]) -> str:

@@ -27,6 +27,8 @@ vendors' own pod manifests cited in clusters/*.yaml; kubeflow/training-operator 
 
 from __future__ import annotations
 
+import dataclasses
+
 import os
 import re
 
@@ -42,6 +44,7 @@ from ..load import podspec
 KINDS = ("pytorchjob", "rayjob", "trainjob")
 CONFIG_DIR = "/etc/ncclgen"
 BIND_SCRIPT = "bind.sh"
+SETUP_SCRIPT = "setup.sh"
 RAY_HEAD_SCRIPT = "ray-head.sh"
 RAY_WORKER_SCRIPT = "ray-worker.sh"
 # The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
@@ -112,7 +115,7 @@ def documents(plan, *, kind: str | None = None, name: str | None = None, namespa
                         "torch runtime starts torchrun, not a Ray cluster; use --kind rayjob or pytorchjob")
     job = _Job(plan, kind, _job_name(plan, kind, name),
                _namespace(kube.namespace if namespace is None else namespace),
-               _image(kube.image if image is None else image),
+               _image(pick_image(plan, image)),
                kube.pod_settings() if pod is None else pod)
     out = [job.config_map()] if job.files else []
     if kind == "pytorchjob":
@@ -160,6 +163,21 @@ def _namespace(ns: str) -> str:
         raise UserError(f"--namespace {ns!r}: expected a DNS-1123 label (lower-case letters, digits and '-', "
                         "at most 63 characters)")
     return ns
+
+
+def pick_image(plan, image: str | None) -> str:
+    """--image, else the workload's image, else the descriptor's kubernetes.image when a site set one,
+    else (verl) the image verl's CI ran for the targeted release, else the descriptor default."""
+    from ..load import descriptor, workload as workloadmod
+
+    if image is not None:
+        return image
+    wl = plan.workload
+    site = plan.cluster.kubernetes.image
+    floating = next(f.default for f in dataclasses.fields(descriptor.Kubernetes) if f.name == "image")
+    if wl.image or site != floating:
+        return wl.image or site
+    return workloadmod.image(wl) or site
 
 
 def _image(image: str) -> str:
@@ -235,6 +253,8 @@ class _Job:
             files[RAYBIND_MODULE] = jobside.source("raybind")
         if self.kind == "rayjob":
             files[RAY_DRIVER_SCRIPT] = self._ray_driver_script()
+        if self.plan.workload.setup:
+            files[SETUP_SCRIPT] = launchmod.setup_program(self.plan.workload.setup)
         return files
 
     def _ray_driver_script(self) -> str:
@@ -246,6 +266,11 @@ class _Job:
             "# supervisor (/bin/sh) would each re-parse it there.",
             "exec " + shell.join(self.launch.command),
         ]) + "\n"
+
+    @property
+    def setup(self) -> list[str]:
+        """`bash /etc/ncclgen/setup.sh`: the workload's setup lines, then exec of what follows."""
+        return ["bash", f"{CONFIG_DIR}/{SETUP_SCRIPT}"] if self.plan.workload.setup else []
 
     @property
     def config_name(self) -> str:
@@ -385,13 +410,13 @@ class _Job:
             # A Ray workload as a PyTorchJob: the master runs the Ray head and the driver, the workers
             # join it. The operator's MASTER_PORT is the port named pytorchjob-port: the Ray GCS port.
             port = la.ray_port
-            master_cmd = ["bash", f"{CONFIG_DIR}/{RAY_HEAD_SCRIPT}", *la.command]
-            worker_cmd = ["bash", f"{CONFIG_DIR}/{RAY_WORKER_SCRIPT}"]
+            master_cmd = [*self.setup, "bash", f"{CONFIG_DIR}/{RAY_HEAD_SCRIPT}", *la.command]
+            worker_cmd = [*self.setup, "bash", f"{CONFIG_DIR}/{RAY_WORKER_SCRIPT}"]
         else:
             # No --nnodes/--rdzv-endpoint/--node-rank: torchrun reads PET_NNODES, PET_NODE_RANK,
             # PET_MASTER_ADDR, PET_MASTER_PORT and PET_NPROC_PER_NODE, which the operator injects.
             port = la.rdzv_port
-            master_cmd = worker_cmd = self._torchrun_command()
+            master_cmd = worker_cmd = [*self.setup, *self._torchrun_command()]
         ports = [{"name": "pytorchjob-port", "containerPort": port, "protocol": "TCP"}]
 
         def replica(replicas: int, command: list[str], component: str) -> dict:
@@ -423,13 +448,16 @@ class _Job:
         params = la.ray_start_params()
         command = args = None
         annotations = {}
-        if self.ray_bind:
-            # PYTHONPATH must be prepended (an env entry would replace the image's), so the container
-            # runs KubeRay's generated `ray start` itself, the documented way to customise it.
+        if self.ray_bind or self.setup:
+            # PYTHONPATH must be prepended (an env entry would replace the image's) and the setup lines
+            # run before `ray start` (the driver the submitter starts inherits the head's environment),
+            # so the container runs KubeRay's generated `ray start` itself, the documented way to
+            # customise it.
             annotations["ray.io/overwrite-container-cmd"] = "true"
             command = ["/bin/bash", "-c", "--"]
-            args = [f'{launchmod.prepend_path(CONFIG_DIR)}; ulimit -n 65536; '
-                    'exec /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
+            prefix = f"{launchmod.prepend_path(CONFIG_DIR)}; " if self.ray_bind else ""
+            run = shell.join(self.setup) + " " if self.setup else ""
+            args = [f'{prefix}ulimit -n 65536; exec {run}/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
         head = {"rayStartParams": dict(params),
                 "template": self.pod_template(self.container("ray-head", command, args), "head", annotations)}
         cluster: dict = {"headGroupSpec": head}
@@ -499,7 +527,7 @@ class _Job:
                 "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": self.name},
                 "trainer": {
                     "image": self.image,
-                    "command": [_kubelet_literal(a) for a in self._torchrun_command()],
+                    "command": [_kubelet_literal(a) for a in [*self.setup, *self._torchrun_command()]],
                     "env": self.env(),
                     "numNodes": la.nodes,
                     "numProcPerNode": la.gpus_per_node,

@@ -100,6 +100,7 @@ class SlurmScript:
     nodes: int
     gpus_per_node: int
     srun: tuple[str, ...]                           # options every srun carries: --export=ALL, pyxis
+    setup: tuple[str, ...]                          # bash -c "$NCCLGEN_SETUP" ncclgen-setup, or empty
     helpers: tuple[Step, ...]
     command: tuple[str, ...]
     launch: Union[Torchrun, Ray]
@@ -140,6 +141,13 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
 
     plumbing: list[Export] = []
     programs: list[Program] = []
+    setup: tuple[str, ...] = ()
+    if plan.workload.setup:
+        # In each step (same node, same container as the program it precedes), so a pyxis container,
+        # a module environment or a venv set up here is the one the program runs in.
+        programs.append(Program("the workload's setup lines, run by every step before its program",
+                                "NCCLGEN_SETUP", launchmod.setup_program(plan.workload.setup)))
+        setup = ("bash", "-c", Raw('"$NCCLGEN_SETUP"'), launchmod.SETUP_ARGV0)
     spec: Union[Torchrun, Ray]
     if launch.launcher == "torchrun":
         wrapper: tuple[str, ...] = ()
@@ -197,6 +205,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         nodes=launch.nodes,
         gpus_per_node=launch.gpus_per_node,
         srun=tuple(srun),
+        setup=setup,
         helpers=helpers,
         command=launch.command,
         launch=spec,
