@@ -103,4 +103,5 @@ def scaffold(directory: str, name: str | None, from_discover: str | None) -> dic
         SCHEMA_FILE: (descriptor.schema_json(), 0o644),
         "ci/check.sh": (env.get_template("check.sh.j2").render(**data), 0o755),
         ".github/workflows/ncclgen.yml": (env.get_template("workflow.yml.j2").render(**data), 0o644),
+        "workloads/README.md": (env.get_template("workloads.md.j2").render(**data), 0o644),
     }

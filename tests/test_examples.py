@@ -114,7 +114,8 @@ def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
 
 
 # The readability targets of the job script (issue 10): the launch starts early, the script stays short.
-LINE_TARGETS = {"verl-sft": (100, 80)}                   # workload -> (max lines, first srun before line)
+# workload -> (max lines, first srun before line); verl-sft's 100 + its 7-line setup program (issue 12)
+LINE_TARGETS = {"verl-sft": (107, 80)}
 FIRST_SRUN_BEFORE = {"verl-grpo-qwen2-7b": 120, "verl-ppo-critic": 120, "bench": 80}
 
 

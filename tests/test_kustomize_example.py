@@ -67,7 +67,7 @@ def test_overlay_with_real_kubectl_kustomize():
     assert len(pods) == 2
     for t in pods:
         for c in t["spec"]["containers"]:
-            assert c["image"] == "registry.example.com/mirror/verl:latest"
+            assert c["image"] == "registry.example.com/mirror/verl:vllm024.dev2"   # the pinned tag kept
         assert t["spec"]["serviceAccountName"] == "verl-trainer"
     # Nothing else changed: the overlay's edits are the only differences from the base.
     base_job = next(d for d in base if d["kind"] == "RayJob")

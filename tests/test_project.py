@@ -56,7 +56,7 @@ def fill_todos(text: str) -> str:
 # -- init ---------------------------------------------------------------------------------------------
 
 EXPECTED = ["clusters/lab.yaml", "ncclgen.yaml", "schema/descriptor.schema.json", "ci/check.sh",
-            ".github/workflows/ncclgen.yml"]
+            ".github/workflows/ncclgen.yml", "workloads/README.md"]
 
 
 def test_init_writes_the_repository_layout(tmp_path, capsys):

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import shlex
 import subprocess
 import sys
 import time
@@ -41,9 +42,10 @@ RAY_FAULT_BOUND_S = 30  # a dead Ray node must end the job within this, counted 
 READY = re.compile(r"Ray cluster ready.*?after ([0-9.]+) ?s")
 
 
-def _workload(tmp_path: Path, name: str, launcher: str, command: list[str]) -> Path:
+def _workload(tmp_path: Path, name: str, launcher: str, command: list[str], **more) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({
+        **more,
         "name": name,
         "description": f"ncclgen end-to-end test ({launcher})",
         "launcher": launcher,
@@ -128,6 +130,27 @@ def test_torchrun_two_nodes_env_and_binding_reach_every_rank(slurm_cluster, tmp_
         assert r["allreduce"] == world * (world + 1) / 2, who  # sum of rank+1
         _assert_env(r["env"], plan, who)
         assert r["affinity"] == _cpus(plan, r["local_rank"]), who
+
+
+def test_setup_lines_run_on_every_node_in_the_step_before_the_program(slurm_cluster, tmp_path):
+    """A workload's setup: lines reach each node byte for byte (quotes, $, backslash, backquote) and
+    run in the same step as torchrun, so what they export is in every rank's environment."""
+    out = tmp_path / "setup"
+    out.mkdir()
+    text = "it's \"quoted\" $HOME \\ `x`"
+    setup = ['export NCCLGEN_E2E_SETUP="ran on $SLURMD_NODENAME"',
+             f'printf "%s\\n" {shlex.quote(text)} > {shlex.quote(str(out))}/"$SLURMD_NODENAME.txt"']
+    probe = ("import os, sys; open(os.path.join(sys.argv[1], 'rank-' + os.environ['RANK']), 'w')"
+             ".write(os.environ.get('NCCLGEN_E2E_SETUP', 'missing'))")
+    wl = _workload(tmp_path, "e2e-setup", "torchrun", [sys.executable, "-c", probe, str(out)], setup=setup)
+    job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
+    log = _log(tmp_path, job)
+    assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
+    ranks = {p.name: p.read_text() for p in out.glob("rank-*")}
+    assert len(ranks) == NODES * GPUS_PER_NODE, log
+    assert set(ranks.values()) == {f"ran on node{n}" for n in range(1, NODES + 1)}, ranks
+    for n in range(1, NODES + 1):
+        assert (out / f"node{n}.txt").read_text() == text + "\n"
 
 
 def test_ray_two_nodes_tasks_spread_with_env_and_binding(slurm_cluster, tmp_path, record_property):

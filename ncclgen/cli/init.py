@@ -24,7 +24,8 @@ def init(directory, from_discover, name, force):
     \b
     Writes clusters/NAME.yaml (fill in its TODOs; each has an example), ncclgen.yaml (project
     defaults), schema/descriptor.schema.json (for editors), ci/check.sh (validate descriptors and
-    lint what they render) and .github/workflows/ncclgen.yml (runs ci/check.sh).
+    lint what they render), .github/workflows/ncclgen.yml (runs ci/check.sh) and workloads/README.md
+    (your workload files go in workloads/; `ncclgen workloads show NAME` prints one to start from).
     Existing files are never overwritten without --force.
 
     \b

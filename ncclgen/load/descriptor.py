@@ -254,7 +254,8 @@ class Kubernetes:
         "generic", doc="the Kubernetes service: selects the net plugin's pod elements (volumes, sidecars, "
         "annotations) and how `networks` are attached (GKE multi-networking, else Multus)")
     namespace: str = field("default", doc="namespace", pattern=DNS1123, pattern_doc="a DNS-1123 label")
-    image: str = field("verlai/verl:latest", doc="container image")
+    image: str = field("verlai/verl:latest", doc="container image; left at this floating default, a verl "
+                       "workload gets the image verl's CI ran for its release (see docs/workload.md)")
     gpu_resource: str = field("nvidia.com/gpu", doc="GPU extended resource name", pattern=RESOURCE_NAME,
                               pattern_doc="a Kubernetes resource name")
     resources: dict[str, Union[int, str]] = field(factory=dict, doc="more resources per pod, requested "
