@@ -1,7 +1,7 @@
-"""Platform pod elements as Kubernetes data: the pod view's extra volumes, their mounts in the job's
-container, and the sidecars (GKE's tcpxo-daemon, ...). render/k8s.py adds them to every pod template;
-which elements a platform needs is data (the descriptor's `kubernetes` section and
-ncclgen/data/plugins.yaml), merged by ncclgen/load/views.py.
+"""Platform sidecars as Kubernetes data (GKE's tcpxo-daemon, ...); render/k8s.py adds them to every pod
+template (the pod view's volumes go through ncclgen/load/podspec.py with --volume's). Which elements a
+platform needs is data (the descriptor's `kubernetes` section and ncclgen/data/plugins.yaml), merged by
+ncclgen/load/views.py.
 
 Native sidecars are initContainers with restartPolicy: Always (Kubernetes >= 1.29, the form Google
 recommends for the tcpxo-daemon: GoogleCloudPlatform/container-engine-accelerators@992db8125755
@@ -11,41 +11,12 @@ finished job's pod completes.
 
 from __future__ import annotations
 
-from ..load.descriptor import Kubernetes, Sidecar, Volume
+from ..load.descriptor import Kubernetes, Sidecar
 
 # Startup probe of a sidecar with startup_file: Google's example values (best-practice.md): up to
 # 1 + 6 x 5 s for the daemon to write its health file before the pod fails.
 PROBE = {"initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1,
          "failureThreshold": 6}
-
-
-def volumes(kube: Kubernetes) -> list[dict]:
-    """The pod's extra volumes."""
-    return [_volume(v) for v in kube.volumes]
-
-
-def _volume(v: Volume) -> dict:
-    if v.host_path is not None:
-        host: dict = {"path": v.host_path}
-        if v.host_path_type:
-            host["type"] = v.host_path_type
-        return {"name": v.name, "hostPath": host}
-    return {"name": v.name, "configMap": {"name": v.config_map}}
-
-
-def mounts(kube: Kubernetes) -> list[dict]:
-    """Mounts of the extra volumes in the job's container."""
-    out = []
-    for v in kube.volumes:
-        if v.mount_path is None:
-            continue
-        m: dict = {"name": v.name, "mountPath": v.mount_path}
-        if v.sub_path:
-            m["subPath"] = v.sub_path
-        if v.read_only:
-            m["readOnly"] = True
-        out.append(m)
-    return out
 
 
 def sidecars(kube: Kubernetes, escape=lambda s: s) -> tuple[list[dict], list[dict]]:
