@@ -11,15 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import k8s_validate as kv
 import pytest
 import yaml
+from test_render_k8s import docs_of, job_of
 
-import k8s_validate as kv
 from ncclgen.cli import main
 from ncclgen.load import descriptor
 from ncclgen.render import k8s as render_k8s
-
-from test_render_k8s import docs_of, job_of
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_VALUE = "s3cr3t-Value-that-must-never-appear"
@@ -206,7 +205,7 @@ def test_a_secret_value_appears_in_no_rendered_output(tmp_path):
     for i, argv in enumerate(runs):
         out = tmp_path / f"out{i}"
         if argv[0] != "explain":
-            argv = argv + ["-o", str(out)]
+            argv = [*argv, "-o", str(out)]
         proc = subprocess.run([sys.executable, "-m", "ncclgen", *argv], env=env, capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 0, proc.stderr

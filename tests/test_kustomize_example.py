@@ -12,12 +12,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
-
 import k8s_validate as kv
-from ncclgen.cli import main
-
+import pytest
 from test_render_k8s import docs_of
+
+from ncclgen.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kustomize"

@@ -10,8 +10,7 @@ import subprocess
 import sys
 
 import pytest
-
-from test_slurm_e2e import E2E, NODES, GPUS_PER_NODE, _log, _run_job, _workload
+from test_slurm_e2e import E2E, GPUS_PER_NODE, NODES, _log, _run_job, _workload
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -44,7 +43,7 @@ def test_passed_variable_reaches_every_rank_and_no_file(slurm_cluster, tmp_path,
     assert all(r["env"].get(NAME) == VALUE for r in reports)
 
     monkeypatch.delenv(NAME)
-    job, result, wall = _run_job(slurm_cluster, script, tmp_path, timeout=60)
+    job, result, _wall = _run_job(slurm_cluster, script, tmp_path, timeout=60)
     log = _log(tmp_path, job)
     assert (result.state, result.exit_code) == ("FAILED", 2), result.raw + "\n" + log
     errors = [ln for ln in log.splitlines() if "ncclgen: ERROR" in ln]

@@ -8,11 +8,10 @@ value the API server refuses too, and each accepted one a value it accepts.
 from __future__ import annotations
 
 import pytest
+from test_descriptor import edit, line_of, write
 
 from ncclgen.errors import UserError
 from ncclgen.load import descriptor, podspec
-
-from test_descriptor import BASE, edit, line_of, write
 
 
 def test_volume_forms_and_stable_names():

@@ -32,10 +32,9 @@ import subprocess
 
 import pytest
 import yaml
+from test_render_k8s import docs_of, job_of, kubelet_expand, plan_for
 
 from ncclgen.render import k8s as render_k8s
-
-from test_render_k8s import docs_of, job_of, kubelet_expand, plan_for
 
 HOSTILE = [
     "$(touch {tmp}/pwned-dollar)", "`touch {tmp}/pwned-backtick`", "$HOME", "${HOME}", "~", "~/x", "~root",
@@ -137,13 +136,13 @@ def test_hostile_driver_argv_round_trips_byte_for_byte(chain):
 def test_each_value_alone(chain, arg):
     """One at a time too: a value that breaks the chain must not hide behind another one's failure."""
     arg = arg.replace("{tmp}", str(chain.tmp))
-    job, files = rayjob_for(chain.recorder + [arg])
+    job, files = rayjob_for([*chain.recorder, arg])
     got, err = chain(job["spec"]["entrypoint"], files)
     assert got == [arg], err.decode(errors="replace")
 
 
 def test_the_entrypoint_is_fixed_text_no_parser_changes():
-    job, files = rayjob_for(["python3", "-m", "x", "$(id)"])
+    job, _files = rayjob_for(["python3", "-m", "x", "$(id)"])
     entry = job["spec"]["entrypoint"]
     assert entry == f"bash {render_k8s.CONFIG_DIR}/{render_k8s.RAY_DRIVER_SCRIPT}"
     assert shlex.split(entry) == entry.split() == subprocess.list2cmdline(entry.split()).split()
@@ -155,7 +154,7 @@ def test_harness_catches_the_shell_joined_entrypoint(chain):
     argv = hostile_argv(chain.tmp)
     changed = []
     for arg in argv:
-        got, _ = chain(shlex.join(chain.recorder + [arg]), {})
+        got, _ = chain(shlex.join([*chain.recorder, arg]), {})
         if got != [arg]:
             changed.append(arg)
     print(f"{len(changed)} of {len(argv)} values changed meaning")
@@ -168,7 +167,7 @@ def test_harness_catches_the_shell_joined_entrypoint(chain):
 def test_driver_script_is_what_the_sbatch_script_would_run():
     """The ConfigMap's driver script execs the plan's command, quoted once as for one bash parse."""
     argv = ["python3", "-m", "verl.trainer.main_ppo", "trainer.experiment_name=${oc.env:USER}", "a\nb"]
-    job, files = rayjob_for(argv)
+    _job, files = rayjob_for(argv)
     script = files[render_k8s.RAY_DRIVER_SCRIPT]
     assert script.count("\nexec ") == 1 and all(ln.startswith("#") for ln in script.split("\nexec ")[0].splitlines())
     # bash -n parses it; the argv bash builds from it is the command (printed NUL-separated).

@@ -150,6 +150,7 @@ class Volume:
 
 def from_descriptor(v) -> Volume:
     """A descriptor kubernetes.volumes entry (ncclgen/load/descriptor.py Volume) as a pod volume."""
+    kind: Literal["pvc", "hostpath", "configmap"]
     if v.pvc is not None:
         kind, source = "pvc", v.pvc
     elif v.host_path is not None:

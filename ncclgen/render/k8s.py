@@ -349,13 +349,13 @@ class _Job:
         security: dict = {"capabilities": {"add": list(kube.capabilities)}} if kube.capabilities else {}
         if kube.privileged:
             security["privileged"] = True
-        mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
         if self.files:
             mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
         # The descriptor's (pod view: the platform's too) and --volume's volumes; a volume only a
         # sidecar mounts has no mount here.
         mounts += [m for m in (v.mount() for v in self.pod.volumes) if m is not None]
-        c = {"name": name, "image": self.image, "volumeMounts": mounts}
+        c: dict = {"name": name, "image": self.image, "volumeMounts": mounts}
         if env:
             c["env"] = self.env()
         if resources:
