@@ -9,7 +9,10 @@ import tempfile
 from .errors import UserError
 
 
-def emit(text: str, path: str | None, mode: int = 0o644) -> None:
+OUTPUT_MODE = 0o644  # every file ncclgen writes (scripts, manifests, JSON, plots): readable by the job's users
+
+
+def emit(text: str, path: str | None, mode: int = OUTPUT_MODE) -> None:
     """Write ``text`` to ``path`` (atomically: temp file + rename) or to stdout when path is None/-."""
     if path in (None, "-"):
         sys.stdout.write(text)

@@ -4,8 +4,9 @@
 #   - Debian packages: Slurm daemons + munge (the tests start a real 2-node cluster themselves),
 #     numactl (per-rank binding), shellcheck (every rendered script is checked), kubernetes-client
 #     (`kubectl kustomize` runs the kustomize example offline; tests/test_kustomize_example.py).
-#   - a virtualenv at .venv with ncclgen and its test extras (torch 2.13.0 CPU, ray, pytest, hydra, ...),
-#     and each verl release ncclgen knows under .venv/verl/VERSION (pip install --no-deps --target).
+#   - a virtualenv at .venv with ncclgen and its test and bench extras (torch 2.13.0 CPU, numpy, ray,
+#     pytest, hydra, ...), and each verl release ncclgen knows under .venv/verl/VERSION (pip install
+#     --no-deps --target).
 # Extra arguments go to pytest, e.g. `bash tests/run.sh -k plan`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ fi
 # pip warns about every missing local index folder of this machine's pip.conf; keep real errors.
 quiet_pip() { .venv/bin/python -m pip "$@" 2> >(grep -v 'is ignored: it is neither a file' >&2); }
 quiet_pip install -q --upgrade pip >/dev/null
-quiet_pip install -q -c tests/constraints.txt -e ".[test]"
+quiet_pip install -q -c tests/constraints.txt -e ".[test,bench]"
 # The verl releases ncclgen knows (ncclgen/data/verl), each in its own folder without dependencies:
 # tests/test_verl.py composes and validates the bundled workloads against them.
 for v in $(.venv/bin/python -c 'from ncclgen.load import verl; print(*verl.releases())'); do

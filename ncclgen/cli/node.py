@@ -101,11 +101,12 @@ Examples:
   torchrun --nproc-per-node=8 -m ncclgen bench --cluster h100-ib --json allreduce.json
   srun torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=$HEAD:29500 \\
       -m ncclgen bench --sizes 1M:4G --op all_gather --cluster h100-ib
-  torchrun --nproc-per-node=2 -m ncclgen bench --backend gloo --sizes 8:1M   # CPU smoke test
+  torchrun --nproc-per-node=2 -m ncclgen bench --backend gloo   # CPU smoke test (pip install 'ncclgen[bench]')
 """)
 # nccl-tests' defaults (its banner: "warmup iters: 5 iters: 20"), and its usual -b 8 -e 1G sweep.
-@click.option("--sizes", default="8:1G", show_default=True, metavar="MIN:MAX",
-              help="Message sizes in bytes: powers of two from MIN to MAX (K/M/G = 2^10/2^20/2^30), or one size.")
+@click.option("--sizes", metavar="MIN:MAX",
+              help="Message sizes in bytes: powers of two from MIN to MAX (K/M/G = 2^10/2^20/2^30), or one "
+                   "size.  [default: 8:1G with nccl, 8:1M with gloo]")
 @click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="Timed iterations per size.")
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True,
               help="Untimed iterations per size first.")
@@ -114,7 +115,8 @@ Examples:
 @click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
               help="torch.distributed backend: nccl on GPUs, gloo on CPUs.")
 @click.option("--cluster", "-c", metavar="NAME|PATH",
-              help="Descriptor: also print busbw as % of its NVLink (one node) or rail (several nodes) bound.")
+              help="Descriptor: also print busbw as % of its NVLink (one node) or rail (several nodes) bound "
+                   "(nccl backend).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the results as JSON (rank 0).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Draw busbw vs size to this PNG (rank 0; needs pip install 'ncclgen[plot]').")
@@ -122,16 +124,19 @@ def bench(sizes, iters, warmup, op, backend, cluster, json_path, plot_path):
     """Measure collective bus bandwidth with torch.distributed, one process per GPU under torchrun.
 
     Rank 0 prints an nccl-tests-style table: size, count, type, time, algbw = size/time and
-    busbw = algbw x 2(n-1)/n (all_reduce) or x (n-1)/n (all_gather, reduce_scatter).
+    busbw = algbw x 2(n-1)/n (all_reduce) or x (n-1)/n (all_gather, reduce_scatter). The share of the
+    descriptor's bound is shown with --backend nccl only. Needs torch and numpy: pip install
+    'ncclgen[bench]'.
     """
     from ..node import bench as mod
 
-    size_list = mod.parse_sizes(sizes)
+    size_list = mod.parse_sizes(sizes or mod.DEFAULT_SIZES[backend])
     desc = descriptor.load_cluster(cluster) if cluster else None
     _writable(json_path)
     _writable(plot_path)
     if plot_path:
         mod.require_matplotlib()
+    mod.require_torch()
     mod.torchrun_env()
     rank, n, nodes, timings = mod.measure(op, backend, size_list, iters, warmup, mod.terminal_progress)
     if rank != 0:

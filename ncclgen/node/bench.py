@@ -4,7 +4,8 @@ Run under torchrun (one process per GPU). The numbers follow nccl-tests doc/PERF
 algbw = S / t with S the total array size in bytes; busbw = algbw x 2(n-1)/n for all_reduce and
 x (n-1)/n for all_gather and reduce_scatter, so busbw can be compared with the hardware link speed
 whatever the number of ranks. With --cluster, busbw is also given as a share of the descriptor's
-bound: NVLink (node.nvlink_gbps) when all ranks share one node, else the GPU's network rails.
+bound: NVLink (node.nvlink_gbps) when all ranks share one node, else the GPU's network rails; with
+--backend nccl only, since gloo runs on CPUs over TCP.
 torch is imported only inside :func:`measure`.
 """
 
@@ -20,6 +21,7 @@ from typing import Callable, Optional
 
 from ..load.descriptor import Descriptor
 from ..errors import UserError
+from ..output import OUTPUT_MODE
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 BACKENDS = ("nccl", "gloo")
@@ -211,7 +213,14 @@ def measure(op: str, backend: str, sizes: list[int], iters: int, warmup: int,
 
 def result(op: str, backend: str, n: int, nodes: int, iters: int, warmup: int, timings,
            desc: Optional[Descriptor]) -> dict:
-    bound, why = bound_for(desc, nodes) if desc else (None, "no --cluster given")
+    if desc is None:
+        bound, why = None, "no --cluster given"
+    elif backend != "nccl":
+        # NVLink and the GPU rails carry NCCL's traffic; gloo moves CPU tensors over TCP sockets, so a
+        # share of those bounds would mean nothing.
+        bound, why = None, f"{backend} runs on CPUs over TCP: the NVLink and rail bounds apply to nccl only"
+    else:
+        bound, why = bound_for(desc, nodes)
     return {"version": 1, "op": op, "backend": backend, "world_size": n, "nodes": nodes, "dtype": DTYPE,
             "iters": iters, "warmup": warmup, "busbw_factor": bus_factor(op, n),
             "bound": ({"kind": bound.kind, "cluster": bound.cluster, "gbps": bound.gbps, "GBps": bound.gbps / 8}
@@ -237,6 +246,23 @@ def table(res: dict) -> str:
                      f"{r['algbw_GBps']:>8.3f} {r['busbw_GBps']:>8.3f}"
                      + (f" {r['busbw_pct_of_bound']:>7.1f}" if b else ""))
     return "\n".join(lines) + "\n"
+
+
+# --sizes when not given: nccl-tests' usual -b 8 -e 1G on GPUs; on CPUs (gloo) a 1 GiB all_reduce
+# takes seconds per iteration (the 8:1G sweep took 56 s on 2 cores), and a smoke test needs no more
+# than 1 MiB.
+DEFAULT_SIZES = {"nccl": "8:1G", "gloo": "8:1M"}
+
+
+def require_torch() -> None:
+    """One UserError naming the extra when torch or numpy is missing (the torch wheel does not pull
+    numpy in, and torch.distributed's all_gather_object needs it)."""
+    import importlib.util
+
+    missing = [m for m in ("torch", "numpy") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UserError(f"bench needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+                        "not installed: pip install 'ncclgen[bench]'")
 
 
 def require_matplotlib():
@@ -271,6 +297,7 @@ def plot(res: dict, path: str) -> None:
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=120, bbox_inches="tight")
+        os.chmod(tmp, OUTPUT_MODE)  # mkstemp makes 0600; every other output file is 0644
         os.replace(tmp, path)
     finally:
         plt.close(fig)
