@@ -497,9 +497,28 @@ def _gloo_ifname_findings(value: str, t: _Target) -> list[tuple]:
                                f"({', '.join(boot)}): Gloo would bind elsewhere than NCCL or fail to start", fix)]
 
 
-def _combination_findings(values: dict, lines: dict) -> list[Finding]:
-    """Two settings of one environment where one cancels the other."""
+NCCL_STEPS = 8   # NCCL v2.30.7 src/include/device.h:26
+
+
+def _combination_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
+    """Two settings of one environment where one cancels or caps the other."""
     out = []
+    chunk_info, buff_info = kb.lookup("NCCL_P2P_NET_CHUNKSIZE"), kb.lookup("NCCL_BUFFSIZE")
+    chunk_text = values.get("NCCL_P2P_NET_CHUNKSIZE")
+    if chunk_info is not None and buff_info is not None and chunk_text is not None \
+            and not _deliberate(chunk_info, chunk_text, t):
+        chunk, _ = kb.parse_int(chunk_info, chunk_text)
+        buff, _ = kb.parse_int(buff_info, values.get("NCCL_BUFFSIZE") or str(BUFFSIZE_DEFAULT))
+        if chunk is not None and buff is not None and buff > 0 and chunk > buff // NCCL_STEPS:
+            cap = buff // NCCL_STEPS
+            whose = "NCCL_BUFFSIZE" if values.get("NCCL_BUFFSIZE") else "the default NCCL_BUFFSIZE"
+            out.append(Finding("NG021", "info", "NCCL_P2P_NET_CHUNKSIZE",
+                               f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
+                               f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
+                               f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
+                               f"least {chunk * NCCL_STEPS}",
+                               f"NCCL_P2P_NET_CHUNKSIZE={cap}",
+                               lines.get("NCCL_P2P_NET_CHUNKSIZE")))
     blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
     for wait in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
         v = values.get(wait)
@@ -597,7 +616,7 @@ def lint_pairs(pairs: list[tuple[str, Optional[str], Optional[int]]],
                 raw += _scope_findings(info, t)
         out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
     out += [Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
-            for f in _socket_product(values, lines) + _combination_findings(values, lines)]
+            for f in _socket_product(values, lines) + _combination_findings(values, lines, t)]
     return sorted(out, key=_order)
 
 
