@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional
 
-from . import knowledge as kb, platform
 from ..errors import UserError, did_you_mean
+from . import knowledge as kb
+from . import platform
 from .knowledge import matches, parse_if_list
 
 if TYPE_CHECKING:  # descriptor is only needed with --cluster; keep `ncclgen lint` imports light
@@ -162,7 +163,7 @@ def _name_findings(info: kb.VarInfo, value: Optional[str], t: _Target) -> list[t
         if not kept and (target is None or kb.read_in(target, t.nccl)):   # none while the replacement is too new
             fix = _replace_fix(info.replacement, value, "use ")
             pin = _own_pins().get(target.name) if target is not None else None
-            if fix and pin and value not in (None, "") and not kb.same_value(target, value, pin[0]):
+            if fix and pin and target is not None and value and not kb.same_value(target, value, pin[0]):
                 fix += f" (keeps this value's meaning; ncclgen's tier {pin[1]} writes {pin[0]}: see ncclgen explain)"
             out.append(("NG004", "warning", f"{name} is deprecated: {info.meaning}{_successor(info)}", fix))
     elif info.status == "dead":
@@ -429,7 +430,7 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
         out.append(("NG020", "warning", "NCCL_SHM_DISABLE=1 turns off the shared-memory transport: GPU pairs "
                                         "without P2P (across PCIe root complexes or in containers without IPC) "
                                         "then go through the network transport, much slower", "remove it"))
-    if name == "NCCL_IB_DISABLE" and _truthy(info, value) and t.fabric in VERBS_FABRICS:
+    if name == "NCCL_IB_DISABLE" and _truthy(info, value) and cluster is not None and t.fabric in VERBS_FABRICS:
         # A warning, not an error: switching IB off is a legitimate way to bisect a fabric problem.
         out.append(("NG020", "warning", f"NCCL_IB_DISABLE=1 on {cluster.name}, whose GPU traffic runs over "
                                         f"{t.fabric}: NCCL falls back to its Socket (TCP) transport, a fraction of "
@@ -446,7 +447,7 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                                         f"{cluster.name}'s compute rails are one per GPU (rail-optimised): traffic "
                                         "then crosses the spine instead of staying on its rail",
                     "remove it (the default 2 prefers the same NIC), or NCCL_CROSS_NIC=0"))
-    if name == "NCCL_COLLNET_ENABLE" and value.strip() == "1" and net is not None:
+    if name == "NCCL_COLLNET_ENABLE" and value.strip() == "1" and cluster is not None and net is not None:
         from ..load import plugins
 
         plugin = plugins.get(net.net_plugin)
