@@ -176,3 +176,18 @@ def test_driver_script_is_what_the_sbatch_script_would_run():
     assert out.split(b"\0")[:-1] == [a.encode() for a in argv]
     assert yaml.safe_load(yaml.safe_dump(files))[render_k8s.RAY_DRIVER_SCRIPT] == script
     assert os.path.basename(render_k8s.RAY_DRIVER_SCRIPT) == render_k8s.RAY_DRIVER_SCRIPT
+
+
+def test_rayjob_and_slurm_hand_the_driver_the_same_argv(chain, capsys):
+    """The two renderers agree: the Slurm script (run with tests/test_render_slurm.py's srun/python3 shims)
+    and the RayJob chain hand the Ray driver the same argv for every value above."""
+    from test_render_slurm import Run, local_ci
+
+    values = hostile_argv(chain.tmp)
+    script, _ = local_ci(capsys, chain.tmp, "ray", ["python3", "-c", "pass", *values])
+    run = Run(chain.tmp, script).finish()
+    assert run.rc == 0, run.stderr
+    ((slurm_args, _env),) = [c for c in run.calls("python3") if c[0][:2] == ["-c", "pass"]]
+    job, files = rayjob_for([*chain.recorder, "-c", "pass", *values])
+    got, err = chain(job["spec"]["entrypoint"], files)
+    assert got == slurm_args == ["-c", "pass", *values], err.decode(errors="replace")
