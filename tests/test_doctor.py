@@ -6,6 +6,7 @@ Healthy trees must pass every hardware check against the reference preset and ag
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import resource
 import shutil
@@ -141,8 +142,15 @@ def test_shm_smaller_than_the_descriptor_wants_warns(tmp_path):
 
     st = os.statvfs(str(tmp_path))
     size = st.f_frsize * st.f_blocks
-    r = rows(doctor.check_limits(H100, UNLIMITED, str(tmp_path), shutil.which))
+    r = rows(doctor.check_limits(H100, UNLIMITED, str(tmp_path), shutil.which, pod=True))
     assert r["shm"][0] == ("pass" if size >= doctor.quantity_bytes("256Gi") else "warn")
+    # kubernetes.shm_size sizes a pod's /dev/shm: on a host it is not the measure
+    tiny = descriptor.load_cluster("local-ci")
+    big = dataclasses.replace(H100, kubernetes=dataclasses.replace(H100.kubernetes, shm_size=f"{size + 2**30}"))
+    assert rows(doctor.check_limits(big, UNLIMITED, str(tmp_path), shutil.which, pod=True))["shm"][0] == "warn"
+    host = rows(doctor.check_limits(big, UNLIMITED, str(tmp_path), shutil.which, pod=False))["shm"]
+    assert host == ("pass", f"{tmp_path} {size / 2**30:.1f} GiB (not in a pod: kubernetes.shm_size not compared)")
+    assert tiny.kubernetes.shm_size
     assert doctor.quantity_bytes("256Gi") == 256 * 2**30 and doctor.quantity_bytes("32M") == 32 * 10**6
 
 
@@ -206,3 +214,82 @@ def test_cli_bad_cluster_is_one_line_exit_2(tmp_path, capsys):
     assert main(["doctor", "--cluster", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(bad) in err and "Traceback" not in err
+
+
+# -- bootstrap interface, GPUDirect RDMA, GPU<->HCA PCIe proximity, pods -------------------------------
+
+def variant(tmp_path, *edits: tuple[str, str], name: str = "h100-ib"):
+    """The preset ``name`` with text edits (old, new), loaded from a file; each must match exactly once."""
+    text = (sf.Path(descriptor.resolve(name))).read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    path = tmp_path / "variant.yaml"
+    path.write_text(text)
+    return descriptor.load(str(path), warnings=False)
+
+
+ETH9 = ("bootstrap_interfaces: [bond0]", "bootstrap_interfaces: [eth9]")
+
+
+def test_bootstrap_interface_must_exist(tmp_path):
+    lay = sf.dgx_h100(tmp_path / "root")
+    assert rows(check(H100, lay))["bootstrap.bond0"] == ("pass", "bond0 up")
+    eth9 = variant(tmp_path, ETH9)
+    r = rows(check(eth9, lay))
+    assert r["bootstrap.eth9"] == ("fail", "no such interface; NCCL/Gloo bootstrap would fail "
+                                           "(network.bootstrap_interfaces)")
+    assert doctor.failed(check(eth9, lay))
+    # in a pod with its own network namespace the host's name is not expected to be there; in a
+    # host-network pod (h100-ib's kubernetes.host_network) it is
+    in_pod = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+    assert rows(check(eth9, lay, environ=in_pod))["bootstrap.eth9"][0] == "fail"
+    own_ns = variant(tmp_path, ETH9, ("host_network: true", "host_network: false"))
+    pod = rows(check(own_ns, lay, environ=in_pod))
+    assert pod["bootstrap.eth9"][0] == "info" and "in this pod's network namespace" in pod["bootstrap.eth9"][1]
+    # a down interface fails; a prefix matches any interface that starts with it
+    down = variant(tmp_path, ("bootstrap_interfaces: [bond0]", "bootstrap_interfaces: [ibs8f0]"))
+    assert rows(check(down, lay))["bootstrap.ibs8f0"] == ("fail", "ibs8f0 down")
+    prefix = variant(tmp_path, ("bootstrap_interfaces: [bond0]",
+                                "bootstrap_interfaces: [ibp2]\n  bootstrap_match: prefix"))
+    assert rows(check(prefix, lay))["bootstrap.ibp2"] == ("pass", "ibp206s0 up, ibp220s0 up, ibp24s0 up")
+
+
+@pytest.mark.parametrize("files, status, words", [
+    ({"sys/module/nvidia_peermem/version": "570.86"}, "pass", "/sys/module/nvidia_peermem/version"),
+    ({"sys/kernel/mm/memory_peers/nv_mem/version": "1.3"}, "pass", "peer memory module loaded"),
+    ({"proc/sys/kernel/osrelease": "6.8.0-51-generic",
+      "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15"},
+     "pass", "DMA-BUF path: Linux 6.8.0-51-generic, NVIDIA open kernel module"),
+    ({"proc/sys/kernel/osrelease": "5.4.0-200-generic",
+      "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01"},
+     "warn", "Linux 5.4.0-200-generic is older than 5.12; the NVIDIA kernel module is not the open one"),
+    ({}, "warn", "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF unknown"),
+])
+def test_gpudirect_rdma_as_nccl_detects_it(tmp_path, files, status, words):
+    lay = sf.dgx_h100(tmp_path)
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text + "\n")
+    got = rows(check(H100, lay))["gdr"]
+    assert got[0] == status and words in got[1], got
+    # no RDMA fabric, no row
+    assert "gdr" not in rows(check(descriptor.load_cluster("local-ci"), sf.no_hca(tmp_path / "tcp")))
+
+
+def test_gpu_rail_pairing_is_checked_against_the_pcie_tree(tmp_path):
+    lay = sf.dgx_h100(tmp_path / "root")
+    r = rows(check(H100, lay))
+    assert r["pcie.gpu0"] == ("pass", "mlx5_0:1 PXB") and r["pcie.gpu7"] == ("pass", "mlx5_11:1 PXB")
+    # GPU 0 and GPU 1 swapped their HCAs: both are in the same NUMA node, so only PCIe tells
+    swapped = variant(tmp_path, ("netdev: ibp24s0, gbps: 400, gpus: [0]", "netdev: ibp24s0, gbps: 400, gpus: [1]"),
+                      ("netdev: ibp64s0, gbps: 400, gpus: [1]", "netdev: ibp64s0, gbps: 400, gpus: [0]"))
+    r = rows(check(swapped, lay))
+    assert r["pcie.gpu0"] == ("fail", "descriptor rail mlx5_3:1 NODE; nearest compute HCA mlx5_0:1 (PXB): "
+                                      "check network.compute's gpus"), r["pcie.gpu0"]
+    assert r["pcie.gpu1"][0] == "fail" and "nearest compute HCA mlx5_3:1 (PXB)" in r["pcie.gpu1"][1]
+    assert [k for k, v in r.items() if k.startswith("pcie.") and v[0] == "fail"] == ["pcie.gpu0", "pcie.gpu1"]
+    # the same check passes what discover wrote for a dual-port-per-GPU layout
+    oci = sf.oci_h100(tmp_path / "oci")
+    r = rows(check(descriptor.load_cluster("oci-bm-gpu-h100-8"), oci))
+    assert r["pcie.gpu0"] == ("pass", "mlx5_0:1 PXB, mlx5_1:1 PXB")

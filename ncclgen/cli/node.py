@@ -75,8 +75,10 @@ Examples:
 @click.pass_context
 def doctor(ctx, cluster, fmt, sysfs_root):
     """Check this node against a descriptor: GPUs (NVML), compute HCA ports (ACTIVE, LinkUp, rate,
-    link layer, NUMA), NUMA CPU lists, ulimit -l, /dev/shm, numactl and the NCCL/PyTorch variables
-    of the current environment (ncclgen lint rules).
+    link layer, NUMA), each GPU's rails against the PCIe tree (nearest HCA, as discover pairs them),
+    GPUDirect RDMA (nvidia_peermem, or the DMA-BUF path), the bootstrap interfaces, NUMA CPU lists,
+    ulimit -l, /dev/shm (against kubernetes.shm_size in a pod), numactl and the NCCL/PyTorch
+    variables of the current environment (ncclgen lint rules).
 
     Prints a pass/info/warn/fail table; exit status 0 when nothing fails, 1 otherwise.
     """

@@ -1,8 +1,9 @@
 """`ncclgen doctor`: check the live node against its descriptor before a job trusts the descriptor.
 
 The rules and renderers take the descriptor as truth; a node with a missing HCA, a port that
-trained at half rate, a GPU on another NUMA node, locked-memory limits that break RDMA registration
-or an environment full of invented variables makes the generated settings wrong or useless. Each
+trained at half rate, a GPU on another NUMA node or paired with a far HCA, no GPUDirect RDMA, a
+bootstrap interface that does not exist, locked-memory limits that break RDMA registration or an
+environment full of invented variables makes the generated settings wrong or useless. Each
 check gives one row: pass, info, warn or fail; any fail makes the exit status 1.
 """
 
@@ -60,13 +61,17 @@ def model_matches(declared: str, reported: str) -> Optional[bool]:
     return want[0] in _MODEL.findall(reported.upper())
 
 
-def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], backend) -> list[Check]:
+def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], backend,
+               found: Optional[list] = None) -> list[Check]:
+    """GPU count, model, PCI address and NUMA node; ``found`` receives NVML's GPUs for later checks."""
     words = (max((max(c) for c in numa.values() if c), default=63) // 64) + 1
     try:
         with nvml.session(backend) as nv:
             gpus = nv.gpus(cpu_words=words)
     except Unavailable as exc:
         return [Check("fail", "gpu.count", str(exc))]
+    if found is not None:
+        found.extend(gpus)
     want = desc.node.gpus_per_node
     out = [Check("pass" if len(gpus) == want else "fail", "gpu.count", f"{len(gpus)} GPUs (descriptor: {want})")]
     if gpus:
@@ -165,8 +170,99 @@ def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
     return out
 
 
+def check_pcie(desc: Descriptor, fs: Sysfs, gpus: list) -> list[Check]:
+    """Each GPU's declared rails against the PCIe tree, as `discover` pairs them: a rail must be among
+    the GPU's nearest compute HCAs (nvidia-smi topo -m classes PIX < PXB < PHB < NODE < SYS), else
+    the descriptor sends the GPU's traffic the long way (or names the wrong HCA)."""
+    ports = {(p.hca, p.port): p for p in sysfs.hca_ports(fs)}
+    compute = [ports[(r.hca, r.port)] for r in desc.network.compute if (r.hca, r.port) in ports]
+    compute = [p for p in compute if p.pci is not None]
+    out = []
+    for g in sorted(gpus, key=lambda g: g.index):
+        rails = [r for r in desc.rails_for_gpu(g.index) if r.hca]
+        loc = sysfs.pci_device(fs, g.bus_id)
+        if not rails or loc is None or not compute:
+            continue
+        levels = {(p.hca, p.port): sysfs.distance(loc, p.pci) for p in compute}
+        best = min(levels.values())
+        mine = {f"{r.hca}:{r.port}": levels.get((r.hca, r.port)) for r in rails}
+        known = {k: v for k, v in mine.items() if v is not None}
+        if not known:
+            continue  # its ports are missing: the hca rows already fail
+        worst = max(known.values())
+        nearest = sorted(f"{h}:{pt}" for (h, pt), lvl in levels.items() if lvl == best)
+        text = ", ".join(f"{k} {v.name}" for k, v in known.items())
+        if worst > best:
+            out.append(Check("fail", f"pcie.gpu{g.index}", f"descriptor rail {text}; nearest compute HCA "
+                             f"{', '.join(nearest)} ({best.name}): check network.compute's gpus"))
+        else:
+            out.append(Check("pass", f"pcie.gpu{g.index}", text))
+    return out
+
+
+# GPUDirect RDMA, as NCCL detects it (NVIDIA/nccl src/transport/net_ib: ibGdrSupportInitOnce tests
+# these files; ncclIbDmaBufSupport probes ibv_reg_dmabuf_mr, which needs Linux >= 5.12, and the CUDA
+# attribute DMA_BUF_SUPPORTED, which the open GPU kernel module provides).
+PEERMEM_FILES = ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+                 "/sys/module/nvidia_peermem/version")
+
+
+def check_gdr(desc: Descriptor, fs: Sysfs) -> list[Check]:
+    if desc.network.fabric not in ("infiniband", "roce"):
+        return []
+    for path in PEERMEM_FILES:
+        if fs.exists(path):
+            return [Check("pass", "gdr", f"peer memory module loaded ({path})")]
+    release = fs.read("/proc/sys/kernel/osrelease") or ""
+    kernel = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
+    driver = fs.read("/proc/driver/nvidia/version") or ""
+    if kernel >= (5, 12) and "Open Kernel Module" in driver:
+        return [Check("pass", "gdr", f"no nvidia_peermem; DMA-BUF path: Linux {release}, NVIDIA open kernel module")]
+    why = []
+    if kernel and kernel < (5, 12):
+        why.append(f"Linux {release} is older than 5.12")
+    if driver and "Open Kernel Module" not in driver:
+        why.append("the NVIDIA kernel module is not the open one")
+    return [Check("warn", "gdr", "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF "
+                  + (f"unlikely ({'; '.join(why)})" if why else "unknown")
+                  + ": without either NCCL stages network traffic through host memory")]
+
+
+def check_bootstrap(desc: Descriptor, fs: Sysfs, in_pod: bool) -> list[Check]:
+    """The interfaces NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME will name must exist here."""
+    net = desc.network
+    names = {n.name: n for n in sysfs.netdevs(fs)}
+    out = []
+    for want in net.bootstrap_interfaces:
+        row = f"bootstrap.{want}"
+        if net.bootstrap_match == "prefix":
+            hits = sorted(n for n in names if n.startswith(want))
+            found = [names[n] for n in hits]
+        else:
+            found = [names[want]] if want in names else []
+        if not found:
+            # a pod has its own network namespace (eth0...), unless it runs in the host's
+            status = "info" if in_pod and not desc.kubernetes.host_network else "fail"
+            out.append(Check(status, row, "no such interface" + (" in this pod's network namespace" if in_pod else "")
+                             + "; NCCL/Gloo bootstrap would fail (network.bootstrap_interfaces)"))
+            continue
+        down = [n.name for n in found if n.operstate == "down"]
+        ok = [n.name for n in found if n.operstate != "down"]
+        if not ok:
+            out.append(Check("fail", row, f"{', '.join(down)} down"))
+        else:
+            out.append(Check("pass", row, ", ".join(f"{n.name} {n.operstate}" for n in found)))
+    return out
+
+
+def in_pod(environ: Mapping[str, str], fs: Sysfs) -> bool:
+    """Running in a Kubernetes pod: the kubelet sets KUBERNETES_SERVICE_HOST in every container, and
+    mounts the service-account token where one is granted."""
+    return "KUBERNETES_SERVICE_HOST" in environ or fs.exists("/var/run/secrets/kubernetes.io")
+
+
 def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
-                 which: Callable[[str], Optional[str]]) -> list[Check]:
+                 which: Callable[[str], Optional[str]], pod: bool = False) -> list[Check]:
     out = []
     soft = memlock if memlock is not None else resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
     rdma = desc.network.fabric in RDMA_FABRICS
@@ -181,11 +277,14 @@ def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
         out.append(Check("fail", "shm", f"{shm_path}: {exc.strerror}; NCCL's shared-memory transport needs it"))
     else:
         size = st.f_frsize * st.f_blocks
-        want = quantity_bytes(desc.kubernetes.shm_size)
         gib = f"{size / 2**30:.1f} GiB"
-        out.append(Check("pass" if size >= want else "warn", "shm",
-                         f"{shm_path} {gib}" + ("" if size >= want else
-                                                f", smaller than kubernetes.shm_size {desc.kubernetes.shm_size}")))
+        if pod:  # kubernetes.shm_size sizes a pod's memory-backed /dev/shm; a host's is its own
+            want = quantity_bytes(desc.kubernetes.shm_size)
+            out.append(Check("pass" if size >= want else "warn", "shm",
+                             f"{shm_path} {gib}" + ("" if size >= want else
+                                                    f", smaller than kubernetes.shm_size {desc.kubernetes.shm_size}")))
+        else:
+            out.append(Check("pass", "shm", f"{shm_path} {gib} (not in a pod: kubernetes.shm_size not compared)"))
     path = which("numactl")
     out.append(Check("pass" if path else "fail", "numactl",
                      path or "not on PATH; the per-rank NUMA binding runs ranks under numactl"))
@@ -209,9 +308,12 @@ def run(desc: Descriptor, *, sysfs_root: str = "/", backend=None, environ: Optio
     RLIMIT_MEMLOCK soft limit to judge instead of this process's."""
     fs = Sysfs(sysfs_root)
     numa = sysfs.numa_cpus(fs)
-    return (check_gpus(desc, fs, numa, backend) + check_numa(desc, numa) + check_rails(desc, fs)
-            + check_limits(desc, memlock, shm_path, which)
-            + check_env(desc, os.environ if environ is None else environ))
+    env = os.environ if environ is None else environ
+    pod = in_pod(env, fs)
+    gpus: list = []
+    return (check_gpus(desc, fs, numa, backend, gpus) + check_numa(desc, numa) + check_rails(desc, fs)
+            + check_pcie(desc, fs, gpus) + check_gdr(desc, fs) + check_bootstrap(desc, fs, pod)
+            + check_limits(desc, memlock, shm_path, which, pod) + check_env(desc, env))
 
 
 def failed(checks: list[Check]) -> bool:
