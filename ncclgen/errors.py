@@ -2,6 +2,36 @@
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
+# Characters refused in every value ncclgen reads (YAML scalars, --set values): C0 controls but tab and
+# newline, DEL, C1 controls (U+0085 NEL among them) and the Unicode line/paragraph separators. bash drops
+# a NUL from a value; YAML emitters and readers turn NEL, U+2028 and U+2029 into line breaks or spaces;
+# CR and ESC rewrite what a terminal shows. None of them has a use in a cluster descriptor or an env value.
+UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Shown escaped in messages and normal output: everything not printable, newline and tab included.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def unsafe_char(text: str) -> Optional[str]:
+    """'U+0085 at offset 3' for the first character of ``text`` no value may hold, else None."""
+    m = UNSAFE_CHARS.search(text)
+    if m is None:
+        return None
+    return f"control character U+{ord(m.group()):04X} at offset {m.start()}"
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as escapes (\\n, \\x1b, \\u0085): one line, no terminal codes."""
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def shown(value, limit: int = 60) -> str:
+    """repr(value), cut to ``limit`` characters: a hostile 5,000-character value stays out of the line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 4] + "...'"
+
 
 class UserError(Exception):
     """Bad input from a file, a flag or the environment: never a bug in ncclgen.
@@ -36,8 +66,9 @@ class UserError(Exception):
                     where += f":{self.col}"
             where += ": "
         key = f"{self.path}: " if self.path else ""
-        # One line, always: a newline inside a hostile value must not split the message.
-        return (where + key + self.message).replace("\n", "\\n")
+        # One line, always, without terminal escapes: a newline, CR or ESC inside a hostile value must
+        # neither split the message nor rewrite what the terminal shows.
+        return printable(where + key + self.message)
 
     def all(self) -> list["UserError"]:
         """Every problem this error stands for, in file order: itself, or those of a :class:`UserErrors`."""

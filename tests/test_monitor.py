@@ -177,7 +177,7 @@ def test_summary_bad_input_is_one_line_exit_2(tmp_path, capsys, content, where, 
 
 def test_summary_missing_file(tmp_path, capsys):
     assert main(["monitor", "summary", str(tmp_path / "none.jsonl")]) == 2
-    assert "none.jsonl: cannot read: No such file or directory" in capsys.readouterr().err
+    assert "none.jsonl: no such file" in capsys.readouterr().err   # the same words as for a descriptor
 
 
 @pytest.mark.parametrize("command", ["discover", "doctor", "bench", "monitor", "monitor summary"])

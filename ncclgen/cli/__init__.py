@@ -73,9 +73,24 @@ def cli():
     from version-controlled cluster descriptors and three cumulative tiers of rules."""
 
 
+def _check_args(args: list[str]) -> None:
+    """Refuse arguments that are not UTF-8 text (Python hands them over as lone surrogates).
+
+    Such a value cannot be written into a script, a manifest or an error line unchanged, so it would
+    either crash the writer or reach the job altered.
+    """
+    for i, arg in enumerate(args, 1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            shown = arg.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+            raise UserError(f"argument {i} ({shown}) is not UTF-8 text (byte {exc.start})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: bad input is one line on stderr and exit status 2, never a traceback."""
     try:
+        _check_args(sys.argv[1:] if argv is None else argv)
         rv = cli.main(args=argv, prog_name="ncclgen", standalone_mode=False)
     except UserError as exc:
         click.echo("\n".join(error_lines(exc)), err=True)  # one line per problem

@@ -217,6 +217,8 @@ def strtoll(text: str) -> tuple[Optional[int], str, int]:
         i += 1
     if i == start:
         return None, text, base
+    if len(text[start:i].lstrip("0")) > 22:   # beyond 64 bits in any base: ERANGE, without a huge int()
+        return None, text[i:], base
     value = sign * int(text[start:i], base)
     if not INT64[0] <= value <= INT64[1]:
         return None, text[i:], base
@@ -248,7 +250,7 @@ def parse_if_list(value: str) -> tuple[bool, bool, list[tuple[str, int]]]:
 
 
 def _atoi(text: str) -> int:
-    m = re.match(r"\s*([+-]?\d+)", text)
+    m = re.match(r"\s*([+-]?[0-9]{1,18})", text)   # longer overflows C's atoi: no port matches it
     return int(m.group(1)) if m else 0
 
 
@@ -342,8 +344,10 @@ def parse_int(info: VarInfo, value: str) -> tuple[Optional[int], Optional[str]]:
         if base == 8 and int(digits, 8) != int(digits, 10):
             return None, f"a leading 0 means octal to NCCL: {value.strip()} is read as {number}"
         return number, None
-    if not re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):   # ASCII digits: C readers take no others
         return None, f"{value!r} is not an integer"
+    if len(value.strip().lstrip("+-").lstrip("0")) > 19:
+        return None, f"{value.strip()[:24]}... is outside the 64-bit range"
     return int(value), None
 
 
@@ -370,7 +374,7 @@ def classify(info: VarInfo, value: str) -> Optional[tuple[str, str]]:
         if value in info.choices or (not info.case_sensitive and
                                      value.casefold() in {c.casefold() for c in info.choices}):
             return None
-        if (info.min is not None or info.max is not None) and re.fullmatch(r"\d+", value):
+        if (info.min is not None or info.max is not None) and re.fullmatch(r"[0-9]{1,19}", value):
             problem = _range_problem(info, int(value))     # legacy numeric form (NCCL_*_LEVEL)
             return ("range", problem) if problem else None
         hint = ""

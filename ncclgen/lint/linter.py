@@ -689,12 +689,9 @@ def _parse_groups(text: str, name: str) -> list[list]:
 
 
 def _parse_json(text: str, name: str) -> list:
-    import json
+    from ..load import yamlio
 
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserError(f"JSON syntax error: {exc.msg}", file=name, line=exc.lineno, col=exc.colno) from None
+    doc = yamlio.load_json(text, name)
     env = doc.get("env") if isinstance(doc, dict) else None
     if not isinstance(env, list):
         raise UserError("expected a JSON object with an \"env\" list (ncclgen env --format json)", file=name,

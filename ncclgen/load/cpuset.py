@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
-_PART = re.compile(r"(\d+)(?:-(\d+))?")
+# ASCII digits only ([0-9], not \d, which also matches other scripts' digits that numactl rejects).
+_PART = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
 # "48-95, 144-191" (a space after the comma, as people write lists) is accepted; normalise() drops it.
-PATTERN = r"\d+(-\d+)?( ?, ?\d+(-\d+)?)*"
+PATTERN = r"[0-9]+(-[0-9]+)?( ?, ?[0-9]+(-[0-9]+)?)*"
 MAX_CPU = 1 << 16
 
 

@@ -22,10 +22,10 @@ DNS1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 # validation.IsQualifiedName), e.g. nvidia.com/gpu, rdma/ib, vpc.amazonaws.com/efa, hugepages-2Mi.
 RESOURCE_NAME = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 QUANTITY = r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"
-VERSION = r"\d+(\.\d+){1,3}"
+VERSION = r"[0-9]{1,6}(\.[0-9]{1,6}){1,3}"
 # What `python -c "import torch; print(torch.__version__)"` prints: 2.13.0, 2.6.0+cu124, and NGC's
 # 2.6.0a0+ecf3bae40a (PEP 440 pre/dev release and local version).
-TORCH_VERSION = VERSION + r"((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
+TORCH_VERSION = VERSION + r"((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,9})?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"        # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
@@ -158,7 +158,7 @@ class Slurm:
                                      pattern=r"[A-Za-z0-9_.-]+", pattern_doc="a GRES type name")
     cpus_per_task: Optional[int] = field(None, doc="CPUs per node task; default: all CPUs of the NUMA nodes",
                                          min=1)
-    mem: Optional[str] = field(None, doc="#SBATCH --mem (e.g. 0 for all, or 1800G)", pattern=r"\d+[KMGT]?",
+    mem: Optional[str] = field(None, doc="#SBATCH --mem (e.g. 0 for all, or 1800G)", pattern=r"[0-9]{1,15}[KMGT]?",
                                pattern_doc="a size like 0 or 1800G")
     exclusive: bool = field(True, doc="#SBATCH --exclusive")
     container_image: Optional[str] = field(None, doc="pyxis/enroot image for srun --container-image")
@@ -332,6 +332,10 @@ class EnvSetting:
     reason: str = field(doc="why this value")
     source: Optional[str] = field(None, doc="id in `sources`, or a citation")
     tier: int = field(1, doc="lowest tier that emits it: 1 correctness, 2 performance, 3 expert", min=1, max=3)
+    unchecked: bool = field(False, doc="opt in to a name ncclgen cannot check: one outside its knowledge base, "
+                            "or a search path or plugin library (PATH, LD_LIBRARY_PATH, PYTHONPATH, "
+                            "NCCL_NET_PLUGIN, ...); explain shows it. Names that run code (BASH_ENV, "
+                            "LD_PRELOAD, ...) are refused even so")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -544,6 +548,9 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
             if e.name in names:
                 fail((group, i, "name"), f"{e.name} is set twice in {group}")
             names.add(e.name)
+            problem = None if e.omit else env_name_problem(e)
+            if problem:
+                fail((group, i, "name"), problem)
 
     collect(errors)
     warnings.sort(key=lambda w: (w.line or 0, w.col or 0))
@@ -692,6 +699,25 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
     if kube.affinity is not None:
         for path, message in podspec.affinity_errors(kube.affinity):
             fail(("kubernetes", "affinity") + path, message)
+
+
+def env_name_problem(e: EnvSetting) -> Optional[str]:
+    """Why ``e``'s name may not be set from a file: it runs code, or needs the opt-in (load/envnames.py)."""
+    from . import envnames
+
+    return envnames.check(e.name, e.value, e.unchecked)
+
+
+def check_env(doc: Document, group: str, settings: tuple[EnvSetting, ...]) -> None:
+    """Each name once, and none that runs code or goes unchecked without the opt-in (a workload's env)."""
+    names: set[str] = set()
+    for i, e in enumerate(settings):
+        if e.name in names:
+            raise doc.error((group, i, "name"), f"{e.name} is set twice")
+        names.add(e.name)
+        problem = env_name_problem(e)
+        if problem:
+            raise doc.error((group, i, "name"), problem)
 
 
 def load_checked(path: str) -> tuple[Descriptor, list[UserError]]:

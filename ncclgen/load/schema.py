@@ -113,7 +113,7 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         _key_tp, val_tp = get_args(tp)
         out, errors = {}, []
         for k, v in value.items():
-            if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k):
+            if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k, re.ASCII):
                 errors.append(doc.error(path + (k,), f"key {k!r} is not "
                                                      f"{meta.get('key_pattern_doc', meta['key_pattern'])}"))
                 continue
@@ -147,7 +147,7 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         if not isinstance(value, str):
             raise doc.error(path, f"expected a string, got {_got(value)}")
         pattern = meta.get("pattern")
-        if pattern and not re.fullmatch(pattern, value):
+        if pattern and not re.fullmatch(pattern, value, re.ASCII):  # \d, \w: ASCII, as bash/numactl/slurm read
             raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}")
         return value
     if tp is Any:

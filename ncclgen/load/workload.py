@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from .. import datapaths
-from .descriptor import DNS1123, EnvSetting
+from .descriptor import DNS1123, EnvSetting, check_env
 from ..errors import UserError, did_you_mean
 from . import verl as verlkb
 from .schema import field, json_schema, load_dataclass
@@ -39,7 +39,7 @@ class Workload:
     timeout_s: Optional[int] = field(None, doc="refused: no supported launch reads a timeout from ncclgen "
                                      "(verl >= 0.8 ignores actor_rollout_ref.nccl_timeout; NCCL has no "
                                      "NCCL_TIMEOUT); `ncclgen explain` shows the timeout that applies")
-    time: str = field("04:00:00", doc="default wall-clock limit", pattern=r"(\d+-)?\d{1,3}:\d{2}:\d{2}",
+    time: str = field("04:00:00", doc="default wall-clock limit", pattern=r"([0-9]{1,3}-)?[0-9]{1,3}:[0-9]{2}:[0-9]{2}",
                       pattern_doc="[D-]HH:MM:SS")
     image: Optional[str] = field(None, doc="container image (Kubernetes; --image wins); default for "
                                  "framework verl: the image verl's CI ran for the targeted release",
@@ -100,11 +100,7 @@ def load(path: str) -> Workload:
             raise doc.error(("command",) if index is None else ("command", index), message)
     elif wl.verl is not None:
         raise doc.error(("verl",), "verl: applies to framework: verl only")
-    names = set()
-    for i, e in enumerate(wl.env):
-        if e.name in names:
-            raise doc.error(("env", i, "name"), f"{e.name} is set twice")
-        names.add(e.name)
+    check_env(doc, "env", wl.env)
     return wl
 
 

@@ -6,16 +6,22 @@ workloads are user input, so we compose the node graph ourselves and build plain
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import stat
 from typing import Any
 
 import yaml
 import yaml.constructor
 
-from ..errors import UserError
+from ..errors import UserError, unsafe_char
 
 MAX_BYTES = 1 << 20          # a descriptor is a few KiB; 1 MiB is generous
 MAX_NODES = 200_000          # values built, aliases counted each time they are used
+MAX_INT_DIGITS = 30        # no count, size or id in a descriptor needs more (Python stops at 4,300)
+_LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
+_DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 MAX_DEPTH = 64               # descriptors nest about 6 deep; deeper crashes libyaml's C composer
 
 try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
@@ -61,16 +67,50 @@ class Document:
 
 def read_text(file: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> str:
     """The text of ``file``, or one clear error: missing, a directory, too big, binary, not UTF-8."""
-    if os.path.isdir(file):
-        raise UserError(f"is a directory, expected {what}", file=file)
+    return decode(read_bytes(file, limit=limit, what=what), file, limit=limit, what=what)
+
+
+def read_bytes(file: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> bytes:
+    """At most ``limit + 1`` bytes of the regular file ``file``, or one clear error.
+
+    Anything but a regular file is refused before it is opened: a FIFO (`mkfifo ncclgen.yaml`) or a
+    terminal would block the read forever, and opening some devices has side effects. The file is then
+    opened non-blocking and checked again, so swapping it for a FIFO in between cannot block either.
+    """
+    with open_regular(file, what) as fh:
+        try:
+            return fh.read(limit + 1)
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror or exc}", file=file) from None
+
+
+def open_regular(file: str, what: str):
+    """``file`` opened for binary reading if it is a regular file, else one UserError (see read_bytes)."""
+    if file == "":
+        raise UserError(f"empty file name, expected {what}")
     try:
-        with open(file, "rb") as fh:
-            raw = fh.read(limit + 1)
+        _regular(os.stat(file).st_mode, file, what)
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise UserError("no such file", file=file) from None
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=file) from None
-    return decode(raw, file, limit=limit, what=what)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise UserError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=file) from None
+    try:
+        _regular(os.fstat(fd).st_mode, file, what)
+    except UserError:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _regular(mode: int, file: str, what: str) -> None:
+    if stat.S_ISREG(mode):
+        return
+    if stat.S_ISDIR(mode):
+        raise UserError(f"is a directory, expected {what}", file=file)
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    raise UserError(f"is {kind}, expected {what} (a regular file)", file=file)
 
 
 def decode(raw: bytes, label: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> str:
@@ -80,9 +120,18 @@ def decode(raw: bytes, label: str, *, limit: int = MAX_BYTES, what: str = "a YAM
     if b"\0" in raw:
         raise UserError(f"binary data (NUL byte), expected {what}", file=label)
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"not UTF-8 text (byte {exc.start})", file=label) from None
+    m = _LINE_BREAKS.search(text)
+    if m:
+        # YAML 1.1 (PyYAML) reads NEL, U+2028 and U+2029 as line breaks and folds them into a space inside
+        # quotes; a shell reads them as ordinary characters. Either way the value is not what it shows.
+        line = text.count("\n", 0, m.start()) + 1
+        col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+        raise UserError(f"character U+{ord(m.group()):04X} (a Unicode line break): YAML reads it as a new line, "
+                        "other readers do not; remove it", file=label, line=line, col=col)
+    return text
 
 
 def load_file(file: str) -> Document:
@@ -187,7 +236,7 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self._err(key_node, path, "YAML merge keys (<<) are not supported")
-                key = self.build(key_node, path)
+                key = self.build(key_node, path + (_key_text(key_node),))   # its errors name the key
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
                     raise self._err(key_node, path, f"keys must be strings, got {type(key).__name__}")
                 key = str(key)
@@ -203,7 +252,78 @@ class _Builder:
             return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
         if not node.tag.startswith("tag:yaml.org,2002:") or node.tag.endswith((":binary", ":set", ":omap", ":pairs")):
             raise self._err(node, path, f"unsupported YAML tag {node.tag}")
+        self._check_scalar(node, path)
         try:
-            return self.constructor.construct_object(node, deep=True)
+            value = self.constructor.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, OverflowError) as exc:
             raise self._err(node, path, f"bad scalar: {str(exc).splitlines()[0]}") from None
+        if isinstance(value, str):
+            bad = unsafe_char(value)
+            if bad:
+                raise self._err(node, path, f"{bad}: bash drops NUL and YAML readers turn NEL/U+2028 into "
+                                            "line breaks, so the value would not arrive as written; remove it")
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise self._err(node, path, f"{node.value} is not a finite number")
+        return value
+
+    def _check_scalar(self, node, path: Path) -> None:
+        """Refuse the YAML 1.1 number forms that silently change a value.
+
+        PyYAML implements YAML 1.1: 010 is octal 8, 0600 is 384, 0x10 is 16, 1_000 is 1000 and 1:20 is
+        80 (base 60). A count or an id written that way is almost always a mistake, so only plain
+        decimals are accepted; quote the text if a string is meant.
+        """
+        text = node.value
+        if node.tag == "tag:yaml.org,2002:int":
+            if not _DECIMAL.fullmatch(text):
+                raise self._err(node, path, f"{text} is not a plain decimal integer: YAML 1.1 reads a leading 0 "
+                                            "as octal (010 is 8), 0x/0o/0b as other bases, '_' and ':' "
+                                            "specially; write it in decimal without leading zeros, or quote it "
+                                            "if it is text")
+            if len(text.lstrip("+-")) > MAX_INT_DIGITS:
+                raise self._err(node, path, f"an integer of {len(text.lstrip('+-'))} digits (more than "
+                                            f"{MAX_INT_DIGITS})")
+        elif node.tag == "tag:yaml.org,2002:float" and ("_" in text or ":" in text):
+            raise self._err(node, path, f"{text} is not a plain decimal number: YAML 1.1 reads '_' and ':' "
+                                        "(base 60) specially; write it as a plain decimal, or quote it")
+
+
+# -- JSON input (lint's `ncclgen env --format json`, monitor records) ----------------------------------
+
+MAX_JSON_DIGITS = 40   # no count, size or id in ncclgen's JSON inputs needs more
+
+
+class _JsonRefused(ValueError):
+    pass
+
+
+def _json_int(text: str) -> int:
+    # Python refuses int() of more than 4,300 digits with a ValueError (and is quadratic below that).
+    if len(text.lstrip("-")) > MAX_JSON_DIGITS:
+        raise _JsonRefused(f"an integer of {len(text.lstrip('-'))} digits (more than {MAX_JSON_DIGITS})")
+    return int(text)
+
+
+def _json_constant(text: str):
+    raise _JsonRefused(f"{text} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def load_json(text: str, file: str, *, line: int | None = None, expected: str = ""):
+    """``text`` parsed as strict JSON, or one UserError at ``file`` (``line`` for one-record-per-line files).
+
+    Refuses what the stdlib parser would turn into a traceback: integers beyond the 4,300-digit limit
+    and nesting deep enough to exhaust the interpreter's recursion limit.
+    """
+    import json
+
+    try:
+        return json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
+    except json.JSONDecodeError as exc:
+        msg = f"not JSON ({exc.msg}); expected {expected}" if expected else f"JSON syntax error: {exc.msg}"
+        raise UserError(msg, file=file,
+                        line=(line if line is not None else exc.lineno),
+                        col=exc.colno) from None
+    except _JsonRefused as exc:
+        raise UserError(f"JSON: {exc}", file=file, line=line if line is not None else 1) from None
+    except RecursionError:
+        raise UserError("JSON nested too deeply", file=file, line=line if line is not None else 1) from None

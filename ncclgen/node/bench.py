@@ -26,7 +26,7 @@ from ..output import OUTPUT_MODE
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 BACKENDS = ("nccl", "gloo")
 DTYPE, TYPE_NAME, ELEMENT_BYTES = "float32", "float", 4
-_SIZE = re.compile(r"(\d+)([KMG]?)B?", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]{1,15})([KMG]?)B?", re.IGNORECASE)
 _UNIT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 RESULT_SCHEMA = {

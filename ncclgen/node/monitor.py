@@ -90,19 +90,17 @@ def percentile(sorted_values: list[float], q: float) -> float:
 
 
 def _read(path: str, groups: dict[tuple, list]) -> None:
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"cannot read: {exc.strerror}", file=path) from None
-    with fh:
-        for n, line in enumerate(fh, 1):
+    from ..load import yamlio
+
+    with yamlio.open_regular(path, "a `ncclgen monitor` JSONL recording") as fh:
+        for n, raw in enumerate(_lines(fh, path), 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UserError(f"not UTF-8 text (byte {exc.start})", file=path, line=n, col=exc.start + 1) from None
             if not line.strip():
                 continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"not JSON ({exc.msg}); expected one `ncclgen monitor` record per line",
-                                file=path, line=n, col=exc.colno) from None
+            rec = yamlio.load_json(line, path, line=n, expected="one `ncclgen monitor` record per line")
             if not isinstance(rec, dict) or not isinstance(rec.get("hostname"), str) \
                     or not isinstance(rec.get("gpu"), int):
                 raise UserError("expected an object with hostname and gpu, as `ncclgen monitor` writes",
@@ -111,6 +109,13 @@ def _read(path: str, groups: dict[tuple, list]) -> None:
             if util is not None and (not isinstance(util, (int, float)) or isinstance(util, bool)):
                 raise UserError(f"util_gpu_pct is {util!r}, expected a number or null", file=path, line=n)
             groups.setdefault((rec["hostname"], rec["gpu"]), []).append(util)
+
+
+def _lines(fh, path: str):
+    try:
+        yield from fh
+    except OSError as exc:
+        raise UserError(f"cannot read: {exc.strerror or exc}", file=path) from None
 
 
 def summarize(paths: list[str]) -> list[dict]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 from . import binding, launch, rules
-from ..load import plugins, views
-from ..errors import UserError
+from ..load import envnames, plugins, views
+from ..errors import UserError, unsafe_char
 from ..load.descriptor import ENV_NAME, Descriptor
 from ..load.workload import Workload
 from .request import TARGETS, Request
@@ -110,8 +110,13 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
             raise UserError(f"--set {name}: a credential would be written in clear text into the script or "
                             f"manifests; take it from a Secret (ncclgen k8s --secret-env {name}=SECRET:KEY) or "
                             f"from the job's environment (ncclgen slurm --pass-env {name})")
-        if "\0" in value:
-            raise UserError(f"--set {name}: NUL byte in value")
+        bad = unsafe_char(value)
+        if bad:
+            raise UserError(f"--set {name}: {bad} in the value: bash drops NUL and YAML readers turn NEL/U+2028 "
+                            "into line breaks, so it would not arrive as written")
+        why = envnames.refused(name)
+        if why:
+            raise UserError(f"--set {name}: may not be set by a descriptor, workload or --set: {why}")
         out.append((name, value))
     return tuple(out)
 
@@ -152,7 +157,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
             if s.tier == t and s.omit:
                 env.pop(s.name, None)   # the vendor advises against it: no rule sets it
             elif s.tier == t:
-                _put(env, EnvVar(s.name, s.value, t, VENDOR, s.reason, _cite(cluster, s.source)))
+                _put(env, EnvVar(s.name, s.value, t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
     # A variable read only through a net plugin is emitted only together with what loads that plugin.
     loaded = views.plugin_of(cluster)
     for name in [n for n, e in env.items() if e.tier]:
@@ -173,7 +178,7 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
                 src = _cite(cluster, s.source)
             else:
                 src = workload.sources.get(s.source or "", s.source or "")
-            _put(env, EnvVar(s.name, s.value, 0, Origin(kind), s.reason, src or kind.value))
+            _put(env, EnvVar(s.name, s.value, 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
     for name, value in overrides:
         _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
     _note_effective_values(env)
@@ -255,10 +260,10 @@ def _note_effective_values(env: dict[str, EnvVar]) -> None:
     (NCCL v2.30.7 src/init.cc:841-843), so 2 MiB with the 4 MiB default buffer runs as 512 KiB.
     """
     chunk = env.get("NCCL_P2P_NET_CHUNKSIZE")
-    if chunk is None or not re.fullmatch(r"\d+", chunk.value):
+    if chunk is None or not re.fullmatch(r"[0-9]{1,19}", chunk.value):
         return
     buff = env.get("NCCL_BUFFSIZE")
-    size = int(buff.value) if buff is not None and re.fullmatch(r"\d+", buff.value) else DEFAULT_BUFFSIZE
+    size = int(buff.value) if buff is not None and re.fullmatch(r"[0-9]{1,19}", buff.value) else DEFAULT_BUFFSIZE
     cap = size // NCCL_STEPS
     if int(chunk.value) > cap:
         whose = f"this plan's NCCL_BUFFSIZE={size}" if buff is not None else f"the default NCCL_BUFFSIZE={size}"
@@ -269,6 +274,11 @@ def _note_effective_values(env: dict[str, EnvVar]) -> None:
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n >> 10} KiB" if n % (1 << 10) == 0 else f"{n} bytes"
+
+
+def _unchecked(s) -> str:
+    """What `explain` adds to an opted-in setting's reason (descriptor/workload `unchecked: true`)."""
+    return " [unchecked: opted in by the author; ncclgen does not vouch for this name]" if s.unchecked else ""
 
 
 def _cite(cluster: Descriptor, source: Optional[str]) -> str:

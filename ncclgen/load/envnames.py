@@ -1,0 +1,88 @@
+"""Which environment variable names a descriptor, a workload or --set may set.
+
+A name that makes a shell, the dynamic loader or Python run code (BASH_ENV, LD_PRELOAD,
+PYTHONSTARTUP, ...) is refused outright; a search path or plugin library (PATH, LD_LIBRARY_PATH,
+PYTHONPATH, NCCL_NET_PLUGIN, ...) and a name outside ncclgen's knowledge base need an explicit
+opt-in (`unchecked: true` on the entry, `--set-unchecked` on the command line) that `explain` shows.
+The lists, each name with its reason and source, are data: ncclgen/data/envnames.yaml.
+
+ncclgen's own rules and plugin data never pass through here: only user input does.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import datapaths
+
+OPT_IN_YAML = "unchecked: true"
+OPT_IN_CLI = "--set-unchecked"
+
+
+@dataclass(frozen=True)
+class Policy:
+    refuse: dict[str, str]          # name -> reason
+    prefixes: tuple[tuple[str, str], ...]
+    paths: dict[str, str]           # name -> reason
+    safe: dict[str, tuple[str, ...]]  # name -> values that load nothing ('none' for NCCL plugins)
+
+
+@functools.lru_cache(maxsize=1)
+def policy() -> Policy:
+    from .yamlio import load_file
+
+    data = load_file(datapaths.data("envnames.yaml")).data
+    return Policy(refuse={e["name"]: e["reason"] for e in data["refuse"]},
+                  prefixes=tuple((e["prefix"], e["reason"]) for e in data["prefixes"]),
+                  paths={e["name"]: e["reason"] for e in data["paths"]},
+                  safe={e["name"]: tuple(e.get("safe_values", ())) for e in data["paths"]})
+
+
+def refused(name: str) -> Optional[str]:
+    """Why ``name`` may never come from user input, or None."""
+    p = policy()
+    if name in p.refuse:
+        return p.refuse[name]
+    if name in p.paths:
+        return None
+    for prefix, reason in p.prefixes:
+        if name.startswith(prefix):
+            return reason
+    return None
+
+
+def needs_opt_in(name: str, value: Optional[str] = None) -> Optional[str]:
+    """Why ``name`` needs the explicit opt-in, or None when it does not.
+
+    Names NCCL-prefixed but unknown are left to the lint gate, which refuses them with a
+    did-you-mean (NG001); an opt-in would not make NCCL read them.
+    """
+    p = policy()
+    if name in p.paths:
+        if value is not None and value in p.safe[name]:
+            return None
+        return f"{p.paths[name]}; ncclgen's own plugin data sets it where a plugin needs it"
+    from ..lint import knowledge as kb
+
+    if kb.lookup(name) is None and not name.startswith("NCCL_"):
+        return (f"no NCCL {kb.KB_VERSIONS['nccl']}, PyTorch {kb.KB_VERSIONS['torch']} or plugin variable "
+                "ncclgen knows has this name, so ncclgen cannot check what it does")
+    return None
+
+
+def check(name: str, value: Optional[str], unchecked: bool, opt_in: str = OPT_IN_YAML) -> Optional[str]:
+    """The one-line refusal for ``name`` from user input, or None when it may be set.
+
+    ``opt_in`` names how this input opts in (the YAML key or the CLI flag), for the message.
+    """
+    why = refused(name)
+    if why:
+        return f"{name} may not be set by a descriptor, workload or --set: {why}"
+    if unchecked:
+        return None
+    why = needs_opt_in(name, value)
+    if why:
+        return f"{name}: {why}; to pass it anyway, opt in with {opt_in} (explain shows it as unchecked)"
+    return None
