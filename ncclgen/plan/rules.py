@@ -83,7 +83,7 @@ class Context:
 
 def version(v: str) -> tuple[int, ...]:
     """'2.6.0' -> (2, 6, 0); the release part only, so NGC's torch '2.6.0a0+ecf3bae40a' compares as 2.6.0."""
-    release = re.match(r"\d+(\.\d+)*", v)
+    release = re.match(r"[0-9]{1,9}(\.[0-9]{1,9})*", v)
     return tuple(int(p) for p in release.group(0).split(".")) if release else ()
 
 
