@@ -113,10 +113,18 @@ def test_a_plugin_set_to_none_loads_nothing_and_needs_no_opt_in(tmp_path, capsys
     assert rc == 0 and "export NCCL_NET_PLUGIN=none\n" in out, err
 
 
+def test_the_name_list_agrees_with_the_knowledge_base():
+    from ncclgen.lint import knowledge as kb
+    from ncclgen.load import envnames
+
+    kb.lookup("NCCL_DEBUG")
+    assert set(kb._VARS) <= envnames.known_names()
+
+
 def test_names_outside_the_knowledge_base_need_the_opt_in(tmp_path, capsys):
     rc, _, err = run(capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", "HF_HOME", "/data")),
                      "--workload", "bench")
-    assert "HF_HOME: no NCCL" in one_line_error(rc, err)
+    assert "HF_HOME: no NCCL, PyTorch or plugin variable" in one_line_error(rc, err)
     wl = workload(tmp_path, env_entry("env", "HF_HOME", "/data", "    unchecked: true\n"))
     rc, out, err = run(capsys, "env", "--cluster", "local-ci", "--workload", wl)
     assert rc == 0 and "export HF_HOME=/data\n" in out, err

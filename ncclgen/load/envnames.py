@@ -40,6 +40,24 @@ def policy() -> Policy:
                   safe={e["name"]: tuple(e.get("safe_values", ())) for e in data["paths"]})
 
 
+@functools.lru_cache(maxsize=1)
+def known_names() -> frozenset[str]:
+    """Every name in the knowledge base (ncclgen/data/kb/*.tsv, first column).
+
+    Read here from the data rather than through lint.knowledge: loading sits below linting, and only
+    the names are needed (tests/test_hostile.py checks both agree).
+    """
+    import os
+
+    folder = datapaths.data("kb")
+    names = set()
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(".tsv"):
+            with open(os.path.join(folder, entry), encoding="utf-8") as fh:
+                names.update(line.split("\t", 1)[0] for line in fh if line[:1] not in ("#", "\n", ""))
+    return frozenset(names)
+
+
 def refused(name: str) -> Optional[str]:
     """Why ``name`` may never come from user input, or None."""
     p = policy()
@@ -64,11 +82,9 @@ def needs_opt_in(name: str, value: Optional[str] = None) -> Optional[str]:
         if value is not None and value in p.safe[name]:
             return None
         return f"{p.paths[name]}; ncclgen's own plugin data sets it where a plugin needs it"
-    from ..lint import knowledge as kb
-
-    if kb.lookup(name) is None and not name.startswith("NCCL_"):
-        return (f"no NCCL {kb.KB_VERSIONS['nccl']}, PyTorch {kb.KB_VERSIONS['torch']} or plugin variable "
-                "ncclgen knows has this name, so ncclgen cannot check what it does")
+    if name not in known_names() and not name.startswith("NCCL_"):
+        return ("no NCCL, PyTorch or plugin variable in ncclgen's knowledge base has this name, so ncclgen "
+                "cannot check what it does")
     return None
 
 
