@@ -215,3 +215,20 @@ def test_gpu_without_nvml_gpus_is_unavailable(tmp_path):
 def test_host_name_to_cluster_name():
     assert disc.host_name_to_cluster("GPU_Node-01.cluster.example") == "gpu-node-01"
     assert disc.host_name_to_cluster("___") == "node"
+
+
+def test_a_node_with_only_compute_ports_says_storage_is_empty(tmp_path):
+    """`ncclgen validate` warns about an InfiniBand descriptor without a storage list; discover states
+    `storage: []` when every RDMA port it found is a compute rail, so its output validates silently."""
+    lay = sf.dgx_h100(tmp_path / "root")
+    for hca in ("mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"):
+        os.unlink(tmp_path / "root" / "sys/class/infiniband" / hca)
+    text, _ = run(lay)
+    assert "  storage: []  # no RDMA port here other than the compute rails\n" in text
+    from ncclgen.load import descriptor
+
+    path = tmp_path / "d.yaml"
+    path.write_text(text)
+    desc, warnings = descriptor.load_checked(str(path))
+    assert (desc.network.storage, warnings) == ((), [])
+    assert len(desc.network.compute) == 8

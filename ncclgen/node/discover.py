@@ -273,6 +273,8 @@ def render(fs: Sysfs, gpus: list[nvml.GpuInfo], ports: list[HcaPort], numa: dict
         storage.setdefault(u.port.hca, []).append(u)
     if storage:
         out.append("  storage:")
+    elif fabric in ("infiniband", "roce"):  # said, not left out: validate warns about a missing list
+        out.append("  storage: []  # no RDMA port here other than the compute rails")
     for hca, us in storage.items():
         p = us[0].port
         numa_txt = f"NUMA {p.pci.numa}" if p.pci and p.pci.numa is not None else "NUMA unknown"
