@@ -36,6 +36,7 @@ from test_render_k8s import docs_of, job_of, kubelet_expand, plan_for
 
 from ncclgen.render import k8s as render_k8s
 
+# Control characters (ESC, CR, NUL, NEL) are refused when the workload is read (tests/test_hostile.py).
 HOSTILE = [
     "$(touch {tmp}/pwned-dollar)", "`touch {tmp}/pwned-backtick`", "$HOME", "${HOME}", "~", "~/x", "~root",
     "${oc.env:USER}", "${oc.env:HOME,/tmp}", "trainer.experiment_name=${now:%Y-%m-%d_%H-%M-%S}",
@@ -43,7 +44,7 @@ HOSTILE = [
     "'", '"', "\\", "\\\\", 'a"b', 'a\\"b', 'a\\', "\\n", "a\nb", "line1\nline2\n", "a\tb", " lead", "trail ",
     "", " ", "*", "?", "[ab]", "{a,b}", "a;b", "a|b", "a&b", "a&&b", "a>b", "<in", "!", "!!", "#x", "a #x",
     "%s", "a b c", "$$", "$1", "$@", "$*", "$#", "$?", "$(VAR)", "$$(VAR)", "$(RAY_ADDRESS)", "-c", "--",
-    "x=$(y)", '"$(id)"', "'$(id)'", "ü日本", "\x1b[31mred", "ray job stop", "; rm -rf {tmp}/canary",
+    "x=$(y)", '"$(id)"', "'$(id)'", "ü日本", "ray job stop", "; rm -rf {tmp}/canary",
 ]
 
 
