@@ -34,6 +34,7 @@ def make_plan(req: Request) -> Plan:
     check_extra_args(wl, req.extra_args)
     p = planmod.build(desc, wl, req.tier, nodes=req.nodes, overrides=planmod.parse_set(req.sets),
                       debug=req.debug, target=req.target, extra_args=req.extra_args, request=req)
+    check_program_env(p, req.debug)
     check_plan(p)
     return p
 
@@ -47,6 +48,24 @@ def check_extra_args(wl: workloadmod.Workload, extra_args: tuple[str, ...]) -> N
         j = (index or 0) - len(wl.command)
         arg = f" {extra_args[j]}" if 0 <= j < len(extra_args) else ""
         raise UserError(f"--{arg}: {message}")
+
+
+def check_program_env(p: Plan, debug: bool) -> None:
+    """A variable the verl entry module overwrites at import cannot take effect: refuse a different value
+    (verl's SFT trainer sets NCCL_DEBUG=WARN, so --debug would change nothing on its ranks)."""
+    wl = p.workload
+    if wl.framework != "verl" or not wl.verl:
+        return
+    from .load import verl
+
+    forced = verl.env_set_by(p.launch.command, wl.verl)
+    for e in p.env:
+        f = forced.get(e.name)
+        if f is None or f["value"] == e.value:
+            continue
+        what = "--debug" if debug and e.name == "NCCL_DEBUG" else f"{e.name}={e.value} ({e.origin})"
+        raise UserError(f"{what}: cannot take effect: verl {verl.versions_in(wl.verl)[-1]} sets "
+                        f"{e.name}={f['value']} at import ({f['where']}), after the job's environment")
 
 
 def plan_for(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None,

@@ -97,6 +97,17 @@ def test_the_timeout_that_applies_is_verls_own():
     assert verl.timeout(("python3", "-m", "verl.trainer.sft_trainer"), NEWEST)["seconds"] == 36000
 
 
+def test_a_variable_verl_overwrites_at_import_is_refused():
+    from ncclgen.pipeline import plan_for
+
+    with pytest.raises(UserError, match=r"--debug: cannot take effect: .*NCCL_DEBUG=WARN at import "
+                                        r"\(verl/trainer/sft_trainer.py:21\)"):
+        plan_for("h100-ib", 1, "verl-sft", debug=True)
+    with pytest.raises(UserError, match=r"NCCL_DEBUG=INFO \(--set\): cannot take effect"):
+        plan_for("h100-ib", 1, "verl-sft", sets=("NCCL_DEBUG=INFO",))
+    assert plan_for("h100-ib", 1, "verl-grpo-qwen2-7b", debug=True).env_dict()["NCCL_DEBUG"] == "INFO"
+
+
 # -- workloads ----------------------------------------------------------------------------------------
 
 def write(tmp_path, name, text):

@@ -296,6 +296,15 @@ def workload_md() -> str:
     for key, (v, d) in sorted(dead.items()):
         repl = f" Use `{d['replacement']}`." if d["replacement"] else ""
         out.append(f"- `{key}` (from {v}): {_one_line(d['why'])}.{repl}")
+    out += ["", "Variables an entry module sets at import (a different value from the plan is refused, "
+            "`--debug` included):", ""]
+    forced: dict = {}
+    for v, rel in verl.releases().items():
+        for module, env in sorted(rel.env_set.items()):
+            for name, f in sorted(env.items()):
+                forced.setdefault((module, name, f["value"]), []).append(v)
+    for (module, name, value), vs in sorted(forced.items()):
+        out.append(f"- `{module}`: `{name}={value}` ({', '.join(vs)})")
     out += ["", "verl's images (`verlai/verl`) carry verl's dependencies, not verl itself (its "
             "`docker/Dockerfile.stable.vllm` installs verl and then uninstalls it): the bundled verl "
             "workloads install the targeted release in `setup:` (`python3 -m pip install --no-deps "

@@ -15,7 +15,8 @@ What is extracted from each release's ``verl/`` tree:
   - every Hydra key with its default (uninterpolated, as the YAML writes it) for each entry config
     and each trainer config <name>.yaml that verl also flattens into ``_generated_<name>.yaml``, composed with Hydra;
   - each config's defaults-list groups and their options (``model_engine=megatron`` style overrides);
-  - the keys a release removed compared with the previous one.
+  - the keys a release removed compared with the previous one;
+  - environment variables an entry module sets at import (verl's SFT trainer: NCCL_DEBUG=WARN).
 What is reviewed by hand and cited (CURATED below): keys that still compose but that nothing reads
 (dead), what replaces removed keys, the process-group timeout, the container images.
 """
@@ -131,6 +132,7 @@ CURATED: dict[str, dict] = {
 }
 
 _ENGINE_GROUP = re.compile(r"model_engine|engine|optim")
+_ENV_AT_IMPORT = re.compile(r'os\.environ\["([A-Z_][A-Z0-9_]*)"\] = "([^"]*)"')
 _HYDRA_MAIN = re.compile(r"@hydra\.main\(\s*config_path\s*=\s*\"([^\"]+)\"\s*,\s*config_name\s*=\s*\"([^\"]+)\"")
 
 
@@ -194,12 +196,21 @@ def extract(root: str) -> dict:
     trainer = os.path.join(root, "verl", "trainer")
     config_dir = os.path.join(trainer, "config")
     entries: dict[str, str] = {}
+    env_set: dict[str, dict[str, dict]] = {}
     for f in sorted(os.listdir(trainer)):
         if f.endswith(".py"):
             with open(os.path.join(trainer, f), encoding="utf-8") as fh:
-                m = _HYDRA_MAIN.search(fh.read())
+                text = fh.read()
+            m = _HYDRA_MAIN.search(text)
             if m and m.group(1) == "config":
-                entries["verl.trainer." + f[:-3]] = m.group(2)
+                module = "verl.trainer." + f[:-3]
+                entries[module] = m.group(2)
+                # Variables the entry module sets unconditionally at import: they win over the job's.
+                for i, line in enumerate(text.splitlines(), 1):
+                    e = _ENV_AT_IMPORT.fullmatch(line)
+                    if e:
+                        env_set.setdefault(module, {})[e.group(1)] = {
+                            "value": e.group(2), "where": f"verl/trainer/{f}:{i}"}
     names = set(entries.values())
     names |= {f[len("_generated_"):-5] for f in os.listdir(config_dir)
               if f.startswith("_generated_") and f.endswith(".yaml")
@@ -223,7 +234,7 @@ def extract(root: str) -> dict:
     with open(os.path.join(root, "verl", "version", "version"), encoding="utf-8") as f:
         version = f.read().strip()
     return {"version": version, "entries": entries, "configs": configs, "groups": groups,
-            "variants": variants}
+            "variants": variants, "env_set": env_set}
 
 
 def _cell(value) -> str:
@@ -269,6 +280,7 @@ def tables(trees: list[dict], sources: dict[str, str]) -> tuple[str, dict]:
             "entries": t["entries"],
             "groups": t["groups"],
             "variants": t["variants"],
+            "env_set": t["env_set"],
             "removed": {k: f"in {v} (present in {p})" for k, p in sorted(removed.items())},
             "dead": _dead(v),
             "timeout": {m: CURATED["timeout"][m] for m in t["entries"] if m in CURATED["timeout"]},

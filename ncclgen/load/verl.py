@@ -32,6 +32,7 @@ class Release:
     removed: dict           # key -> "in V (present in P)"
     dead: dict              # key -> {replacement, why}
     variants: dict          # config -> {"group=option": config composed with it}
+    env_set: dict           # module -> {VAR: {value, where}}: set by the module at import
     timeout: dict           # module -> {knob, seconds, why}
     image: dict             # {image, source}
     keys: dict              # config -> {key: default (JSON text)}
@@ -68,8 +69,8 @@ def releases() -> dict[str, Release]:
     out = {}
     for v in sorted(meta["versions"], key=_vt):
         m = meta["versions"][v]
-        out[v] = Release(v, m["entries"], m["groups"], m["removed"], m["dead"], m["variants"], m["timeout"],
-                         m["image"], keys[v])
+        out[v] = Release(v, m["entries"], m["groups"], m["removed"], m["dead"], m["variants"], m["env_set"],
+                         m["timeout"], m["image"], keys[v])
     return out
 
 
@@ -301,6 +302,15 @@ def timeout(command, spec: str) -> Optional[dict]:
     except CommandError:
         return None
     return rel.timeout.get(cmd.module)
+
+
+def env_set_by(command, spec: str) -> dict:
+    """{VAR: {value, where}} the entry module sets at import, in the newest targeted release."""
+    rel = releases()[versions_in(spec)[-1]]
+    try:
+        return dict(rel.env_set.get(parse(command, rel).module, {}))
+    except CommandError:
+        return {}
 
 
 def default_image(spec: str) -> dict:
