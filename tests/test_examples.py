@@ -142,7 +142,7 @@ def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my.yaml").write_text((ROOT / "clusters" / "h100-ib.yaml").read_text())
     (tmp_path / "wl.yaml").write_text(Path(workload.bundled()["verl-sft"]).read_text())
-    args = ["--cluster", "./my.yaml", "--workload", "wl.yaml", "--tier", "2", "--set", "NCCL_DEBUG=INFO"]
+    args = ["--cluster", "./my.yaml", "--workload", "wl.yaml", "--tier", "2", "--set", "NCCL_DEBUG_SUBSYS=INIT"]  # verl-sft forces NCCL_DEBUG
     assert main(["k8s", *args]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     job = docs[-1]
@@ -157,7 +157,7 @@ def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch
         if m:
             explained[m.group(1)] = m.group(2)
     rendered = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
-    assert explained == rendered and rendered["NCCL_DEBUG"] == "INFO"
+    assert explained == rendered and rendered["NCCL_DEBUG_SUBSYS"] == "INIT"
 
     assert main(["slurm", *args, "-o", "job.sh"]) == 0
     script = (tmp_path / "job.sh").read_text()
