@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -245,3 +246,22 @@ def test_knowledge_base_matches_the_released_wheels():
     r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "verl_kb.py"), "--check", *roots],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", ["slurm", "k8s", "explain"])
+def test_per_run_overrides_are_checked_and_carried(command, capsys):
+    from ncclgen.cli import main
+
+    args = [command, "--workload", "verl-grpo-qwen2-7b", "--", "actor_rollout_ref.rollout.n=16"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "actor_rollout_ref.rollout.n=16" in out.replace("\\\n", "")
+    # the Regenerate: line and the ncclgen.io/explain annotation repeat it
+    if command != "explain":
+        assert re.search(r"--workload verl-grpo-qwen2-7b --nodes 2 (--target pod )?-- actor_rollout_ref.rollout.n=16",
+                         out)
+    assert main([command, "--workload", "verl-grpo-qwen2-7b", "--", "actor_rollout_ref.rollout.nn=16"]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and "did you mean 'actor_rollout_ref.rollout.n'" in cap.err
+    assert main([command, "--workload", "verl-grpo-qwen2-7b", "--", "trainer.nnodes=4"]) == 2
+    assert "derived by ncclgen" in capsys.readouterr().err
