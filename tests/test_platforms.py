@@ -88,6 +88,14 @@ def test_pod_view_renders_valid_manifests_for_every_preset(cluster):
     for kind in ("pytorchjob", "rayjob"):
         for d in render_k8s.documents(build(cluster, "pod", 3), kind=kind):
             kv.validate(d)
+    desc = descriptor.load_cluster(cluster)
+    sft = plan.build(desc, load_workload("verl-sft"), 3, target="pod")      # torchrun: a TrainJob too
+    docs = render_k8s.documents(sft, kind="trainjob")
+    for d in docs:
+        kv.validate(d)
+    text = yaml.safe_dump_all(docs)
+    for s in views.view(desc, "pod").kubernetes.sidecars:       # the platform's sidecars reach every kind
+        assert f"name: {s.name}" in text
 
 
 def test_every_plugin_preset_fails_loudly_when_its_plugin_is_missing():

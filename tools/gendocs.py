@@ -129,9 +129,11 @@ def tiers_md() -> str:
         out += ["| cluster | tier | variable | value | why | source |", "|---|---|---|---|---|---|"]
         for d, s in rows:
             src = d.sources.get(s.source, s.source) if s.source else f"descriptor {d.name}"
-            out.append(f"| {d.name} | {s.tier} | `{s.name}` | `{_cell(s.value)}` | {_cell(s.reason)} | {_cell(src)} |")
+            value = "not set (omit)" if s.omit else f"`{_cell(s.value)}`"
+            out.append(f"| {d.name} | {s.tier} | `{s.name}` | {value} | {_cell(s.reason)} | {_cell(src)} |")
     else:
         out.append("None.")
+    out += plugins_section()
     out += ["", "## Deliberately not emitted", "",
             "Common recipes (and the article ncclgen's tiers are modelled on) set these; no tier rule "
             "does (a preset's vendor settings may, where the vendor publishes one). `ncclgen lint` flags "
@@ -140,6 +142,32 @@ def tiers_md() -> str:
     for n in rules.not_emitted():
         out.append(f"| `{n.var}` | {_cell(n.reason)} | {_cell(n.source)} |")
     return "\n".join(out) + "\n"
+
+
+def plugins_section() -> list[str]:
+    """The net plugins of ncclgen/data/plugins.yaml: what tier 1 emits with each, and where it lives."""
+    from ncclgen.load import plugins
+
+    out = ["", "## Net plugins (tier 1, with the plugin)", "",
+           "From ncclgen/data/plugins.yaml, for the descriptor's `network.net_plugin` in the plan's view "
+           "(host: `slurm`, `env`, `explain`; pod: `k8s`). Tier 1 emits what loads the plugin, `NCCL_NET` "
+           "where the plugin registers a stable name (a plugin that did not load then stops NCCL at "
+           "start-up instead of a silent socket fallback), and the variables it needs. Variables read only "
+           "through a plugin are emitted only where it is loaded.", "",
+           "| plugin | NCCL_NET | loaded by | folder per platform | plugin-only variables | source |",
+           "|---|---|---|---|---|---|"]
+    for p in plugins.all_plugins().values():
+        load = "`LD_LIBRARY_PATH`" if p.load == "ld_library_path" else f"`NCCL_NET_PLUGIN=<folder>/{p.library}`"
+        where = "; ".join(f"{k}: `{loc.lib_dir}`" for k, loc in p.platforms.items())
+        only = ", ".join(f"`{v}`" for v in p.only_vars) or "-"
+        out.append(f"| {p.id} | {f'`{p.net_name}`' if p.net_name else '-'} | {load} | {where} | {only} | "
+                   f"{_cell(p.net_name_source)}; {_cell(p.load_source)} |")
+    for p in plugins.all_plugins().values():
+        if p.env:
+            out += ["", f"Variables the {p.id} plugin needs:", "", "| variable | value | why | source |",
+                    "|---|---|---|---|"]
+            out += [f"| `{e.name}` | `{_cell(e.value)}` | {_cell(e.reason)} | {_cell(e.source)} |" for e in p.env]
+    return out
 
 
 # -- descriptor.md ------------------------------------------------------------------------------------
