@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 import sysfs_fixtures  # noqa: E402  (tests/ is not a package)
+
 from ncclgen import jobside  # noqa: E402
 from ncclgen.cli.common import make_plan  # noqa: E402
 from ncclgen.plan import preflight  # noqa: E402

@@ -180,6 +180,10 @@ class LocalSlurm:
         env = {k: v for k, v in os.environ.items() if not k.startswith(_FOREIGN_ENV)}
         env["SLURM_CONF"] = str(self.conf)
         env[MARKER] = str(self.workdir)
+        # The jobs' preflight (ncclgen/jobside/preflight.py) counts GPUs as /dev/nvidiaN device nodes
+        # (limited to the CUDA_VISIBLE_DEVICES Slurm sets): point it at the fake ones, the test-only
+        # override. $workdir/dev/shm is a link to the real /dev/shm, so that check stays real.
+        env["NCCLGEN_PREFLIGHT_DEV"] = str(self._d("dev"))
         return env
 
     # --- start -------------------------------------------------------------------------------------
@@ -223,6 +227,8 @@ class LocalSlurm:
             except OSError:  # no CAP_MKNOD (some containers): the noisy fallback still works
                 path.touch()
             path.chmod(0o666)
+        # The preflight reads the fake /dev (see env): its /dev/shm is the real one.
+        self._d("dev", "shm").symlink_to("/dev/shm")
 
     def _slurm_conf(self, slurmctld_port: int, node_ports: list[int]) -> str:
         host = socket.gethostname().split(".")[0]

@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import sysfs_fixtures as sf
+
 from ncclgen import jobside
 from ncclgen.cli.common import make_plan
 from ncclgen.jobside import preflight as pf
@@ -319,8 +319,15 @@ def test_embedded_program_checks_this_machine_lo():
     assert len(r.stderr.splitlines()) == 2 and "GLOO_SOCKET_IFNAME ncclgen-x0: expected an interface" in r.stderr
 
 
+def test_spec_from_a_file(tmp_path):
+    (tmp_path / "spec.json").write_text('{"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=lo"}}')
+    r = _program(f"@{tmp_path}/spec.json")
+    assert (r.returncode, r.stderr) == (0, "") and "preflight passed" in r.stdout
+
+
 @pytest.mark.parametrize("arg, why", [
     ("not json", "Expecting value"),
+    ("@/nonexistent/spec.json", "No such file or directory"),
     ('{"v": 99}', "spec version 99, this program reads 1"),
     ("[1]", "spec version None"),
 ])

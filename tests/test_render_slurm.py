@@ -33,6 +33,7 @@ from ncclgen import __version__
 from ncclgen.load import cpuset, descriptor, workload
 from ncclgen import jobside
 from ncclgen.jobside import raybind, raywait
+from ncclgen.plan import preflight
 from ncclgen.render import slurm as render_slurm
 from ncclgen.cli import main
 from ncclgen.errors import UserError
@@ -244,7 +245,7 @@ def test_container_image_reaches_every_srun(capsys):
     for wl in ("verl-grpo-qwen2-7b", "verl-sft"):
         text = render(capsys, "--cluster", "h100-ib", "--workload", wl, "--monitor", "--container-image", image)
         sruns = [ln for ln in text.splitlines() if re.match(r"\s*(RAY_ADDRESS=\S+ )?srun ", ln)]
-        assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2)
+        assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2) + 1   # + the preflight step
         for ln in sruns:
             assert " " + shlex.quote(f"--container-image={image}") + " " in ln, ln
 
@@ -256,9 +257,11 @@ def test_descriptor_container_image_and_mounts(tmp_path, capsys):
     good = tmp_path / "pyxis.yaml"
     good.write_text(yaml.safe_dump(doc))
     text = render(capsys, "--cluster", str(good), "--workload", "verl-sft")
-    (step,) = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
-    assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in step
-    assert shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
+    steps = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
+    assert len(steps) == 2      # the preflight runs in the job's container too
+    for step in steps:
+        assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in step
+        assert shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
     doc["slurm"]["container_mounts"] = ["/a,/b:/c"]
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump(doc))
@@ -313,8 +316,11 @@ SHIMS = {
         NAME=ray; . "$SHIM_DIR/act.sh"; record "$@"
         if [[ " $* " == *" --head "* ]]; then act "$SHIM_RAY_HEAD"; else act "$SHIM_RAY_WORKER"; fi
         """,
+    # The preflight (python3 -c PROGRAM SPEC, the spec a JSON object) is recorded as "preflight".
     "python3": """
-        NAME=python3; . "$SHIM_DIR/act.sh"; record "$@"
+        NAME=python3; [[ $1 == -c && $3 == '{"v":'* ]] && NAME=preflight
+        . "$SHIM_DIR/act.sh"; record "$@"
+        if [[ $NAME == preflight ]]; then act "$SHIM_PREFLIGHT"; fi
         if [[ $1 == -c && $3 == wait ]]; then act "$SHIM_WAIT"; fi
         if [[ $1 == -c && $3 == watch ]]; then act "$SHIM_WATCH"; fi
         act "$SHIM_DRIVER"
@@ -348,7 +354,7 @@ class Run:
             "SHIM_DIR": str(shim_dir), "SHIM_LOG": str(self.log), "SHIM_SLEEP": self.sleep,
             "SHIM_NODES": "2", "SHIM_NODE_ADDR": "127.0.0.1",
             "SHIM_RAY_HEAD": "block", "SHIM_RAY_WORKER": "block", "SHIM_WAIT": "await:ray:2",
-            "SHIM_WATCH": "block", "SHIM_DRIVER": "exit:0",
+            "SHIM_WATCH": "block", "SHIM_DRIVER": "exit:0", "SHIM_PREFLIGHT": "exit:0",
             "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2",
             "SLURM_GPUS_ON_NODE": "8",
         }
@@ -514,6 +520,39 @@ def test_sigterm_to_the_batch_script_ends_every_step(capsys, tmp_path, launcher)
 def test_torchrun_step_status_is_the_job_status(capsys, tmp_path):
     script, _ = local_ci(capsys, tmp_path, "torchrun", ["python3", "train.py"])
     assert Run(tmp_path, script, SHIM_DRIVER="exit:9").finish().rc == 9
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "ray"])
+def test_preflight_step_runs_on_every_node_with_the_plans_checks(capsys, tmp_path, launcher):
+    script, plan = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"])
+    run = Run(tmp_path, script, SHIM_DRIVER="await:preflight:1" if launcher == "torchrun" else "exit:0").finish()
+    assert run.rc == 0, run.stderr
+    (args, _), = run.calls("preflight")
+    assert args == ["-c", jobside.source("preflight", compact=True).rstrip("\n"),
+                    preflight.encode(preflight.spec(plan))]
+    (step,) = [a for a, _ in run.calls("srun") if a[-1] == args[-1]]
+    assert step[:3] == ["--nodes=2", "--ntasks-per-node=1", "--export=ALL"]
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "ray"])
+def test_failed_preflight_ends_the_job_before_the_launch(capsys, tmp_path, launcher):
+    script, _ = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"], monitor=True)
+    run = Run(tmp_path, script, SHIM_PREFLIGHT="exit:6").finish()
+    assert run.rc == preflight.EXIT_PROBLEMS == 6
+    assert "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" in run.stderr
+    assert run.calls("torchrun") == run.calls("ray") == run.calls("python3") == run.calls("ncclgen") == []
+    assert run.leftovers() == []
+
+
+def test_no_preflight_leaves_the_step_out(capsys, tmp_path):
+    wl = tmp_path / "w.yaml"
+    wl.write_text(yaml.safe_dump({"name": "w", "description": "d", "launcher": "torchrun", "nodes": 2,
+                                  "command": ["python3", "work.py"]}))
+    script = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", str(wl), "--no-preflight")
+    assert "NCCLGEN_PREFLIGHT" not in script and "exit 6" not in script
+    assert re.search(r"# Regenerate: ncclgen slurm .* --no-preflight$", script, re.M)
+    run = Run(tmp_path, script).finish()
+    assert run.rc == 0 and run.calls("preflight") == [] and len(run.calls("torchrun")) == 1, run.stderr
 
 
 # --- the real Slurm -------------------------------------------------------------------------------

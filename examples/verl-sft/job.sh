@@ -15,8 +15,8 @@
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft --nodes 2
 #
 # Launch: one srun step, a torchrun agent per node (8 ranks each), c10d rendezvous on the head;
-# --kill-on-bad-exit=1 and --max-restarts=0: one failed rank ends the job. Exit status: the step's;
-# 2 the allocation does not match this script or the head node has no IPv4 address.
+# --kill-on-bad-exit=1 and --max-restarts=0: one failed rank ends the job. Exit status: the step's; 2 the
+# allocation does not match this script or the head node has no IPv4 address; 6 a node failed the preflight.
 set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
@@ -57,6 +57,10 @@ ncclgen_main() {
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
+  # Preflight on every node: what the plan relies on (`ncclgen explain`); one line per problem, exit 6.
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"commands":["numactl"]}' \
+    || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
+
   # Tier 3: each rank runs under numactl on its GPU's NUMA node (NCCLGEN_BIND, from the descriptor).
   srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
     torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
@@ -90,6 +94,234 @@ set -euo pipefail
 python3 -m pip install --no-deps verl==0.9.1
 exec "$@"
 NCCLGEN_SETUP_EOF
+)
+# preflight: what the plan relies on, checked on every node before the launch
+NCCLGEN_PREFLIGHT=$(cat <<'NCCLGEN_PREFLIGHT_EOF'
+import errno
+import fcntl
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import struct
+import sys
+import threading
+import time
+SPEC_VERSION = 1
+EXIT_PROBLEMS = 6
+EXIT_USAGE = 2
+DEADLINE_S = 10.0
+SIOCGIFADDR = 0x8915
+ACTIVE = "ACTIVE"
+def parse_list(value):
+    mode = "prefix"
+    if value.startswith("^"):
+        mode, value = "exclude", value[1:]
+    elif value.startswith("="):
+        mode, value = "exact", value[1:]
+    items = []
+    for part in value.split(","):
+        name, sep, port = part.partition(":")
+        if name:
+            items.append((name, int(port) if sep and port.isdigit() else None))
+    return mode, items
+def _matches(name, want, mode):
+    return name == want if mode == "exact" else name.startswith(want)
+class Node:
+    def __init__(self, sysfs=None, dev=None, environ=None):
+        env = os.environ if environ is None else environ
+        self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
+        self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
+        self.environ = env
+    def name(self):
+        return self.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    def listdir(self, *parts):
+        try:
+            return sorted(os.listdir(os.path.join(self.sysfs, *parts)))
+        except OSError:
+            return []
+    def read(self, *parts):
+        try:
+            with open(os.path.join(self.sysfs, *parts), encoding="ascii", errors="replace") as fh:
+                return fh.read().strip()
+        except OSError:
+            return None
+    def ipv4(self, ifname):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            req = struct.pack("256s", ifname.encode()[:15])
+            return socket.inet_ntoa(fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)[20:24])
+        except OSError as exc:
+            if exc.errno in (errno.EADDRNOTAVAIL, errno.ENODEV, errno.ENXIO):
+                return None
+            raise
+        finally:
+            s.close()
+    def gpus(self):
+        try:
+            devs = [d for d in os.listdir(self.dev) if re.fullmatch(r"nvidia[0-9]+", d)]
+        except OSError:
+            devs = []
+        found = f"{len(devs)} /dev/nvidiaN device(s)"
+        visible = self.environ.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None and visible != "NoDevFiles":
+            n = len([v for v in visible.split(",") if v.strip()])
+            if n < len(devs):
+                return n, f"{found}, CUDA_VISIBLE_DEVICES={visible!r}"
+        return len(devs), found
+    def shm_bytes(self):
+        st = os.statvfs(os.path.join(self.dev, "shm"))
+        return st.f_blocks * st.f_frsize
+    def memlock(self):
+        soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+        return None if soft == resource.RLIM_INFINITY else soft
+    def which(self, command):
+        return shutil.which(command, path=self.environ.get("PATH", os.defpath))
+    def readable(self, path):
+        try:
+            with open(path, "rb") as fh:
+                fh.read(1)
+            return None
+        except IsADirectoryError:
+            return "a directory"
+        except FileNotFoundError:
+            return "no such file"
+        except OSError as exc:
+            return exc.strerror or str(exc)
+def _size(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n} B"
+def check_hca(node, var, value):
+    mode, items = parse_list(value)
+    devices = node.listdir("class", "infiniband")
+    def port_state(dev, port):
+        return node.read("class", "infiniband", dev, "ports", str(port), "state")
+    def active_ports(dev, port):
+        ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
+        return [p for p in ports if ACTIVE in (port_state(dev, p) or "")]
+    if mode == "exclude":
+        kept = [d for d in devices if not any(_matches(d, n, "prefix") for n, _ in items)]
+        if not any(active_ports(d, None) for d in kept):
+            yield (f"{var}={value}", "an ACTIVE port on a device not excluded",
+                   f"devices {', '.join(devices) or 'none'} in /sys/class/infiniband")
+        return
+    for name, port in items:
+        item = f"{var} {name}" + (f" port {port}" if port is not None else "")
+        matched = [d for d in devices if _matches(d, name, mode)]
+        if not matched:
+            yield (item, "an RDMA device" + (" named " if mode == "exact" else " whose name starts with ") + name,
+                   f"no such device (have: {', '.join(devices) or 'none'})")
+            continue
+        if mode == "prefix":
+            if not any(active_ports(d, port) for d in matched):
+                yield (item, "an ACTIVE port on a device whose name starts with " + name,
+                       "; ".join(f"{d}: {_states(node, d, port)}" for d in matched))
+            continue
+        (dev,) = matched
+        if port is not None and port_state(dev, port) is None:
+            yield (item, "the port to exist",
+                   f"ports {', '.join(node.listdir('class', 'infiniband', dev, 'ports')) or 'none'}")
+        elif not active_ports(dev, port):
+            yield (item, "state ACTIVE", _states(node, dev, port))
+def _states(node, dev, port):
+    ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
+    states = []
+    for p in ports:
+        text = node.read("class", "infiniband", dev, "ports", p, "state") or "no state"
+        states.append(f"port {p} {text.partition(': ')[2] or text}")
+    return ", ".join(states) or "no ports"
+def check_ifaces(node, var, value):
+    mode, items = parse_list(value)
+    names = node.listdir("class", "net")
+    if mode == "exclude":
+        kept = [n for n in names if n != "lo" and not any(_matches(n, x, "prefix") for x, _ in items)]
+        if not any(node.ipv4(n) for n in kept):
+            yield (f"{var}={value}", "an interface not excluded with an IPv4 address",
+                   f"interfaces {', '.join(names) or 'none'}")
+        return
+    for want, _ in items:
+        matched = [n for n in names if _matches(n, want, mode)]
+        item = f"{var} {want}"
+        if not matched:
+            yield (item, "an interface" + (" named " if mode == "exact" else " whose name starts with ") + want,
+                   f"no such interface (have: {', '.join(names) or 'none'})")
+        elif not any(node.ipv4(n) for n in matched):
+            yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
+def check(node, spec):
+    for var, value in spec.get("hca", {}).items():
+        yield from check_hca(node, var, value)
+    for var, value in spec.get("ifaces", {}).items():
+        yield from check_ifaces(node, var, value)
+    for item, path in spec.get("files", []):
+        why = node.readable(path)
+        if why:
+            yield (f"{item} {path}", "a readable file", why)
+    want = spec.get("gpus")
+    if want:
+        have, how = node.gpus()
+        if have < want:
+            yield ("GPUs", f"{want} visible", how)
+    shm = spec.get("shm_bytes")
+    if shm:
+        try:
+            have = node.shm_bytes()
+            if have < shm:
+                yield ("/dev/shm", f"at least {_size(shm)}", _size(have))
+        except OSError as exc:
+            yield ("/dev/shm", f"at least {_size(shm)}", exc.strerror or str(exc))
+    if spec.get("memlock_unlimited"):
+        have = node.memlock()
+        if have is not None:
+            yield ("locked-memory limit (ulimit -l)", "unlimited", _size(have))
+    for command in spec.get("commands", []):
+        if not node.which(command):
+            yield (f"command {command}", "on PATH", "not found")
+def run(spec, node=None, out=sys.stdout, err=sys.stderr):
+    node = node or Node()
+    t0 = time.monotonic()
+    name = node.name()
+    problems = list(check(node, spec))
+    for item, expected, found in problems:
+        print(f"ncclgen: preflight FAILED: node {name}: {item}: expected {expected}, found {found}",
+              file=err, flush=True)
+    if problems:
+        print(f"ncclgen: preflight FAILED on node {name}: {len(problems)} problem(s); the job stops before "
+              f"the launch (exit {EXIT_PROBLEMS})", file=err, flush=True)
+        return EXIT_PROBLEMS
+    print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
+    return 0
+def _deadline(name):
+    def fire():
+        print(f"ncclgen: preflight FAILED: node {name}: preflight: expected to finish within {DEADLINE_S:.0f} s, "
+              "found it blocked (a hung file system?)", file=sys.stderr, flush=True)
+        os._exit(EXIT_PROBLEMS)
+    timer = threading.Timer(DEADLINE_S, fire)
+    timer.daemon = True
+    timer.start()
+def main(argv):
+    try:
+        (text,) = argv
+        if text.startswith("@"):
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        spec = json.loads(text)
+        if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
+            raise ValueError(f"spec version {spec.get('v') if isinstance(spec, dict) else None!r}, "
+                             f"this program reads {SPEC_VERSION}")
+    except (OSError, ValueError) as exc:
+        print(f"ncclgen: preflight: usage: preflight SPEC_JSON|@FILE ({exc}); regenerate the job with this "
+              "ncclgen", file=sys.stderr)
+        return EXIT_USAGE
+    node = Node()
+    _deadline(node.name())
+    return run(spec, node)
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+NCCLGEN_PREFLIGHT_EOF
 )
 # binding wrapper: each local rank under numactl on its GPU's NUMA node
 NCCLGEN_BIND=$(cat <<'NCCLGEN_BIND_EOF'

@@ -1,7 +1,7 @@
 """Preflight: check on this node what the plan relies on, before anything expensive starts.
 
     python3 -c "$NCCLGEN_PREFLIGHT" SPEC       SPEC: the JSON object built at render time
-                                               (ncclgen/plan/preflight.py, `ncclgen explain` shows it)
+    python3 preflight.py @FILE                 (ncclgen/plan/preflight.py), or @FILE holding it
 
 Exit status: 0 every check passed; 6 at least one problem, one line each on stderr:
     ncclgen: preflight FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
@@ -288,12 +288,15 @@ def _deadline(name):
 def main(argv):
     try:
         (text,) = argv
+        if text.startswith("@"):
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
         spec = json.loads(text)
         if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
             raise ValueError(f"spec version {spec.get('v') if isinstance(spec, dict) else None!r}, "
                              f"this program reads {SPEC_VERSION}")
-    except ValueError as exc:
-        print(f"ncclgen: preflight: usage: preflight SPEC_JSON ({exc}); regenerate the job with this "
+    except (OSError, ValueError) as exc:
+        print(f"ncclgen: preflight: usage: preflight SPEC_JSON|@FILE ({exc}); regenerate the job with this "
               "ncclgen", file=sys.stderr)
         return EXIT_USAGE
     node = Node()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..load import views
 from . import Plan
 
 SPEC_VERSION = 1           # ncclgen/jobside/preflight.py SPEC_VERSION
@@ -33,8 +34,12 @@ HCA_VARS = ("NCCL_IB_HCA",)
 IFACE_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 
 
-def spec(plan: Plan, plugin_files: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The checks for one node of ``plan``; ``plugin_files`` are library paths that must exist there."""
+def spec(plan: Plan, plugin_files: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The checks for one node of ``plan``. ``plugin_files``: library paths that must exist there;
+    default: the files of the net plugin the plan's view loads, in its folder on that platform
+    (ncclgen/data/plugins.yaml)."""
+    if plugin_files is None:
+        plugin_files = views.plugin_files(plan.cluster)
     env = plan.env_dict()
     out: dict[str, Any] = {"v": SPEC_VERSION}
     hca = {v: env[v] for v in HCA_VARS if env.get(v)}

@@ -24,6 +24,7 @@ from ..errors import UserError
 from ..plan import Plan
 from ..plan.build import prepends
 from ..plan import launch as launchmod
+from ..plan import preflight as preflightmod
 from . import shell
 from .shell import Raw
 
@@ -105,6 +106,8 @@ class SlurmScript:
     command: tuple[str, ...]
     launch: Union[Torchrun, Ray]
     version: str
+    preflight: Optional[str] = None                 # the preflight's spec (JSON); None: --no-preflight
+    preflight_exit: int = preflightmod.EXIT_PROBLEMS
 
     @property
     def template(self) -> str:
@@ -122,6 +125,7 @@ class Options:
     container_image: Optional[str] = None
     monitor: bool = False
     ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
+    preflight: bool = True           # check every node before the launch (ncclgen/jobside/preflight.py)
     comments: Literal["short", "full"] = "short"
     pass_env: tuple[str, ...] = ()               # variables the job takes from its environment (--pass-env)
     flags: tuple[str, ...] = field(default=())   # these options as typed, for the Regenerate: line
@@ -148,6 +152,11 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         programs.append(Program("the workload's setup lines, run by every step before its program",
                                 "NCCLGEN_SETUP", launchmod.setup_program(plan.workload.setup)))
         setup = ("bash", "-c", Raw('"$NCCLGEN_SETUP"'), launchmod.SETUP_ARGV0)
+    checks = None
+    if opts.preflight:
+        checks = preflightmod.encode(preflightmod.spec(plan))
+        programs.append(Program("preflight: what the plan relies on, checked on every node before the launch",
+                                "NCCLGEN_PREFLIGHT", jobside.source("preflight", compact=True)))
     spec: Union[Torchrun, Ray]
     if launch.launcher == "torchrun":
         wrapper: tuple[str, ...] = ()
@@ -210,6 +219,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         command=launch.command,
         launch=spec,
         version=__version__,
+        preflight=checks,
     )
 
 
