@@ -257,3 +257,14 @@ def test_gate_refuses_a_host_interface_set_for_a_pod():
     with pytest.raises(UserError, match="NG017|only the gcp-a3-mega host"):
         pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="pod")
     pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="host")
+
+
+def test_pyxis_container_gets_the_tcpxo_folder_mounted():
+    """cluster-toolkit mounts /var/lib/tcpxo/lib64 into the pyxis container next to LD_LIBRARY_PATH."""
+    from ncclgen.render import slurm as render_slurm
+
+    p = build("gcp-a3-mega", "host")
+    script = render_slurm.render_plan(p, render_slurm.Options(container_image="nvcr.io#nvidia/pytorch:25.01-py3"))
+    assert "--container-mounts=/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64" in script
+    assert "--container-mounts" not in render_slurm.render_plan(build("aws-p5", "host"), render_slurm.Options(
+        container_image="nvcr.io#nvidia/pytorch:25.01-py3"))   # AWS's images carry aws-ofi-nccl themselves

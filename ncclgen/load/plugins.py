@@ -34,6 +34,7 @@ class Location:
     """Where the plugin is on one platform, and what a pod there needs for it."""
     lib_dir: str = field(pattern=r"/[^\s:]*", pattern_doc="an absolute path without ':' or spaces")
     source: str = field()
+    container_mount: bool = field(False)   # host: a pyxis container needs the folder mounted (same path)
     volumes: tuple[Volume, ...] = field(())
     sidecars: tuple[Sidecar, ...] = field(())
     annotations: dict[str, str] = field(factory=dict)

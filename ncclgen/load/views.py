@@ -49,7 +49,14 @@ def _host(desc: Descriptor) -> Descriptor:
         lib_dir = loc.lib_dir if loc else None
     loaded = plugin is not None and lib_dir is not None
     sharp = net.sharp and loaded and plugin.collnet
-    return replace(desc, network=replace(net, plugin_dir=lib_dir if loaded else None, sharp=sharp))
+    slurm = desc.slurm
+    loc = plugin.location("host") if plugin is not None else None
+    if loaded and loc is not None and loc.container_mount:
+        # A pyxis container sees the plugin folder only if it is mounted (the job exports its path).
+        mount = f"{lib_dir}:{lib_dir}"
+        if not any(m.split(":")[0].rstrip("/") == lib_dir for m in slurm.container_mounts):
+            slurm = replace(slurm, container_mounts=slurm.container_mounts + (mount,))
+    return replace(desc, network=replace(net, plugin_dir=lib_dir if loaded else None, sharp=sharp), slurm=slurm)
 
 
 def _rename(value: str, names: dict[str, str]) -> str:
