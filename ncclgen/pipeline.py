@@ -21,8 +21,9 @@ def request(cluster: Optional[str] = None, tier: Optional[int] = None, workload:
             target: str = "host", extra_args: tuple[str, ...] = ()) -> Request:
     """A Request with the project defaults filled in (flag, NCCLGEN_* variable, ncclgen.yaml, built-in)."""
     return Request(cluster=defaults.default("cluster") if cluster is None else cluster,
-                   tier=tier or defaults.default("tier"),
-                   workload=workload or defaults.default("workload"),
+                   tier=defaults.default("tier") if tier is None else tier,
+                   # `--workload ""` is an error, not the default (None alone means "not given")
+                   workload=defaults.default("workload") if workload is None else workload,
                    nodes=nodes, sets=tuple(sets), debug=debug, target=target,  # type: ignore[arg-type]
                    extra_args=tuple(extra_args))
 

@@ -347,3 +347,44 @@ def test_error_lines_carry_no_raw_control_characters(tmp_path, capsys, hostile):
         rc, out, err = run(capsys, *argv)
         one_line_error(rc, err)
         assert "\x1b" not in err and "\r" not in err and "\x9b" not in err
+
+
+def test_cli_empty_workload_is_an_error_not_the_default(capsys):
+    rc, out, err = run(capsys, "env", "--cluster", "local-ci", "--workload", "")
+    assert "--workload" in one_line_error(rc, err) and out == ""
+    rc, out, err = run(capsys, "env", "--cluster", "")
+    assert "--cluster" in one_line_error(rc, err) and out == ""
+
+
+@pytest.mark.parametrize("where,value", [("network", "[]"), ("network", '["lo,eth0"]'), ("network", '["^lo"]'),
+                                         ("kubernetes", "[]")])
+def test_bootstrap_interfaces_must_name_real_interfaces(tmp_path, capsys, where, value):
+    if where == "network":
+        path = descriptor(tmp_path, replace=("bootstrap_interfaces: [lo]", f"bootstrap_interfaces: {value}"))
+    else:
+        path = descriptor(tmp_path, f"kubernetes:\n  bootstrap_interfaces: {value}\n")
+    rc, out, err = run(capsys, "env", "--cluster", path, "--workload", "bench")
+    assert f"{where}.bootstrap_interfaces" in one_line_error(rc, err) and "NCCL_SOCKET_IFNAME" not in out
+
+
+def test_template_cache_is_used_only_when_owner_only(tmp_path, monkeypatch):
+    import jinja2
+
+    from ncclgen.render import slurm as render_slurm
+
+    home = tmp_path / "cache"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    assert render_slurm._bytecode_cache(jinja2) is not None
+    folder = home / "ncclgen" / "jinja2"
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    folder.chmod(0o777)                               # ours but loose: tightened, then used
+    assert render_slurm._bytecode_cache(jinja2) is not None and folder.stat().st_mode & 0o077 == 0
+    home.chmod(0o777)                                 # anyone could swap the folder for their own
+    assert render_slurm._bytecode_cache(jinja2) is None
+    home.chmod(0o700)
+    real = tmp_path / "elsewhere"
+    real.mkdir(mode=0o700)
+    (home / "ncclgen" / "jinja2").rename(tmp_path / "old")
+    (home / "ncclgen" / "jinja2").symlink_to(real)   # a symlink is never followed into
+    assert render_slurm._bytecode_cache(jinja2) is None

@@ -382,6 +382,18 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     def warn(path: tuple, message: str) -> None:
         warnings.append(doc.error(path, message))
 
+    # An empty list would render NCCL_SOCKET_IFNAME='=' (no interface); a ',' or '^' inside a name would
+    # change the list NCCL parses.
+    for where, names in ((("network",), net.bootstrap_interfaces),
+                         (("kubernetes",), desc.kubernetes.bootstrap_interfaces)):
+        if names is not None and not names:
+            fail(where + ("bootstrap_interfaces",), "name at least one interface (an empty list would "
+                                                    "render NCCL_SOCKET_IFNAME='=')")
+        for i, ifname in enumerate(names or ()):
+            if not re.fullmatch(IFNAME, ifname, re.ASCII):
+                fail(where + ("bootstrap_interfaces", i), f"{ifname!r} is not an interface name (at most 15 "
+                                                          "of A-Z a-z 0-9 _ . : @ -)")
+
     def cite(path: tuple, source: Optional[str]) -> None:
         if source is not None and source not in known:
             fail(path + ("source",), f"source {source!r} is not an id in `sources` "

@@ -328,14 +328,46 @@ def heredoc(program: Program) -> str:
 
 def _bytecode_cache(jinja2):
     """Compiled templates under $XDG_CACHE_HOME/ncclgen (keyed by template source): compiling them is
-    a third of a render's time. No cache where that folder cannot be made (read-only home)."""
+    a third of a render's time.
+
+    Loading a cached template runs its code, so whoever can write the folder could run code in every
+    render. The folder is used only when it is a real directory (not a symlink) owned by this user with
+    no access for group or others, and every folder above it is not writable by others unless sticky;
+    otherwise, or where it cannot be made (read-only home), there is no cache (issue 15).
+    """
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(base, "ncclgen", "jinja2")
+    folder = os.path.join(os.path.abspath(base), "ncclgen", "jinja2")
     try:
-        os.makedirs(folder, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        if not _owner_only(folder):
+            return None
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(folder) if os.access(folder, os.W_OK) else None
+    return jinja2.FileSystemBytecodeCache(folder)
+
+
+def _owner_only(folder: str) -> bool:
+    """``folder`` is ours alone, and nobody else can swap it or a folder above it for their own."""
+    import stat
+
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        return False
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(folder, 0o700)          # ours: tighten it (an older ncclgen made it with the umask)
+        if stat.S_IMODE(os.lstat(folder).st_mode) & 0o077:
+            return False
+    parent = os.path.dirname(folder)
+    while True:
+        pst = os.stat(parent)
+        if pst.st_mode & stat.S_IWOTH and not pst.st_mode & stat.S_ISVTX:
+            return False
+        if pst.st_uid not in (0, os.getuid()) and pst.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return False
+        up = os.path.dirname(parent)
+        if up == parent:
+            return True
+        parent = up
 
 
 @functools.lru_cache(maxsize=1)
