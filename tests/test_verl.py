@@ -130,6 +130,8 @@ def test_a_minimal_workload_loads_and_plans(tmp_path):
 
 
 @pytest.mark.parametrize("body, where, what", [
+    ("setup: [\"a\\rb\"]\n", "setup[0]", "control character"),
+    ("setup: [NCCLGEN_SETUP_EOF]\n", "setup[0]", "heredoc"),
     ("timeout_s: 900\n", "timeout_s", "nothing reads it"),
     ("", "verl", "names the verl release"),
     ('verl: "0.5.0"\n', "verl", "not in ncclgen's knowledge base"),

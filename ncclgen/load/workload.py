@@ -81,8 +81,11 @@ def load(path: str) -> Workload:
         if "\0" in arg:
             raise doc.error(("command", i), "NUL byte in argument")
     for i, line in enumerate(wl.setup):
-        if "\0" in line or "\n" in line:
-            raise doc.error(("setup", i), "one shell line per entry, without NUL or newline")
+        if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", line):
+            raise doc.error(("setup", i), "one shell line per entry, without newline or other control "
+                                          "characters")
+        if re.fullmatch(r"NCCLGEN_\w*_EOF", line.strip()):
+            raise doc.error(("setup", i), f"{line.strip()!r} would end the job script's quoted heredoc")
     if wl.timeout_s is not None:
         raise doc.error(("timeout_s",), "nothing reads it: verl >= 0.8 creates its process groups with its "
                                         "own timeout (ncclgen explain shows it) and NCCL has no "
