@@ -79,7 +79,7 @@ def test_invented_variable_names_the_real_mechanism():
     [f] = run({"NCCL_TIMEOUT": "1800"})
     assert (f.code, f.severity) == ("NG002", "error")
     assert "init_process_group(timeout=timedelta(seconds=1800))" in f.fix
-    assert "actor_rollout_ref.nccl_timeout=1800" in f.fix
+    assert "nccl_timeout" not in f.fix     # verl >= 0.8 reads no timeout key (ncclgen/data/verl)
     assert codes(run({"NCCL_FP16_ENABLE": "1"})) == [("NG002", "error")]
     assert "framework" in run({"NCCL_FP16_ENABLE": "1"})[0].fix
     assert run({"NCCL_MAX_RINGS": "8"})[0].fix == "use NCCL_MAX_CTAS=8"
