@@ -268,3 +268,14 @@ def test_pyxis_container_gets_the_tcpxo_folder_mounted():
     assert "--container-mounts=/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64" in script
     assert "--container-mounts" not in render_slurm.render_plan(build("aws-p5", "host"), render_slurm.Options(
         container_image="nvcr.io#nvidia/pytorch:25.01-py3"))   # AWS's images carry aws-ofi-nccl themselves
+
+
+def test_sidecar_mount_of_an_undeclared_volume_is_refused(tmp_path):
+    text = Path(descriptor.available()["oci-bm-gpu-h100-8"]).read_text()
+    path = tmp_path / "oke-sidecar.yaml"
+    path.write_text(text.replace("  source: oke-hostnet\n# Oracle", "  sidecars:\n    - name: probe\n"
+                                 "      image: busybox\n      mounts: [{volume: devinf, path: /x}, "
+                                 "{volume: nope, path: /y}]\n  source: oke-hostnet\n# Oracle"))
+    desc = descriptor.load(str(path))
+    with pytest.raises(UserError, match="probe mounts volume 'nope'"):
+        build(desc, "pod")

@@ -157,6 +157,13 @@ def _pod(desc: Descriptor) -> Descriptor:
                       topo_file=topo, net_plugin=net.net_plugin if loaded else "none",
                       plugin_dir=lib_dir if loaded else None,
                       sharp=net.sharp and loaded and bool(plugin and plugin.collnet))
+    names_known = {v.name for v in volumes} | {v.name for v in kube.volumes}
+    for sc in tuple(sidecars) + kube.sidecars:
+        for m in sc.mounts:
+            if m.volume not in names_known:
+                raise UserError(f"{where}.sidecars: {sc.name} mounts volume {m.volume!r}, which neither "
+                                f"kubernetes.volumes nor the net plugin's pod elements declare (known: "
+                                f"{', '.join(sorted(names_known)) or 'none'})")
     # The view keeps every host-only name (bootstrap ones included) so `lint` can still name them.
     kubernetes = replace(kube, annotations=annotations, volumes=tuple(volumes) + kube.volumes,
                          sidecars=tuple(sidecars) + kube.sidecars, netdevs=host_only_names(desc),
