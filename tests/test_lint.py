@@ -394,7 +394,7 @@ def test_json_from_ncclgen_env(capsys):
     ('X="open\n', "x:1: unclosed quote"),
     ('{"env": [}', "x:1:10: JSON syntax error"),
     ('{"envs": []}', 'x: env: expected a JSON object with an "env" list'),
-    ('{"env": [{"name": "A", "value": [1]}]}', "x: env[0].value: expected a string value"),
+    ('{"env": [{"name": "A", "value": [1]}]}', "x:1: env[0].value: expected a string value"),
     ("apiVersion: v1\nkind: Pod\nspec: [", "x:4:1: YAML syntax error"),
     ("kind: x\nspec: " + "[" * 100, "nested more than 64 levels"),
 ])

@@ -12,7 +12,7 @@ import sys
 import click
 
 from .. import __version__
-from ..errors import UserError, error_lines
+from ..errors import UserError, error_lines, printable
 
 # command name -> (module, attribute, one-line help shown by `ncclgen --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -101,10 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as exc:
         msg = exc.format_message().replace("\n", " ")
         where = f"{exc.ctx.command_path}: " if exc.ctx else ""
-        click.echo(f"ncclgen: error: {where}{msg}", err=True)
+        click.echo(printable(f"ncclgen: error: {where}{msg}"), err=True)   # click quotes the raw argument
         return 2
     except click.ClickException as exc:
-        click.echo(f"ncclgen: error: {exc.format_message()}", err=True)
+        click.echo(printable(f"ncclgen: error: {exc.format_message()}").replace("\\n", " "), err=True)
         return exc.exit_code
     except BrokenPipeError:  # `ncclgen ... | head`
         sys.stderr.close()

@@ -679,7 +679,18 @@ def parse_text(text: str, name: str) -> list[tuple[str, Optional[str], Optional[
     return [pair for group in _parse_groups(text, name) for pair in group]
 
 
+_LAST_PARSE: list = [None, None, None]   # (text, name, groups): `lint` asks twice for the same text
+
+
 def _parse_groups(text: str, name: str) -> list[list]:
+    if _LAST_PARSE[0] is text and _LAST_PARSE[1] == name:
+        return _LAST_PARSE[2]
+    groups = _parse_groups_uncached(text, name)
+    _LAST_PARSE[:] = [text, name, groups]
+    return groups
+
+
+def _parse_groups_uncached(text: str, name: str) -> list[list]:
     kind = detect(text)
     if kind == "json":
         return [_parse_json(text, name)]
@@ -696,70 +707,90 @@ def _parse_json(text: str, name: str) -> list:
     if not isinstance(env, list):
         raise UserError("expected a JSON object with an \"env\" list (ncclgen env --format json)", file=name,
                         path="env")
-    out, pos = [], 0
+    # Lines are found by searching forward for each name, counting newlines incrementally (one pass over
+    # the text in all); a name written with JSON escapes is not found, and later ones get no line.
+    out, pos, line, counted = [], 0, 1, 0
     for i, item in enumerate(env):
+        found = text.find(f'"{item["name"]}"', pos) if pos >= 0 and isinstance(item, dict) \
+            and isinstance(item.get("name"), str) else -1
+        if found >= 0:
+            line += text.count("\n", counted, found)
+            counted, pos = found, found + 1
+        else:
+            pos = -1
+        where = line if found >= 0 else None
         if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise UserError("expected an object with a string \"name\"", file=name, path=f"env[{i}]")
+            raise UserError("expected an object with a string \"name\"", file=name, path=f"env[{i}]",
+                            line=line)
         value = item.get("value")
         if isinstance(value, bool) or not isinstance(value, (str, int)):
-            raise UserError("expected a string value", file=name, path=f"env[{i}].value")
-        found = text.find(f'"{item["name"]}"', pos)
-        line = text.count("\n", 0, found) + 1 if found >= 0 else None
-        pos = found + 1 if found >= 0 else pos
-        out.append((item["name"], str(value), line))
+            raise UserError("expected a string value", file=name, path=f"env[{i}].value", line=line)
+        out.append((item["name"], str(value), where))
     return out
 
 
 def _parse_manifest(text: str, name: str) -> list:
-    """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value."""
+    """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value.
+
+    Read from libyaml's event stream in one pass (no node graph): linear in the input, nesting deeper
+    than yamlio.MAX_DEPTH refused as it is met (libyaml's recursive composer crashes on it), and an
+    alias is never expanded (no alias-bomb blow-up).
+    """
     import yaml
 
     from ..load import yamlio
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out: list = []
+    # One frame per open mapping/sequence: [kind, key or None, expecting a key, env group or None, item]
+    stack: list[list] = []
     try:
-        yamlio._check_depth(text, name)   # deep nesting crashes libyaml's recursive composer
-        docs = list(yaml.compose_all(text, Loader=loader))
+        for ev in yaml.parse(text, Loader=loader):
+            top = stack[-1] if stack else None
+            if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                if len(stack) >= yamlio.MAX_DEPTH:
+                    m = ev.start_mark
+                    raise UserError(f"nested more than {yamlio.MAX_DEPTH} levels deep", file=name,
+                                    line=m.line + 1, col=m.column + 1)
+                group = item = None
+                if top is not None and top[0] == "map" and not top[2]:
+                    if top[1] == "env" and isinstance(ev, yaml.SequenceStartEvent):
+                        group = []
+                        out.append(group)
+                    top[2] = True                      # this container is the value: next is a key
+                elif top is not None and top[0] == "seq" and top[3] is not None \
+                        and isinstance(ev, yaml.MappingStartEvent):
+                    item = {}                          # an item of an env list
+                stack.append(["map" if isinstance(ev, yaml.MappingStartEvent) else "seq", None,
+                              True, group, item])
+            elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                frame = stack.pop()
+                item = frame[4]
+                if item is not None and "name" in item:
+                    (n, line), value = item["name"], item.get("value", (None, 0))[0]
+                    stack[-1][3].append((n, value, line))
+            elif isinstance(ev, (yaml.ScalarEvent, yaml.AliasEvent)):
+                if top is None or top[0] != "map":
+                    continue
+                if top[2]:                             # a key
+                    top[1] = ev.value if isinstance(ev, yaml.ScalarEvent) else None
+                    top[2] = False
+                else:                                  # a scalar value of key top[1]
+                    if top[4] is not None and top[1] in ("name", "value") and isinstance(ev, yaml.ScalarEvent):
+                        top[4].setdefault(top[1], (ev.value, ev.start_mark.line + 1))
+                    top[2] = True
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise UserError(f"YAML syntax error: {exc.problem or exc.context}", file=name,
                         line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise UserError(f"YAML error: {str(exc).splitlines()[0]}", file=name) from None
-    out: list = []
-    seen: set[int] = set()   # aliases share nodes: visit each once (no alias-bomb blow-up)
-
-    def scalar(node, key):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key:
-                return v
-        return None
-
-    def walk(node):
-        if id(node) in seen:
-            return
-        seen.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == "env" and isinstance(v, yaml.SequenceNode):
-                    group: list = []
-                    out.append(group)
-                    for item in v.value:
-                        if not isinstance(item, yaml.MappingNode):
-                            continue
-                        n, val = scalar(item, "name"), scalar(item, "value")
-                        if isinstance(n, yaml.ScalarNode):
-                            value = val.value if isinstance(val, yaml.ScalarNode) else None
-                            group.append((n.value, value, n.start_mark.line + 1))
-                walk(v)
-        elif isinstance(node, yaml.SequenceNode):
-            for child in node.value:
-                walk(child)
-
-    for doc in docs:
-        if doc is not None:
-            walk(doc)
+        raise yamlio.yaml_error(exc, text, name) from None
     return out
+
+
+_PLAIN = re.compile(r"[^ \t\n;&|<>()'\"\\$`]+")
+_BLANKS = re.compile(r"[ \t\r]+")
+_DQ_PLAIN = re.compile(r'[^"\\$`]+')
 
 
 class _Scanner:
@@ -776,7 +807,7 @@ class _Scanner:
 
     def __init__(self, text: str, name: str):
         self.s, self.n, self.name = text, len(text), name
-        self.newlines = [i for i, c in enumerate(text) if c == "\n"]
+        self.newlines = [m.start() for m in re.finditer("\n", text)]
 
     def line_at(self, pos: int) -> int:
         import bisect
@@ -795,7 +826,7 @@ class _Scanner:
         while i < n:
             c = s[i]
             if c in " \t\r":
-                i += 1
+                i = _BLANKS.match(s, i).end()
             elif c == "\\" and s.startswith("\n", i + 1):
                 i += 2                                   # line continuation
             elif c == "\n":
@@ -853,7 +884,13 @@ class _Scanner:
         s, n = self.s, self.n
         buf: list[str] = []
         dynamic = False
+        plain, dq_plain = _PLAIN.match, _DQ_PLAIN.match
         while i < n and s[i] not in self.STOP:
+            m = plain(s, i)
+            if m:                                        # a run of ordinary characters, in one step
+                buf.append(m.group())
+                i = m.end()
+                continue
             c = s[i]
             if c == "'":
                 j = s.find("'", i + 1)
@@ -866,6 +903,11 @@ class _Scanner:
                 while True:
                     if i >= n:
                         raise self.fail("unclosed quote", start)
+                    m = dq_plain(s, i)
+                    if m:
+                        buf.append(m.group())
+                        i = m.end()
+                        continue
                     d = s[i]
                     if d == '"':
                         i += 1

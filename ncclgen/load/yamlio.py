@@ -17,7 +17,7 @@ import yaml.constructor
 
 from ..errors import UserError, unsafe_char
 
-MAX_BYTES = 1 << 20          # a descriptor is a few KiB; 1 MiB is generous
+MAX_BYTES = 256 << 10        # a descriptor or workload is a few KiB; 256 KiB is generous and reads in well under 2 s
 MAX_NODES = 200_000          # values built, aliases counted each time they are used
 MAX_INT_DIGITS = 30        # no count, size or id in a descriptor needs more (Python stops at 4,300)
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
@@ -138,8 +138,20 @@ def load_file(file: str) -> Document:
     return load_text(read_text(file), file)
 
 
+_LAST: list = [None, None, None]   # (file, text, Document): `validate` and a render read a file twice
+
+
 def load_text(text: str, file: str) -> Document:
-    """Parse one YAML document from ``text``; ``file`` names it in errors."""
+    """Parse one YAML document from ``text``; ``file`` names it in errors (the last one is remembered:
+    composing is most of the time a 1 MiB file takes)."""
+    if _LAST[0] == file and _LAST[1] == text:
+        return _LAST[2]
+    doc = _load_text(text, file)
+    _LAST[:] = [file, text, doc]
+    return doc
+
+
+def _load_text(text: str, file: str) -> Document:
     try:
         _check_depth(text, file)
         node = yaml.compose(text, Loader=_Loader)
@@ -151,7 +163,7 @@ def load_text(text: str, file: str) -> Document:
         raise UserError(msg, file=file, line=mark.line + 1 if mark else None,
                         col=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise UserError(f"YAML error: {str(exc).splitlines()[0]}", file=file) from None
+        raise yaml_error(exc, text, file) from None
     if node is None:
         raise UserError("empty document, expected a mapping", file=file)
     _check_shape(node, file)
@@ -162,6 +174,22 @@ def load_text(text: str, file: str) -> Document:
 
 def _char_at(text: str, index: int) -> str:
     return text[index] if 0 <= index < len(text) else ""
+
+
+def yaml_error(exc: Exception, text: str, file: str) -> UserError:
+    """A YAML error other than a syntax error, at its line:column when the reader knows its offset
+    (a raw control character: `unacceptable character #x001f`)."""
+    line = col = None
+    character = getattr(exc, "character", None)
+    # libyaml counts the position in bytes, the pure-Python reader in characters: the reader stops at the
+    # first character it refuses, so its first occurrence is the place.
+    position = text.find(chr(character)) if isinstance(character, int) else -1
+    if isinstance(exc, yaml.reader.ReaderError) and position >= 0:
+        line = text.count("\n", 0, position) + 1
+        col = position - (text.rfind("\n", 0, position) + 1) + 1
+        return UserError(f"YAML error: character #x{exc.character:04x} is not allowed (a control character)",
+                         file=file, line=line, col=col)
+    return UserError(f"YAML error: {str(exc).splitlines()[0]}", file=file, line=line, col=col)
 
 
 def _check_depth(text: str, file: str) -> None:
