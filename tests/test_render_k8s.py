@@ -24,11 +24,22 @@ from hypothesis import given, settings, strategies as st
 
 import k8s_validate as kv
 from ncclgen.plan import launch
+from ncclgen.plan import preflight
 from ncclgen.load import descriptor, workload as workloadmod
 from ncclgen.render import k8s as render_k8s
 from ncclgen.cli import main
 from ncclgen.pipeline import plan_for as make_plan
 from ncclgen.errors import UserError
+
+PREFLIGHT = ["bash", f"{render_k8s.CONFIG_DIR}/{render_k8s.PREFLIGHT_SCRIPT}"]
+PREFLIGHT_KEYS = [render_k8s.PREFLIGHT_MODULE, render_k8s.PREFLIGHT_SPEC, render_k8s.PREFLIGHT_SCRIPT]
+
+
+def preflight_files(p) -> dict[str, str]:
+    """The ConfigMap entries of the pod's preflight: the program, the plan's spec, the runner."""
+    return {render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
+            render_k8s.PREFLIGHT_SPEC: preflight.encode(preflight.spec(p)) + "\n",
+            render_k8s.PREFLIGHT_SCRIPT: render_k8s._Job.preflight_script()}
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -197,7 +208,8 @@ def test_pytorchjob_replicas_torchrun_and_binding():
         assert r["restartPolicy"] == "Never"
         c = r["template"]["spec"]["containers"][0]
         assert c["name"] == "pytorch"
-        setup, cmd = c["command"][:2], c["command"][2:]
+        pre, setup, cmd = c["command"][:2], c["command"][2:4], c["command"][4:]
+        assert pre == PREFLIGHT                              # the preflight first (issue 11), then exec
         assert setup == ["bash", "/etc/ncclgen/setup.sh"]    # the workload's setup: lines, then exec
         # torchrun takes nnodes, node rank, master address/port and nproc from the operator's PET_*.
         assert cmd[0] == "torchrun"
@@ -211,16 +223,16 @@ def test_pytorchjob_replicas_torchrun_and_binding():
     cm = docs[0]
     assert cm["kind"] == "ConfigMap"
     assert cm["data"] == {"bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory),
-                          "setup.sh": launch.setup_program(p.workload.setup)}
+                          "setup.sh": launch.setup_program(p.workload.setup), **preflight_files(p)}
 
 
 def test_pytorchjob_one_node_has_no_worker_and_tier2_no_configmap():
     p = plan_for("h100-ib", 2, "verl-sft", 1)
     docs = render_k8s.documents(p)
     assert [d["kind"] for d in docs] == ["ConfigMap", "PyTorchJob"]
-    assert list(docs[0]["data"]) == ["setup.sh"]          # only the workload's setup lines below tier 3
+    assert sorted(docs[0]["data"]) == sorted(["setup.sh", *PREFLIGHT_KEYS])   # no binding below tier 3
     assert list(docs[1]["spec"]["pytorchReplicaSpecs"]) == ["Master"]
-    cmd = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"][2:]
+    cmd = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"][4:]
     assert "bash" not in cmd[:cmd.index("--no-python") + 2]
 
 
@@ -233,7 +245,7 @@ def test_ray_workload_as_pytorchjob():
     master = specs["Master"]["template"]["spec"]["containers"][0]
     worker = specs["Worker"]["template"]["spec"]["containers"][0]
     assert specs["Worker"]["replicas"] == 2
-    setup = ["bash", "/etc/ncclgen/setup.sh"]
+    setup = [*PREFLIGHT, "bash", "/etc/ncclgen/setup.sh"]
     assert master["command"] == [*setup, "bash", "/etc/ncclgen/ray-head.sh", *p.launch.command]
     assert worker["command"] == [*setup, "bash", "/etc/ncclgen/ray-worker.sh"]
     assert master["ports"][0] == {"name": "pytorchjob-port", "containerPort": 6379, "protocol": "TCP"}
@@ -258,7 +270,7 @@ def test_rayjob_groups_entrypoint_and_env():
     p = plan_for("h100-ib", 2, "verl-grpo-qwen3-235b-megatron")
     docs = render_k8s.documents(p)
     assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]    # driver's argv and the setup lines
-    assert sorted(docs[0]["data"]) == [render_k8s.RAY_DRIVER_SCRIPT, "setup.sh"]
+    assert sorted(docs[0]["data"]) == sorted([render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS])
     job = docs[1]
     spec = job["spec"]
     assert driver_argv(docs) == list(p.launch.command)
@@ -273,7 +285,8 @@ def test_rayjob_groups_entrypoint_and_env():
     for c in containers(job):
         assert env_of(c) == [(e.name, e.value) for e in p.env]
         # KubeRay's generated `ray start` runs after the workload's setup lines
-        assert kubelet_expand(c["args"][0]) == ('ulimit -n 65536; exec bash /etc/ncclgen/setup.sh '
+        assert kubelet_expand(c["args"][0]) == ('ulimit -n 65536; exec bash /etc/ncclgen/preflight.sh '
+                                                'bash /etc/ncclgen/setup.sh '
                                                 '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
     assert "runtimeEnvYAML" not in spec
 
@@ -292,7 +305,8 @@ def test_rayjob_tier3_binding_hook():
     docs = render_k8s.documents(p)
     assert docs[0]["data"]["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
     assert docs[0]["data"]["setup.sh"] == launch.setup_program(p.workload.setup)
-    assert sorted(docs[0]["data"]) == ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh"]
+    assert sorted(docs[0]["data"]) == sorted(["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh",
+                                              *PREFLIGHT_KEYS])
     for path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
@@ -302,7 +316,8 @@ def test_rayjob_tier3_binding_hook():
         assert "PYTHONPATH" not in env         # prepended in the shell, not replaced
         script = kubelet_expand(c["args"][0])
         assert script.startswith('export PYTHONPATH="/etc/ncclgen${PYTHONPATH:+:$PYTHONPATH}";')
-        assert script.endswith('exec bash /etc/ncclgen/setup.sh /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
+        assert script.endswith('exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh /bin/bash -c '
+                               '"$KUBERAY_GEN_RAY_START_CMD"')
         subprocess.run(["bash", "-n", "-c", script], check=True)
 
 
@@ -666,7 +681,13 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
         (mount / key).write_text(text.replace(render_k8s.CONFIG_DIR, str(mount)))
     specs = job_of(docs)["spec"]["pytorchReplicaSpecs"]
     short = Path("/tmp") / f"nk8s{os.getpid()}"      # Ray's socket paths must stay short
-    base = {**os.environ, "RAY_TMPDIR": str(short), "MASTER_ADDR": "127.0.0.1", "PYTHONUNBUFFERED": "1"}
+    fake_dev = tmp_path / "dev"           # the pods' preflight counts these as their 2 GPUs (test-only root)
+    fake_dev.mkdir()
+    for i in range(2):
+        (fake_dev / f"nvidia{i}").touch()
+    (fake_dev / "shm").symlink_to("/dev/shm")
+    base = {**os.environ, "RAY_TMPDIR": str(short), "MASTER_ADDR": "127.0.0.1", "PYTHONUNBUFFERED": "1",
+            "NCCLGEN_PREFLIGHT_DEV": str(fake_dev)}
     procs = []
     logs = {role: tmp_path / f"{role}.log" for role in ("Worker", "Master")}
     try:
@@ -726,3 +747,44 @@ def _stop_ray(procs, tmpdir: Path) -> None:
             break
         time.sleep(0.5)
     shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+# -- the preflight in every pod (issue 11) -------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, workload", [("pytorchjob", "verl-sft"), ("rayjob", "verl-grpo-qwen2-7b"),
+                                            ("trainjob", "verl-sft")])
+def test_every_pod_runs_the_preflight_before_its_launch(kind, workload):
+    p = plan_for("h100-ib", 3, workload)
+    docs = render_k8s.documents(p, kind=kind)
+    assert {k: docs[0]["data"][k] for k in PREFLIGHT_KEYS} == preflight_files(p)
+    job = docs[-1]
+    if kind == "trainjob":
+        commands = [job["spec"]["trainer"]["command"]]
+    elif kind == "rayjob":
+        commands = [shlex.split(kubelet_expand(c["args"][0]).split("; exec ", 1)[1]) for c in containers(job)]
+    else:
+        commands = [c["command"] for c in containers(job)]
+    assert commands and all(cmd[:2] == PREFLIGHT for cmd in commands)
+    bare = render_k8s.documents(p, kind=kind, preflight=False)
+    assert not any(k in bare[0]["data"] for k in PREFLIGHT_KEYS)
+    assert "preflight" not in yaml.safe_dump_all(bare[1:])
+
+
+def test_pod_preflight_script_stops_with_6_and_execs_only_on_success(tmp_path):
+    """The ConfigMap's preflight.sh, run as a pod would: a failing check ends it with status 6 before the
+    command it wraps; a passing one execs that command."""
+    mount = tmp_path / "etc"
+    mount.mkdir()
+    marker = tmp_path / "launched"
+    for spec, rc, launched in (({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=ncclgen-x0"}}, 6, False),
+                               ({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=lo"}}, 0, True)):
+        files = {render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
+                 render_k8s.PREFLIGHT_SPEC: json.dumps(spec), render_k8s.PREFLIGHT_SCRIPT:
+                 render_k8s._Job.preflight_script()}
+        for key, text in files.items():
+            (mount / key).write_text(text.replace(render_k8s.CONFIG_DIR, str(mount)))
+        r = subprocess.run(["bash", str(mount / render_k8s.PREFLIGHT_SCRIPT), "touch", str(marker)],
+                           capture_output=True, text=True, timeout=30, check=False)
+        assert (r.returncode, marker.exists()) == (rc, launched), r.stderr
+        if rc:
+            assert "NCCL_SOCKET_IFNAME ncclgen-x0: expected an interface named ncclgen-x0" in r.stderr

@@ -33,9 +33,13 @@ from .common import make_plan, plan_options
 @click.option("--secret-env", "secret_env", multiple=True, metavar="NAME=SECRET:KEY",
               help="Variable NAME from key KEY of Secret SECRET (repeatable): a secretKeyRef, so the value "
                    "never appears in the manifests.")
+@click.option("--no-preflight", is_flag=True,
+              help="Leave out the preflight (on by default: each pod first checks the HCA ports, bootstrap "
+                   "interfaces, plugin and topology files, GPUs, /dev/shm, locked memory and numactl the plan "
+                   "relies on; a problem ends the container with exit 6, one line each, before the launch).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 def k8s(cluster, tier, workload, nodes, sets, debug, extra_args, kind, name, namespace, image, volumes, service_account,
-        priority_class, pull_secrets, scheduler_name, labels, annotations, secret_env, output):
+        priority_class, pull_secrets, scheduler_name, labels, annotations, secret_env, no_preflight, output):
     """Render Kubernetes manifests: the plan's env in every container, GPUs and RDMA devices in
     requests and limits, IPC_LOCK, a memory-backed /dev/shm, and tier 3 NUMA binding.
 
@@ -55,4 +59,5 @@ def k8s(cluster, tier, workload, nodes, sets, debug, extra_args, kind, name, nam
                         scheduler_name=scheduler_name, labels=labels, annotations=annotations,
                         secret_env=secret_env, reserved_labels=render_k8s.reserved_labels(),
                         env_names=[e.name for e in plan.env])
-    emit(render_k8s.render(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod), output)
+    emit(render_k8s.render(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod,
+                           preflight=not no_preflight), output)

@@ -37,6 +37,7 @@ import yaml
 from .. import jobside
 from . import pod as podparts
 from ..plan import launch as launchmod
+from ..plan import preflight as preflightmod
 from ..errors import UserError
 from . import shell
 from ..load import podspec
@@ -45,6 +46,11 @@ KINDS = ("pytorchjob", "rayjob", "trainjob")
 CONFIG_DIR = "/etc/ncclgen"
 BIND_SCRIPT = "bind.sh"
 SETUP_SCRIPT = "setup.sh"
+# The preflight (ncclgen/jobside/preflight.py), its spec from the plan, and the script that runs it
+# before exec'ing the launch: in every pod, before setup and launch.
+PREFLIGHT_SCRIPT = "preflight.sh"
+PREFLIGHT_MODULE = "ncclgen_preflight.py"
+PREFLIGHT_SPEC = "preflight.json"
 RAY_HEAD_SCRIPT = "ray-head.sh"
 RAY_WORKER_SCRIPT = "ray-worker.sh"
 # The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
@@ -88,16 +94,17 @@ def default_kind(plan) -> str:
 
 
 def render(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-           image: str | None = None, pod: podspec.PodSettings | None = None) -> str:
+           image: str | None = None, pod: podspec.PodSettings | None = None, preflight: bool = True) -> str:
     """The manifests as one YAML stream (ConfigMap first when there is one, then the job)."""
-    docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod)
+    docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod, preflight=preflight)
     # width: never fold a long scalar (the entrypoint, the explain line) over several lines.
     return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
                          allow_unicode=True, explicit_start=True, width=1 << 20)
 
 
 def documents(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-              image: str | None = None, pod: podspec.PodSettings | None = None) -> list[dict]:
+              image: str | None = None, pod: podspec.PodSettings | None = None,
+              preflight: bool = True) -> list[dict]:
     """The manifests as data: [ConfigMap?, PyTorchJob | RayJob | TrainingRuntime + TrainJob].
 
     ``pod``: the pod settings (default: the descriptor's, kubernetes section); see podspec.merge for
@@ -116,7 +123,7 @@ def documents(plan, *, kind: str | None = None, name: str | None = None, namespa
     job = _Job(plan, kind, _job_name(plan, kind, name),
                _namespace(kube.namespace if namespace is None else namespace),
                _image(pick_image(plan, image)),
-               kube.pod_settings() if pod is None else pod)
+               kube.pod_settings() if pod is None else pod, preflight)
     out = [job.config_map()] if job.files else []
     if kind == "pytorchjob":
         out.append(job.pytorchjob())
@@ -221,9 +228,11 @@ def explain_command(plan) -> str:
 class _Job:
     """One rendering: the names, the ConfigMap's files and the pod templates derived from the plan."""
 
-    def __init__(self, plan, kind: str, name: str, namespace: str, image: str, pod: podspec.PodSettings):
+    def __init__(self, plan, kind: str, name: str, namespace: str, image: str, pod: podspec.PodSettings,
+                 preflight: bool = True):
         self.plan, self.kind, self.name, self.namespace, self.image = plan, kind, name, namespace, image
         self.pod = pod
+        self.preflight = preflight
         self.launch = plan.launch
         self.ray = plan.launch.launcher == "ray"
         # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/jobside/raybind.py).
@@ -255,6 +264,10 @@ class _Job:
             files[RAY_DRIVER_SCRIPT] = self._ray_driver_script()
         if self.plan.workload.setup:
             files[SETUP_SCRIPT] = launchmod.setup_program(self.plan.workload.setup)
+        if self.preflight:
+            files[PREFLIGHT_SCRIPT] = self.preflight_script()
+            files[PREFLIGHT_MODULE] = jobside.source("preflight")
+            files[PREFLIGHT_SPEC] = preflightmod.encode(preflightmod.spec(self.plan)) + "\n"
         return files
 
     def _ray_driver_script(self) -> str:
@@ -271,6 +284,19 @@ class _Job:
     def setup(self) -> list[str]:
         """`bash /etc/ncclgen/setup.sh`: the workload's setup lines, then exec of what follows."""
         return ["bash", f"{CONFIG_DIR}/{SETUP_SCRIPT}"] if self.plan.workload.setup else []
+
+    @staticmethod
+    def preflight_script() -> str:
+        """Runs the preflight, then execs its arguments (the setup or the launch); exit 6 on a problem."""
+        return (f"# ncclgen preflight: what the plan relies on, checked in this pod before the launch; a problem\n"
+                f"# prints one line each and ends the container with status {preflightmod.EXIT_PROBLEMS}.\n"
+                f"python3 {CONFIG_DIR}/{PREFLIGHT_MODULE} @{CONFIG_DIR}/{PREFLIGHT_SPEC} || exit\n"
+                'exec "$@"\n')
+
+    @property
+    def start(self) -> list[str]:
+        """What runs before every launch command: the preflight (first: setup may be expensive), then setup."""
+        return (["bash", f"{CONFIG_DIR}/{PREFLIGHT_SCRIPT}"] if self.preflight else []) + self.setup
 
     @property
     def config_name(self) -> str:
@@ -410,13 +436,13 @@ class _Job:
             # A Ray workload as a PyTorchJob: the master runs the Ray head and the driver, the workers
             # join it. The operator's MASTER_PORT is the port named pytorchjob-port: the Ray GCS port.
             port = la.ray_port
-            master_cmd = [*self.setup, "bash", f"{CONFIG_DIR}/{RAY_HEAD_SCRIPT}", *la.command]
-            worker_cmd = [*self.setup, "bash", f"{CONFIG_DIR}/{RAY_WORKER_SCRIPT}"]
+            master_cmd = [*self.start, "bash", f"{CONFIG_DIR}/{RAY_HEAD_SCRIPT}", *la.command]
+            worker_cmd = [*self.start, "bash", f"{CONFIG_DIR}/{RAY_WORKER_SCRIPT}"]
         else:
             # No --nnodes/--rdzv-endpoint/--node-rank: torchrun reads PET_NNODES, PET_NODE_RANK,
             # PET_MASTER_ADDR, PET_MASTER_PORT and PET_NPROC_PER_NODE, which the operator injects.
             port = la.rdzv_port
-            master_cmd = worker_cmd = [*self.setup, *self._torchrun_command()]
+            master_cmd = worker_cmd = [*self.start, *self._torchrun_command()]
         ports = [{"name": "pytorchjob-port", "containerPort": port, "protocol": "TCP"}]
 
         def replica(replicas: int, command: list[str], component: str) -> dict:
@@ -448,15 +474,15 @@ class _Job:
         params = la.ray_start_params()
         command = args = None
         annotations = {}
-        if self.ray_bind or self.setup:
-            # PYTHONPATH must be prepended (an env entry would replace the image's) and the setup lines
-            # run before `ray start` (the driver the submitter starts inherits the head's environment),
+        if self.ray_bind or self.start:
+            # PYTHONPATH must be prepended (an env entry would replace the image's) and the preflight
+            # and the setup lines run before `ray start` (the driver the submitter starts inherits the head's environment),
             # so the container runs KubeRay's generated `ray start` itself, the documented way to
             # customise it.
             annotations["ray.io/overwrite-container-cmd"] = "true"
             command = ["/bin/bash", "-c", "--"]
             prefix = f"{launchmod.prepend_path(CONFIG_DIR)}; " if self.ray_bind else ""
-            run = shell.join(self.setup) + " " if self.setup else ""
+            run = shell.join(self.start) + " " if self.start else ""
             args = [f'{prefix}ulimit -n 65536; exec {run}/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
         head = {"rayStartParams": dict(params),
                 "template": self.pod_template(self.container("ray-head", command, args), "head", annotations)}
@@ -527,7 +553,7 @@ class _Job:
                 "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": self.name},
                 "trainer": {
                     "image": self.image,
-                    "command": [_kubelet_literal(a) for a in [*self.setup, *self._torchrun_command()]],
+                    "command": [_kubelet_literal(a) for a in [*self.start, *self._torchrun_command()]],
                     "env": self.env(),
                     "numNodes": la.nodes,
                     "numProcPerNode": la.gpus_per_node,
