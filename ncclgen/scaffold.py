@@ -6,6 +6,7 @@ repository out with CI that validates descriptors and lints what they render.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import shlex
 from . import __version__, datapaths
 from .errors import UserError
 from .load import descriptor
+from .load.schema import load_dataclass
 
 EXAMPLE_CLUSTER = "h100-ib"   # the scaffold's "e.g." values come from this bundled preset
 SCHEMA_FILE = "schema/descriptor.schema.json"
@@ -74,7 +76,20 @@ def _from_discover(path: str, name: str | None) -> tuple[str, str]:
     line = load_text(text, path).marks[("name",)][0]
     lines = text.splitlines(keepends=True)
     lines[line - 1] = f"name: {json.dumps(name)}\n"
-    return name, "".join(lines)
+    renamed = "".join(lines)
+    # The line holding the name may hold more (a flow mapping) or the value may go on (a block scalar):
+    # write the result only if it is the same descriptor under the new name.
+    try:
+        doc = load_text(renamed, path)
+        again = load_dataclass(doc, doc.data, descriptor.Descriptor)
+        descriptor.check(again, doc)
+        same = again.name == name and again == dataclasses.replace(desc, name=name)
+    except UserError:
+        same = False
+    if not same:
+        raise UserError(f"--name: cannot rename the descriptor to {name!r} here: write `name:` and its value "
+                        "alone on one line, or run `ncclgen discover --name` instead", file=path, line=line)
+    return name, renamed
 
 
 def _default_name(directory: str) -> str:

@@ -388,3 +388,17 @@ def test_template_cache_is_used_only_when_owner_only(tmp_path, monkeypatch):
     (home / "ncclgen" / "jinja2").rename(tmp_path / "old")
     (home / "ncclgen" / "jinja2").symlink_to(real)   # a symlink is never followed into
     assert render_slurm._bytecode_cache(jinja2) is None
+
+
+@pytest.mark.parametrize("written", ["name: local-ci", "name:\n  local-ci", "name: >-\n  local-ci",
+                                     "name: 'local-ci' # c", "name: \"local-ci\""])
+def test_init_from_discover_with_name_writes_a_valid_descriptor_or_refuses(tmp_path, capsys, written):
+    found = tmp_path / "found.yaml"
+    found.write_text(LOCAL_CI.replace("name: local-ci", written, 1))
+    assert "name: local-ci" in LOCAL_CI
+    rc, out, err = run(capsys, "init", str(tmp_path / "repo"), "--from-discover", str(found), "--name", "renamed")
+    if rc == 0:
+        rc, out, err = run(capsys, "validate", str(tmp_path / "repo" / "clusters" / "renamed.yaml"))
+        assert rc == 0 and "renamed" in out, err
+    else:
+        assert "--name: cannot rename" in one_line_error(rc, err) and not (tmp_path / "repo").exists()
