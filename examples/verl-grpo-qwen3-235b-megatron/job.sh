@@ -71,8 +71,8 @@ ncclgen_main() {
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # Preflight on every node: what the plan relies on (`ncclgen explain`); one line per problem, exit 6.
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true}' \
+  # Preflight on every node, before setup and launch (checks: `ncclgen explain`); a problem: exit 6.
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true}' \
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker.

@@ -90,6 +90,10 @@ def render_explain(p) -> str:
         out.append(f"  each rank runs under: numactl --physcpubind=<cpus>{mem}")
     la = p.launch
     out += ["", "LAUNCH", f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs"]
+    from ..plan import preflight
+
+    out.append(f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
+               "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p))))
     cmd = shlex.join(la.command)
     if la.launcher == "torchrun":
         bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""

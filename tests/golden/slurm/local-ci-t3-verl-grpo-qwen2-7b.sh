@@ -65,8 +65,8 @@ ncclgen_main() {
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # Preflight on every node: what the plan relies on (`ncclgen explain`); one line per problem, exit 6.
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"ifaces":{"NCCL_SOCKET_IFNAME":"=lo","GLOO_SOCKET_IFNAME":"=lo"},"gpus":2,"shm_bytes":1073741824}' \
+  # Preflight on every node, before setup and launch (checks: `ncclgen explain`); a problem: exit 6.
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"ifaces":{"NCCL_SOCKET_IFNAME":"=lo","GLOO_SOCKET_IFNAME":"=lo"},"gpus":2,"shm_bytes":1073741824}' \
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker.
