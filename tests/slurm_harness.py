@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import os
 import re
 import shlex
@@ -44,6 +45,7 @@ CPUS_PER_NODE = SOCKETS * CORES_PER_SOCKET * THREADS_PER_CORE
 GPUS_PER_NODE = 8
 GPU_TYPE = "h100"
 PARTITION = "debug"
+FEATURES = "h100,ib"  # node features, so a rendered --constraint passes `sbatch --test-only`
 IDLE_TIMEOUT_S = 30.0  # measured start-to-idle is 1-1.5 s; 30 s only bounds a hang
 DOWN_GRACE_S = 5.0  # a node may show "down" briefly while it registers; longer means it is broken
 STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL
@@ -249,6 +251,7 @@ class LocalSlurm:
             f"SlurmdPidFile={d}/run/slurmd-%n.pid",
             f"SlurmctldLogFile={d}/log/slurmctld.log",
             f"SlurmdLogFile={d}/log/slurmd-%n.log",
+            "LogTimeFormat=rfc5424_ms",  # ms and the UTC offset: end_time() reads job ends from this log
             "MailProg=/bin/true",  # else "Configured MailProg is invalid"
             "ProctrackType=proctrack/linuxproc",  # no cgroups: nothing left behind in /sys/fs/cgroup
             "TaskPlugin=task/none",  # the declared 224 CPUs do not exist: never bind to them
@@ -266,7 +269,7 @@ class LocalSlurm:
         ]
         shape = (f"CPUs={CPUS_PER_NODE} Boards=1 SocketsPerBoard={SOCKETS} "
                  f"CoresPerSocket={CORES_PER_SOCKET} ThreadsPerCore={THREADS_PER_CORE} "
-                 f"RealMemory={_mem_total_mib()} Gres=gpu:{GPU_TYPE}:{GPUS_PER_NODE}")
+                 f"RealMemory={_mem_total_mib()} Gres=gpu:{GPU_TYPE}:{GPUS_PER_NODE} Features={FEATURES}")
         lines += [f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} {shape} State=UNKNOWN"
                   for node, port in zip(self.nodes, node_ports)]
         lines.append(f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
@@ -381,6 +384,21 @@ class LocalSlurm:
             time.sleep(POLL_S)
         self.cancel(job_id)
         raise SlurmHarnessError(f"job {job_id} not finished after {timeout} s (cancelled): {line}")
+
+    def end_time(self, job_id: str) -> float | None:
+        """When slurmctld recorded the job's end (epoch seconds, ms precision), or None if it has not.
+
+        From slurmctld's `_job_complete: JobId=N done` log line (job_mgr.c, slurm 22.05): the moment the
+        batch script's exit reached the controller and the job became COMPLETED/FAILED. There is no
+        accounting here (sacct), and scontrol's EndTime has whole seconds only. The last such line
+        counts: a requeued job has one per run.
+        """
+        pattern = re.compile(r"^\[([^\]]+)\] .*_job_complete: JobId=" + re.escape(str(job_id)) + r"(?:\(\d+\))? done$")
+        log = self._d("log", "slurmctld.log")
+        stamps = [m.group(1) for m in map(pattern.match, log.read_text(errors="replace").splitlines()) if m]
+        if not stamps:
+            return None
+        return datetime.datetime.fromisoformat(stamps[-1]).timestamp()
 
     def cancel(self, job_id: str) -> None:
         self._run([self._bin["scancel"], str(job_id)], check=True)

@@ -234,10 +234,18 @@ def test_extra_sbatch_cannot_redefine_what_ncclgen_sets(tmp_path):
         return str(path)
 
     rc, _, stderr = run_cli("--cluster", variant("bad", {"time": "1:00:00"}))
-    assert rc == 2 and "slurm.extra_sbatch.time: cluster local-ci: --time is set by ncclgen" in stderr
-    rc, stdout, stderr = run_cli("--cluster", variant("good", {"requeue": "", "mail-type": "END"}))
-    assert rc == 0, stderr
-    assert "#SBATCH --requeue\n" in stdout and "#SBATCH --mail-type=END\n" in stdout
+    assert rc == 2 and "slurm.extra_sbatch.time: --time is set by ncclgen: use ncclgen slurm --time" in stderr
+    rc, _, stderr = run_cli("--cluster", variant("gres", {"gres": "gpu:h100:2"}))
+    assert rc == 2 and "slurm.extra_sbatch.gres: --gres=gpu:h100:2 asks for GPUs" in stderr, stderr
+    rc, _, stderr = run_cli("--cluster", variant("typo", {"mail-typ": "END"}))
+    assert rc == 2 and "sbatch has no option --mail-typ (did you mean 'mail-type'?)" in stderr, stderr
+    for requeue in ("", True):  # `requeue: ""` was the only way before flags took `true`
+        rc, stdout, stderr = run_cli("--cluster", variant("good", {"requeue": requeue, "mail-type": "END",
+                                                                   "nice": 10}), "--workload", "bench")
+        assert rc == 0, stderr
+        for line in ("--requeue", "--mail-type=END", "--nice=10", "--signal=B:USR1@300", "--open-mode=append"):
+            assert f"#SBATCH {line}\n" in stdout, line
+        assert "trap ncclgen_requeue USR1\n" in stdout
 
 
 def test_container_image_reaches_every_srun(capsys):
@@ -246,8 +254,12 @@ def test_container_image_reaches_every_srun(capsys):
         text = render(capsys, "--cluster", "h100-ib", "--workload", wl, "--monitor", "--container-image", image)
         sruns = [ln for ln in text.splitlines() if re.match(r"\s*(RAY_ADDRESS=\S+ )?srun ", ln)]
         assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2) + 1   # + the preflight step
+        monitor = [ln for ln in sruns if "NCCLGEN_MONITOR" in ln]
+        assert len(monitor) == 1 and "--container" not in monitor[0]  # the monitor runs on the host
         for ln in sruns:
-            assert " " + shlex.quote(f"--container-image={image}") + " " in ln, ln
+            if ln not in monitor:
+                assert " " + shlex.quote(f"--container-image={image}") + " " in ln, ln
+                assert ' --container-name="ncclgen-$SLURM_JOB_ID"' in ln, ln
 
 
 def test_descriptor_container_image_and_mounts(tmp_path, capsys):
@@ -309,6 +321,8 @@ SHIMS = {
         case "$1 $2" in
           "show hostnames") for ((i = 1; i <= SHIM_NODES; i++)); do echo "node$i"; done ;;
           "show node") echo "NodeName=${!#} Arch=x86_64 NodeAddr=$SHIM_NODE_ADDR NodeHostName=vm Version=22.05.8" ;;
+          "requeue 4242") echo requeued >> "$SHIM_LOG/scontrol-requeue"; exit "${SHIM_REQUEUE_RC:-0}" ;;
+          "show job") echo "JobId=${!#} JobName=x WorkDir=$PWD StdErr=$PWD/ncclgen-${!#}.out StdIn=/dev/null StdOut=$PWD/ncclgen-${!#}.out Power=" ;;
           *) echo "scontrol shim: unexpected $*" >&2; exit 1 ;;
         esac
         """,
@@ -323,11 +337,18 @@ SHIMS = {
         if [[ $NAME == preflight ]]; then act "$SHIM_PREFLIGHT"; fi
         if [[ $1 == -c && $3 == wait ]]; then act "$SHIM_WAIT"; fi
         if [[ $1 == -c && $3 == watch ]]; then act "$SHIM_WATCH"; fi
+        if [[ $1 == -c && $3 == */ncclgen-monitor-* ]]; then act "${SHIM_MONITOR:-block}"; fi
         act "$SHIM_DRIVER"
         """,
     "torchrun": """
         NAME=torchrun; . "$SHIM_DIR/act.sh"; record "$@"
         act "$SHIM_DRIVER"
+        """,
+    # scancel --signal=TERM JOB: every step process gets TERM (the stand-ins that block are this run's
+    # unique `sleep`s).
+    "scancel": """
+        NAME=scancel; . "$SHIM_DIR/act.sh"; record "$@"
+        pkill -TERM -f "^sleep $SHIM_SLEEP\\$" || true
         """,
     "ncclgen": """
         NAME=ncclgen; . "$SHIM_DIR/act.sh"; record "$@"
@@ -418,7 +439,7 @@ def test_hostile_values_arrive_byte_exact_and_execute_nothing(capsys, tmp_path, 
     assert run.rc == 0, run.stderr
     assert not list(tmp_path.rglob("PWNED*")) and not list(Path.cwd().glob("PWNED*"))
     if launcher == "torchrun":
-        (args, env), = run.calls("torchrun")
+        (args, env), _second_node = run.calls("torchrun")
         assert args[-len(HOSTILE_ARGV):] == HOSTILE_ARGV
     else:  # the driver: python3 is the program the shim plays, the rest its arguments
         (args, env), = [c for c in run.calls("python3") if c[0][:2] == ["-c", "pass"]]
@@ -431,19 +452,22 @@ def test_hostile_values_arrive_byte_exact_and_execute_nothing(capsys, tmp_path, 
 
 def test_torchrun_line_and_binding_program(capsys, tmp_path):
     script, plan = local_ci(capsys, tmp_path, "torchrun", ["python3", "train.py"], monitor=True)
-    run = Run(tmp_path, script, SHIM_DRIVER="await:ncclgen:1").finish()
+    run = Run(tmp_path, script, SHIM_DRIVER="await:python3:1").finish()  # the monitor started
     assert run.rc == 0, run.stderr
-    (args, _), = run.calls("torchrun")
-    assert args == ["--nnodes=2", *plan.launch.torchrun_options(), "--rdzv-endpoint=127.0.0.1:29500",
-                    "--rdzv-id=4242", "bash", "-c",
-                    render_slurm.launchmod.bind_wrapper(plan.binding, plan.launch.bind_memory).rstrip("\n"),
-                    "ncclgen-bind", "python3", "train.py"]
+    calls = run.calls("torchrun")
+    assert len(calls) == 2  # one agent per node, each in its own step
+    for args, _ in calls:
+        assert args == ["--nnodes=2", *plan.launch.torchrun_options(), "--rdzv-endpoint=127.0.0.1:29500",
+                        "--rdzv-id=4242", "bash", "-c",
+                        render_slurm.launchmod.bind_wrapper(plan.binding, plan.launch.bind_memory).rstrip("\n"),
+                        "ncclgen-bind", "python3", "train.py"]
     sruns = [a for a, _ in run.calls("srun")]
-    launch = [a for a in sruns if "torchrun" in a]
-    assert launch == [["--nodes=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--export=ALL", "torchrun",
-                       *args]]
-    (monitor, _), = run.calls("ncclgen")
-    assert monitor == ["monitor", "-o", "ncclgen-monitor-4242-node1.jsonl"]
+    launch = sorted(a for a in sruns if "torchrun" in a)
+    assert launch == [["--nodes=1", "--ntasks=1", "-w", f"node{n}", "--export=ALL", "torchrun", *calls[0][0]]
+                      for n in (1, 2)]
+    (monitor, _), = run.calls("python3")
+    assert monitor == ["-c", jobside.source("monitor").rstrip("\n"),
+                       f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl", "5"]
     assert run.leftovers() == []
 
 
@@ -499,8 +523,8 @@ def test_head_node_name_is_resolved_to_ipv4(capsys, tmp_path):
     script, _ = local_ci(capsys, tmp_path, "torchrun", ["python3", "train.py"])
     run = Run(tmp_path, script, SHIM_NODE_ADDR="localhost").finish()
     assert run.rc == 0, run.stderr
-    (args, _), = run.calls("torchrun")
-    assert "--rdzv-endpoint=127.0.0.1:29500" in args
+    for args, _ in run.calls("torchrun"):
+        assert "--rdzv-endpoint=127.0.0.1:29500" in args
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "ray"])
@@ -514,6 +538,35 @@ def test_sigterm_to_the_batch_script_ends_every_step(capsys, tmp_path, launcher)
     run.proc.send_signal(signal.SIGTERM)
     run.finish()
     assert run.rc == 143
+    assert run.leftovers() == []
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "ray"])
+@pytest.mark.parametrize("requeue_rc", [0, 1])
+def test_requeue_signal_stops_the_steps_then_requeues(capsys, tmp_path, launcher, requeue_rc):
+    wl = tmp_path / f"{launcher}.yaml"
+    wl.write_text(yaml.safe_dump({"name": "shim-requeue", "description": "shim test", "launcher": launcher,
+                                  "nodes": 2, "command": ["python3", "work.py"]}))
+    script = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", str(wl), "--requeue",
+                    "--signal", "B:USR1@60", "--monitor")
+    run = Run(tmp_path, script, SHIM_DRIVER="block", SHIM_REQUEUE_RC=str(requeue_rc))
+    deadline = time.monotonic() + 20
+    while not run.started("work.py"):
+        assert time.monotonic() < deadline and run.proc.poll() is None, "the launch never started"
+        time.sleep(0.05)
+    time.sleep(1)  # every stand-in has exec'd its `sleep` (a later one would miss the scancel stand-in's TERM)
+    t0 = time.monotonic()
+    run.proc.send_signal(signal.SIGUSR1)
+    run.finish()
+    assert time.monotonic() - t0 < 10  # the steps ended at TERM: no wait for the 50 s grace
+    assert "ncclgen: SIGUSR1: time limit in 60 s; stopping the steps (SIGTERM), then requeueing job 4242" \
+        in run.stderr
+    assert [a for a, _ in run.calls("scancel")] == [["--signal=TERM", "4242"]]
+    assert (tmp_path / "log" / "scontrol-requeue").read_text() == "requeued\n"
+    if requeue_rc:
+        assert run.rc == 1 and "scontrol requeue 4242 failed" in run.stderr
+    else:
+        assert run.rc == 0, run.stderr
     assert run.leftovers() == []
 
 
@@ -552,7 +605,7 @@ def test_no_preflight_leaves_the_step_out(capsys, tmp_path):
     assert "NCCLGEN_PREFLIGHT" not in script and "exit 6" not in script
     assert re.search(r"# Regenerate: ncclgen slurm .* --no-preflight$", script, re.M)
     run = Run(tmp_path, script).finish()
-    assert run.rc == 0 and run.calls("preflight") == [] and len(run.calls("torchrun")) == 1, run.stderr
+    assert run.rc == 0 and run.calls("preflight") == [] and len(run.calls("torchrun")) == 2, run.stderr  # one per node
 
 
 # --- the real Slurm -------------------------------------------------------------------------------

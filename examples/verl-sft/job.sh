@@ -14,9 +14,9 @@
 # Run with: sbatch examples/verl-sft/job.sh
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft --nodes 2
 #
-# Launch: one srun step, a torchrun agent per node (8 ranks each), c10d rendezvous on the head;
-# --kill-on-bad-exit=1 and --max-restarts=0: one failed rank ends the job. Exit status: the step's; 2 the
-# allocation does not match this script or the head node has no IPv4 address; 6 a node failed the preflight.
+# Launch: a torchrun agent per node (8 ranks each), each its own srun step, c10d rendezvous on
+# the head; --max-restarts=0, and `wait -n` ends the job when the first node's step fails. Exit status:
+# the first failed step's; 2 the allocation does not match this script or the head has no IPv4 address; 6 a node failed the preflight.
 set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
@@ -62,9 +62,10 @@ ncclgen_main() {
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
   # Tier 3: each rank runs under numactl on its GPU's NUMA node (NCCLGEN_BIND, from the descriptor).
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
-    torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
-    --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
+  for node in "${NCCLGEN_NODES[@]}"; do
+    srun --nodes=1 --ntasks=1 -w "$node" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
+      torchrun --nnodes="${#NCCLGEN_NODES[@]}" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
+      --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
     python3 -m verl.trainer.sft_trainer data.train_files=/data/gsm8k_sft/train.parquet \
     data.val_files=/data/gsm8k_sft/test.parquet data.messages_key=messages \
     data.micro_batch_size_per_gpu=4 optim.lr=1e-4 engine=fsdp \
@@ -72,11 +73,10 @@ ncclgen_main() {
     trainer.default_local_dir=/checkpoints/sft trainer.project_name=gsm8k-sft \
     trainer.experiment_name=gsm8k-sft-qwen2.5-0.5b-instruct trainer.logger=console \
     trainer.total_epochs=1 &
-  NCCLGEN_MAIN=$!
-  NCCLGEN_PIDS+=("$NCCLGEN_MAIN")
-  local status=0
-  wait "$NCCLGEN_MAIN" || status=$?
-  exit "$status"
+    NCCLGEN_PIDS+=("$!")
+  done
+  for node in "${NCCLGEN_NODES[@]}"; do wait -n || exit; done  # fail fast: the first failed step ends the job
+  exit 0
 }
 
 # shellcheck disable=SC2317  # called by the trap

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
-from . import cpuset, podspec
+from . import cpuset, podspec, sbatch
 from .. import datapaths
 from ..errors import UserError, collect, warn
 from .schema import field, json_schema, load_dataclass
@@ -163,7 +163,9 @@ class Slurm:
     exclusive: bool = field(True, doc="#SBATCH --exclusive")
     container_image: Optional[str] = field(None, doc="pyxis/enroot image for srun --container-image")
     container_mounts: tuple[str, ...] = field((), doc="pyxis --container-mounts entries SRC:DST[:FLAGS]")
-    extra_sbatch: dict[str, str] = field(factory=dict, doc="more #SBATCH options, name -> value",
+    extra_sbatch: dict[str, Union[bool, int, str]] = field(
+                                         factory=dict, doc="more #SBATCH options, name -> value (true for a "
+                                         "flag such as requeue), checked against sbatch's option list",
                                          key_pattern=r"[a-z][a-z0-9-]*",
                                          key_pattern_doc="a long sbatch option name like gpu-bind",
                                          scalar=True)
@@ -526,6 +528,13 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         cite(("network", "roce"), net.roce.source)
     if net.efa is not None:
         cite(("network", "efa"), net.efa.source)
+
+    gpu_request = (f"{desc.slurm.gres_type}:" if desc.slurm.gres_type else "") + str(desc.node.gpus_per_node)
+    for key, value in desc.slurm.extra_sbatch.items():
+        try:
+            sbatch.check(key, value, gpu_request=gpu_request)
+        except sbatch.SbatchOptionError as e:
+            fail(("slurm", "extra_sbatch", key), str(e))
 
     for i, mount in enumerate(desc.slurm.container_mounts):
         if "," in mount:

@@ -25,7 +25,8 @@ from ..plan import Plan
 from ..plan.build import prepends
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
-from . import shell
+from . import pyxis, shell
+from ..load import sbatch
 from .shell import Raw
 
 TIME_PATTERN = r"(\d+-)?\d{1,3}:\d{2}:\d{2}"  # same form as a workload's `time`
@@ -65,6 +66,7 @@ class Step:
     """A per-node helper step started before the launch (the GPU monitor)."""
     comment: str
     argv: tuple[str, ...]
+    srun: tuple[str, ...] = ("--export=ALL",)   # its own srun options: the monitor runs outside the container
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,14 @@ class Ray:
 
 
 @dataclass(frozen=True)
+class Requeue:
+    """--requeue: Slurm signals the batch shell `seconds` before the time limit (#SBATCH --signal=B:...)."""
+    signal: str                  # USR1 | USR2, as bash's `trap` names it
+    seconds: int
+    grace_s: int                 # how long the steps get to save before the job is requeued
+
+
+@dataclass(frozen=True)
 class SlurmScript:
     """Everything the template prints, already decided and in output order."""
     sbatch: tuple[tuple[str, Optional[str]], ...]   # sorted; None = flag without value
@@ -108,6 +118,9 @@ class SlurmScript:
     version: str
     preflight: Optional[str] = None                 # the preflight's spec (JSON); None: --no-preflight
     preflight_exit: int = preflightmod.EXIT_PROBLEMS
+    requeue: Optional[Requeue] = None
+    monitor: bool = False                           # NCCLGEN_MONITOR_OUT is set beside the job's log
+    notes: tuple[str, ...] = ()                     # one-line notes for stderr (an image rewritten ...)
 
     @property
     def template(self) -> str:
@@ -122,7 +135,17 @@ class Options:
     partition: Optional[str] = None
     account: Optional[str] = None
     qos: Optional[str] = None
+    constraint: Optional[str] = None
+    reservation: Optional[str] = None
+    dependency: Optional[str] = None
+    log_output: Optional[str] = None             # #SBATCH --output (the job's log)
+    log_error: Optional[str] = None              # #SBATCH --error
+    sbatch: tuple[tuple[str, Union[str, bool]], ...] = ()   # --sbatch KEY[=VALUE], in order
+    requeue: bool = False
+    signal: Optional[str] = None                 # B:USR1@SECONDS (with requeue)
     container_image: Optional[str] = None
+    container_workdir: Optional[str] = None
+    container_mounts: tuple[str, ...] = ()
     monitor: bool = False
     ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
     preflight: bool = True           # check every node before the launch (ncclgen/jobside/preflight.py)
@@ -136,12 +159,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
     """The whole script as data; raises UserError for values that cannot be written safely."""
     launch = plan.launch
     slurm = plan.cluster.slurm
-    image = opts.container_image or slurm.container_image
-    srun = ["--export=ALL"]
-    if image:
-        srun.append(f"--container-image={image}")
-        if slurm.container_mounts:  # descriptor.check() refused ',' inside a mount
-            srun.append(f"--container-mounts={','.join(slurm.container_mounts)}")
+    srun, notes = container_options(plan, opts)
 
     plumbing: list[Export] = []
     programs: list[Program] = []
@@ -193,9 +211,18 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
 
     helpers: tuple[Step, ...] = ()
     if opts.monitor:
-        helpers = (Step("GPU monitor on every node until the job ends (ncclgen monitor handles SIGTERM)",
-                        ("bash", "-c", 'exec ncclgen monitor -o '
-                                       '"ncclgen-monitor-${SLURM_JOB_ID}-${SLURMD_NODENAME}.jsonl"')),)
+        programs.append(Program("GPU monitor (ncclgen/jobside/monitor.py): NVML samples to JSONL until SIGTERM",
+                                "NCCLGEN_MONITOR", jobside.source("monitor")))
+        helpers = (Step("GPU monitor on every node until the job ends, on the host (outside any container: it "
+                        "needs python3 and the driver's libnvidia-ml, nothing from the image), writing "
+                        "ncclgen-monitor-JOB-NODE.jsonl beside the job's log",
+                        ("python3", "-c", Raw('"$NCCLGEN_MONITOR"'), Raw('"$NCCLGEN_MONITOR_OUT"'),
+                         str(MONITOR_INTERVAL_S))),)
+
+    requeue = requeue_settings(plan, opts)
+    command = launch.command
+    if requeue is not None and plan.workload.framework == "verl":
+        command = verl_resume_command(command)
 
     if opts.comments not in COMMENTS:
         raise UserError(f"--comments {opts.comments!r}: expected short or full")
@@ -216,10 +243,13 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         srun=tuple(srun),
         setup=setup,
         helpers=helpers,
-        command=launch.command,
+        command=command,
         launch=spec,
         version=__version__,
         preflight=checks,
+        requeue=requeue,
+        monitor=opts.monitor,
+        notes=tuple(notes),
     )
 
 
@@ -258,6 +288,13 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]]
     if not re.fullmatch(TIME_PATTERN, time):
         raise UserError(f"--time {time!r}: expected [D-]HH:MM:SS")
     gpus = f"{slurm.gres_type}:{launch.gpus_per_node}" if slurm.gres_type else str(launch.gpus_per_node)
+    extra = _extra_sbatch(plan, opts, gpus)
+    for flag, value in (("--output", opts.log_output), ("--error", opts.log_error)):
+        if value is not None and value.endswith((".sh", ".sbatch")):
+            raise UserError(f"{flag} {value!r}: {flag} names the job's log (#SBATCH {flag}); write the script "
+                            "itself with -o FILE")
+    # An array's tasks share one job id (%A) and differ by index (%a): %j would give each its own id.
+    default_log = "ncclgen-%A_%a.out" if "--array" in extra else "ncclgen-%j.out"
     chosen: dict[str, Optional[str]] = {
         "--job-name": opts.job_name or plan.workload.name,
         "--nodes": str(launch.nodes),
@@ -265,27 +302,143 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]]
         "--gpus-per-node": gpus,
         "--cpus-per-task": str(slurm.cpus_per_task or launch.cpus_per_node),
         "--time": time,
-        "--output": "ncclgen-%j.out",
+        "--output": opts.log_output or default_log,
+        "--error": opts.log_error,
         "--partition": opts.partition or slurm.partition,
         "--account": opts.account or slurm.account,
         "--qos": opts.qos or slurm.qos,
-        "--constraint": slurm.constraint,
+        "--constraint": opts.constraint or slurm.constraint,
+        "--reservation": opts.reservation,
+        "--dependency": opts.dependency,
         "--mem": slurm.mem,
     }
     out = {k: v for k, v in chosen.items() if v is not None}
     if slurm.exclusive:
         out["--exclusive"] = None
-    for key, value in slurm.extra_sbatch.items():
-        option = f"--{key}"
-        if option in chosen or option == "--exclusive":
-            raise UserError(f"cluster {plan.cluster.name}: {option} is set by ncclgen (flag or descriptor "
-                            "field), not through extra_sbatch", path=f"slurm.extra_sbatch.{key}")
-        out[option] = value or None  # an empty value means a flag: `requeue: ""` -> --requeue
+    out.update(extra)
+    requeue = requeue_settings(plan, opts)
+    if requeue is not None:
+        out["--requeue"] = None
+        out.pop("--no-requeue", None)
+        out["--signal"] = f"B:{requeue.signal}@{requeue.seconds}"
+        # A requeued job starts again with the same job id and log file: append, keep the first run's.
+        out.setdefault("--open-mode", "append")
     for option, value in out.items():
         if value is not None and shell.CONTROL.search(value):
             raise UserError(f"{option} {value!r}: control characters (newline, tab, ...) are not allowed in "
                             "an #SBATCH value: a newline would end the #SBATCH line")
     return tuple(sorted(out.items()))
+
+
+def _extra_sbatch(plan: Plan, opts: Options, gpus: str) -> dict[str, Optional[str]]:
+    """The descriptor's slurm.extra_sbatch, then --sbatch KEY[=VALUE] (a later one wins), checked against
+    sbatch's option list (ncclgen/load/sbatch.py)."""
+    out: dict[str, Optional[str]] = {}
+    items = [(key, value, f"slurm.extra_sbatch.{key}", None) for key, value in plan.cluster.slurm.extra_sbatch.items()]
+    items += [(key, value, None, f"--sbatch {key}") for key, value in opts.sbatch]
+    for key, value, path, flag in items:
+        try:
+            name, checked = sbatch.check(key, value, gpu_request=gpus)
+        except sbatch.SbatchOptionError as e:
+            if path:
+                raise UserError(f"cluster {plan.cluster.name}: {e}", path=path) from None
+            raise UserError(f"{flag}: {e}") from None
+        for twin in (name, f"no-{name}", name[3:] if name.startswith("no-") else None):
+            if twin:
+                out.pop(f"--{twin}", None)
+        out[f"--{name}"] = checked
+    return out
+
+
+SIGNAL_PATTERN = r"B:(?:SIG)?(USR1|USR2)@(\d+)"
+DEFAULT_SIGNAL = "B:USR1@300"
+REQUEUE_MARGIN_S = 10   # kept for `scontrol requeue` itself before the time limit
+
+
+def requeue_settings(plan: Plan, opts: Options) -> Optional[Requeue]:
+    """None unless the job is requeued: --requeue, or `requeue: true` in the descriptor / --sbatch."""
+    slurm = plan.cluster.slurm
+    gpus = f"{slurm.gres_type}:{plan.launch.gpus_per_node}" if slurm.gres_type else str(plan.launch.gpus_per_node)
+    asked = opts.requeue or "--requeue" in _extra_sbatch(plan, opts, gpus)
+    if not asked:
+        if opts.signal is not None:
+            raise UserError("--signal: only with --requeue (the script acts on the signal by requeueing the job)")
+        return None
+    spec = opts.signal or DEFAULT_SIGNAL
+    m = re.fullmatch(SIGNAL_PATTERN, spec)
+    if not m or not 30 <= int(m.group(2)) <= 65535:
+        raise UserError(f"--signal {spec!r}: expected B:USR1@SECONDS or B:USR2@SECONDS with 30 <= SECONDS <= "
+                        "65535 (B: sends it to the batch shell, which stops the steps and requeues the job)")
+    seconds = int(m.group(2))
+    return Requeue(signal=m.group(1), seconds=seconds, grace_s=seconds - REQUEUE_MARGIN_S)
+
+
+# verl (trainer/config/ppo_trainer.yaml and sft_trainer*.yaml in the verl 0.7.0 and 0.9.1 wheels):
+# trainer.save_freq (default -1: never), trainer.resume_mode (auto: the newest checkpoint in
+# trainer.default_local_dir), trainer.default_local_dir (default checkpoints/PROJECT/EXPERIMENT, relative).
+VERL_SAVE, VERL_RESUME, VERL_DIR = "trainer.save_freq", "trainer.resume_mode", "trainer.default_local_dir"
+
+
+def verl_resume_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """A verl command that resumes after a requeue; UserError naming the missing setting otherwise."""
+    given = {}
+    for arg in command:
+        key, sep, value = arg.lstrip("+").partition("=")
+        if sep:
+            given[key] = value
+    save = given.get(VERL_SAVE, "-1")
+    if not save.isdigit() or int(save) < 1:
+        raise UserError(f"--requeue: a requeued verl job restarts from its last checkpoint, and {VERL_SAVE}="
+                        f"{save} saves none; add `-- {VERL_SAVE}=N` (steps between checkpoints)")
+    folder = given.get(VERL_DIR, "")
+    if not folder.startswith("/"):
+        raise UserError(f"--requeue: {VERL_DIR} must be an absolute folder on storage every node shares (the "
+                        f"requeued job may run on other nodes, in a fresh container); add `-- {VERL_DIR}="
+                        "/shared/checkpoints/RUN`")
+    mode = given.get(VERL_RESUME)
+    if mode is None:
+        return command + (f"{VERL_RESUME}=auto",)
+    if mode != "auto":
+        raise UserError(f"--requeue: {VERL_RESUME}={mode} would not resume from the newest checkpoint after a "
+                        f"requeue; use {VERL_RESUME}=auto")
+    return command
+
+
+MONITOR_INTERVAL_S = 5
+CONTAINER_NAME = Raw('--container-name="ncclgen-$SLURM_JOB_ID"')
+
+
+def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
+    """srun options every step carries ([--export=ALL, pyxis ...]) and notes for stderr.
+
+    One named container per job and node (pyxis --container-name): the first step on a node creates
+    it from the image, every later step (Ray head, readiness check, driver, torchrun) joins it, so
+    files written outside the mounts survive from step to step. pyxis removes unnamed containers after
+    each step (pyxis README, --container-name).
+    """
+    slurm = plan.cluster.slurm
+    image = opts.container_image or slurm.container_image
+    srun: list = ["--export=ALL"]
+    notes: list[str] = []
+    mounts = [pyxis.check_mount(m) for m in (*slurm.container_mounts, *opts.container_mounts)]
+    if not image:
+        if opts.container_workdir or opts.container_mounts:
+            flag = "--container-workdir" if opts.container_workdir else "--container-mounts"
+            raise UserError(f"{flag}: only with a container image (--container-image or the descriptor's "
+                            "slurm.container_image)")
+        return srun, notes
+    image, note = pyxis.image_ref(image)
+    if note:
+        notes.append(note)
+    srun += [f"--container-image={image}", CONTAINER_NAME]
+    if mounts:
+        srun.append(f"--container-mounts={','.join(mounts)}")
+    if opts.container_workdir is not None:
+        if not opts.container_workdir.startswith("/") or shell.CONTROL.search(opts.container_workdir):
+            raise UserError(f"--container-workdir {opts.container_workdir!r}: expected an absolute path inside "
+                            "the container")
+        srun.append(f"--container-workdir={opts.container_workdir}")
+    return srun, notes
 
 
 def render(script: SlurmScript) -> str:
@@ -294,6 +447,12 @@ def render(script: SlurmScript) -> str:
 
 def render_plan(plan: Plan, opts: Options) -> str:
     return render(build(plan, opts))
+
+
+def render_plan_with_notes(plan: Plan, opts: Options) -> tuple[str, tuple[str, ...]]:
+    """The script and the notes the CLI prints on stderr (e.g. an image reference rewritten)."""
+    script = build(plan, opts)
+    return render(script), script.notes
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -1,13 +1,15 @@
 """Ray driver for the Ray end-to-end tests, run once on the head node by the rendered sbatch script.
 
-Usage: python3 ray_driver.py OUT_DIR NODES GPUS [hold [MARKER]]
+Usage: python3 ray_driver.py OUT_DIR NODES GPUS [hold|fail [MARKER]]
 Connects with ray.init() (the script exports RAY_ADDRESS), checks that NODES nodes are alive with GPUS
 GPUs in total, then runs GPUS tasks (num_gpus=1, num_cpus=0) that meet at a barrier, so all of them
 hold their GPU at the same time and the scheduler must spread them over every (node, GPU) pair. Each
 task reports its node, GPU ids, environment and CPU affinity; the driver writes OUT_DIR/ray.json.
 
 With `hold` the driver writes OUT_DIR/holding once the tasks run and then waits far longer than the
-failure test allows: only the script's failure handling can end such a job in time. MARKER is unused:
+failure test allows: only the script's failure handling can end such a job in time. With `fail` it
+writes OUT_DIR/holding.json the same way, then its own exit time to OUT_DIR/failed-at and exits 1
+(the driver-failure test; the tasks still hold their GPUs). MARKER is unused:
 it makes the driver's command line findable with `pgrep -f` afterwards.
 """
 
@@ -63,7 +65,9 @@ def _write(path: str, data) -> None:
     os.replace(path + ".tmp", path)  # the test never reads a half-written file
 
 
-def main(out_dir: str, nodes: int, gpus: int, hold: bool) -> int:
+def main(out_dir: str, nodes: int, gpus: int, mode: str) -> int:
+    hold = mode in ("hold", "fail")
+    fail = mode == "fail"
     ray.init()
     alive = [n for n in ray.nodes() if n["Alive"]]
     total_gpus = ray.cluster_resources().get("GPU", 0)
@@ -81,6 +85,10 @@ def main(out_dir: str, nodes: int, gpus: int, hold: bool) -> int:
                 return 1
             time.sleep(0.2)
         _write(os.path.join(out_dir, "holding.json"), {"pid": os.getpid()})
+        if fail:
+            time.sleep(1)
+            _write(os.path.join(out_dir, "failed-at"), time.time())
+            return 1
     reports = ray.get(refs, timeout=BARRIER_TIMEOUT_S + (HOLD_S if hold else 0))
     _write(os.path.join(out_dir, "ray.json"),
            {"nodes_alive": len(alive), "gpus": total_gpus, "tasks": reports})
@@ -88,4 +96,4 @@ def main(out_dir: str, nodes: int, gpus: int, hold: bool) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:5] == ["hold"]))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), (sys.argv[4:5] or [""])[0]))
