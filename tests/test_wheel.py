@@ -28,7 +28,7 @@ def test_wheel_carries_bundled_data(wheel):
     for rel in ("ncclgen/_bundled/clusters/h100-ib.yaml", "ncclgen/_bundled/clusters/local-ci.yaml",
                 "ncclgen/_bundled/templates/slurm/ray.sh.j2", "ncclgen/data/rules.yaml",
                 "ncclgen/data/workloads/verl-grpo-qwen2-7b.yaml", "ncclgen/data/kb/nccl.tsv",
-                "ncclgen/raybind.py", "ncclgen/raywait.py"):
+                "ncclgen/jobside/raybind.py", "ncclgen/jobside/raywait.py"):
         assert rel in names, rel
     assert not any(n.startswith(("tests/", "examples/")) for n in names)
 
