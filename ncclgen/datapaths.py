@@ -24,3 +24,24 @@ def bundled(kind: str) -> str:
 def data(name: str) -> str:
     """Path of a data file shipped in ncclgen/data."""
     return os.path.join(_PKG, "data", name)
+
+
+def search_dirs(env_var: str, folder: str) -> list[str]:
+    """$ENV_VAR (colon-separated folders), then ./FOLDER, then the bundled FOLDER: where names are found."""
+    dirs = [d for d in os.environ.get(env_var, "").split(":") if d]
+    dirs.append(os.path.join(os.getcwd(), folder))
+    dirs.append(bundled(folder))
+    return dirs
+
+
+def yaml_files(dirs: list[str], *, regular_only: bool = False) -> dict[str, str]:
+    """name -> path of every *.yaml/*.yml in ``dirs``; the first folder in order wins a name."""
+    found: dict[str, str] = {}
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        for entry in sorted(os.listdir(d)):
+            path = os.path.join(d, entry)
+            if entry.endswith((".yaml", ".yml")) and (not regular_only or os.path.isfile(path)):
+                found.setdefault(entry.rsplit(".", 1)[0], path)
+    return found

@@ -765,22 +765,12 @@ def schema() -> dict:
 
 def search_dirs() -> list[str]:
     """$NCCLGEN_CLUSTERS (colon-separated), then ./clusters, then the bundled presets."""
-    dirs = [d for d in os.environ.get("NCCLGEN_CLUSTERS", "").split(":") if d]
-    dirs.append(os.path.join(os.getcwd(), "clusters"))
-    dirs.append(datapaths.bundled("clusters"))
-    return dirs
+    return datapaths.search_dirs("NCCLGEN_CLUSTERS", "clusters")
 
 
 def available() -> dict[str, str]:
-    """name -> path for every descriptor found; the first folder in search order wins."""
-    found: dict[str, str] = {}
-    for d in search_dirs():
-        if not os.path.isdir(d):
-            continue
-        for entry in sorted(os.listdir(d)):
-            if entry.endswith((".yaml", ".yml")):
-                found.setdefault(entry.rsplit(".", 1)[0], os.path.join(d, entry))
-    return found
+    """name -> path for every descriptor found (non-regular entries too: `clusters list` flags them)."""
+    return datapaths.yaml_files(search_dirs())
 
 
 def resolve(name_or_path: str) -> str:

@@ -123,22 +123,12 @@ def bundled() -> dict[str, str]:
 
 def search_dirs() -> list[str]:
     """$NCCLGEN_WORKLOADS (colon-separated), then ./workloads, then the bundled workloads."""
-    dirs = [d for d in os.environ.get("NCCLGEN_WORKLOADS", "").split(":") if d]
-    dirs.append(os.path.join(os.getcwd(), "workloads"))
-    dirs.append(datapaths.bundled("workloads"))
-    return dirs
+    return datapaths.search_dirs("NCCLGEN_WORKLOADS", "workloads")
 
 
 def available() -> dict[str, str]:
     """name -> path for every workload found; the first folder in search order wins."""
-    found: dict[str, str] = {}
-    for d in search_dirs():
-        if not os.path.isdir(d):
-            continue
-        for entry in sorted(os.listdir(d)):
-            if entry.endswith((".yaml", ".yml")) and os.path.isfile(os.path.join(d, entry)):
-                found.setdefault(entry.rsplit(".", 1)[0], os.path.join(d, entry))
-    return found
+    return datapaths.yaml_files(search_dirs(), regular_only=True)
 
 
 def resolve(name_or_path: str, flag: str = "--workload") -> str:
