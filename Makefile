@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 venv:            ## a virtualenv with ncclgen and everything the tests need
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q -c tests/constraints.txt -e ".[test,bench]"
+	$(PY) -m pip install -q -c tests/constraints.txt -e ".[test,bench,dev]"
 
 test:            ## every test: installs Slurm/munge/numactl/shellcheck when run as root (tests/run.sh)
 	bash tests/run.sh

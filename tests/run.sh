@@ -35,7 +35,7 @@ fi
 # pip warns about every missing local index folder of this machine's pip.conf; keep real errors.
 quiet_pip() { .venv/bin/python -m pip "$@" 2> >(grep -v 'is ignored: it is neither a file' >&2); }
 quiet_pip install -q --upgrade pip >/dev/null
-quiet_pip install -q -c tests/constraints.txt -e ".[test,bench]"
+quiet_pip install -q -c tests/constraints.txt -e ".[test,bench,dev]"
 # The verl releases ncclgen knows (ncclgen/data/verl), each in its own folder without dependencies:
 # tests/test_verl.py composes and validates the bundled workloads against them.
 for v in $(.venv/bin/python -c 'from ncclgen.load import verl; print(*verl.releases())'); do
