@@ -64,14 +64,26 @@ def main(argv: list[str] | None = None) -> int:
         sysfs_fixtures.dgx_h100(dgx)
         cases = [
             ("python3 -c pass (baseline)", [sys.executable, "-c", "pass"], base_env),
-            ("preflight, local-ci spec, this machine",
-             [sys.executable, "-c", program,
-              preflight.encode(preflight.spec(make_plan("local-ci", 3, "verl-sft", None, (), False)))],
-             {**base_env, "NCCLGEN_PREFLIGHT_DEV": str(dev)}),
-            ("preflight, h100-ib spec, fake DGX H100 tree",
-             [sys.executable, "-c", program,
-              preflight.encode(preflight.spec(make_plan("h100-ib", 3, "verl-sft", None, (), False)))],
-             {**base_env, "NCCLGEN_PREFLIGHT_SYSFS": str(dgx / "sys"), "NCCLGEN_PREFLIGHT_DEV": str(dev)}),
+            (
+                "preflight, local-ci spec, this machine",
+                [
+                    sys.executable,
+                    "-c",
+                    program,
+                    preflight.encode(preflight.spec(make_plan("local-ci", 3, "verl-sft", None, (), False))),
+                ],
+                {**base_env, "NCCLGEN_PREFLIGHT_DEV": str(dev)},
+            ),
+            (
+                "preflight, h100-ib spec, fake DGX H100 tree",
+                [
+                    sys.executable,
+                    "-c",
+                    program,
+                    preflight.encode(preflight.spec(make_plan("h100-ib", 3, "verl-sft", None, (), False))),
+                ],
+                {**base_env, "NCCLGEN_PREFLIGHT_SYSFS": str(dgx / "sys"), "NCCLGEN_PREFLIGHT_DEV": str(dev)},
+            ),
         ]
         print(f"load average {os.getloadavg()[0]:.2f}, {args.runs} runs each, {sys.executable}")
         print("| case | exit | median s | max s | goal |")

@@ -40,22 +40,51 @@ DRIVER = "import ray; ray.init(); print('driver sees', len([n for n in ray.nodes
 
 def _render(workdir: Path) -> Path:
     wl = workdir / "ray-ready.yaml"
-    wl.write_text(yaml.safe_dump({
-        "name": "ray-ready", "description": "Ray bring-up benchmark (connect and exit)",
-        "launcher": "ray", "framework": "torch", "nodes": NODES, "time": "00:10:00",
-        "command": [sys.executable, "-c", DRIVER],
-    }), encoding="utf-8")
+    wl.write_text(
+        yaml.safe_dump(
+            {
+                "name": "ray-ready",
+                "description": "Ray bring-up benchmark (connect and exit)",
+                "launcher": "ray",
+                "framework": "torch",
+                "nodes": NODES,
+                "time": "00:10:00",
+                "command": [sys.executable, "-c", DRIVER],
+            }
+        ),
+        encoding="utf-8",
+    )
     script = workdir / "ray-ready.sh"
-    subprocess.run([sys.executable, "-m", "ncclgen", "slurm", "--cluster", "local-ci", "--tier", "3",
-                    "--workload", str(wl), "--partition", "debug", "-o", str(script)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncclgen",
+            "slurm",
+            "--cluster",
+            "local-ci",
+            "--tier",
+            "3",
+            "--workload",
+            str(wl),
+            "--partition",
+            "debug",
+            "-o",
+            str(script),
+        ],
+        check=True,
+    )
     return script
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3, help="jobs to submit (default 3)")
-    ap.add_argument("--workdir", help="cluster and job folder (default: a fresh one under /tmp; keep "
-                                      "it short, munge's socket path must fit 107 characters)")
+    ap.add_argument(
+        "--workdir",
+        help="cluster and job folder (default: a fresh one under /tmp; keep "
+        "it short, munge's socket path must fit 107 characters)",
+    )
     args = ap.parse_args(argv)
     if args.runs < 1:
         ap.error("--runs must be >= 1")
@@ -79,8 +108,11 @@ def main(argv: list[str] | None = None) -> int:
             log = (workdir / f"ncclgen-{job}.out").read_text(encoding="utf-8", errors="replace")
             m = READY.search(log)
             if (result.state, result.exit_code) != ("COMPLETED", 0) or not m:
-                print(f"ray_ready: job {job} {result.state} exit {result.exit_code}, ready line "
-                      f"{'found' if m else 'missing'}:\n{log}", file=sys.stderr)
+                print(
+                    f"ray_ready: job {job} {result.state} exit {result.exit_code}, ready line "
+                    f"{'found' if m else 'missing'}:\n{log}",
+                    file=sys.stderr,
+                )
                 return 1
             ready.append(float(m.group(1)))
             print(f"run {i + 1}: job {job}: {m.group(0)}; job wall {walls[-1]:.1f} s", flush=True)
@@ -89,16 +121,16 @@ def main(argv: list[str] | None = None) -> int:
 
     median = statistics.median(ready)
     ratio = VERL_SLEEP_S / median
-    print(f"\n{NODES}-node local-ci Ray job, {args.runs} runs (seconds); load average before/after "
-          f"{load_before:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"\n{NODES}-node local-ci Ray job, {args.runs} runs (seconds); load average before/after "
+        f"{load_before:.1f}/{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'':<28} {'min':>6} {'median':>7} {'max':>6}")
     print(f"{'ncclgen: cluster ready':<28} {min(ready):>6.1f} {median:>7.1f} {max(ready):>6.1f}")
-    print(f"{'job wall (submit to end)':<28} {min(walls):>6.1f} {statistics.median(walls):>7.1f} "
-          f"{max(walls):>6.1f}")
+    print(f"{'job wall (submit to end)':<28} {min(walls):>6.1f} {statistics.median(walls):>7.1f} {max(walls):>6.1f}")
     print(f"{'verl fixed sleeps (10 + 5)':<28} {VERL_SLEEP_S:>6.1f} {VERL_SLEEP_S:>7.1f} {VERL_SLEEP_S:>6.1f}")
     met = ratio >= GOAL_RATIO
-    print(f"ready {ratio:.2f}x sooner than the sleeps (median); goal >= {GOAL_RATIO:g}x: "
-          f"{'met' if met else 'MISSED'}")
+    print(f"ready {ratio:.2f}x sooner than the sleeps (median); goal >= {GOAL_RATIO:g}x: {'met' if met else 'MISSED'}")
     return 0 if met else 1
 
 

@@ -44,7 +44,9 @@ def _ncclgen() -> list[str]:
 
 
 def _median_s(argv: list[str], runs: int) -> float:
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)  # warm-up: page cache, .pyc files
+    subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+    )  # warm-up: page cache, .pyc files
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
@@ -55,8 +57,13 @@ def _median_s(argv: list[str], runs: int) -> float:
 
 def _imported(argv_tail: list[str]) -> set[str]:
     """Top-level packages a real `ncclgen slurm` process imports (from -X importtime on stderr)."""
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "ncclgen", *argv_tail],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "ncclgen", *argv_tail],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
     mods = set()
     for line in r.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -80,39 +87,74 @@ def main(argv: list[str] | None = None) -> int:
     slurm = _median_s(_ncclgen() + ["slurm", *ARGS], runs)
     met = slurm - bare <= SLURM_OVERHEAD_GOAL_S
     ok &= met
-    rows.append(("ncclgen slurm " + " ".join(ARGS), slurm, f"{slurm - bare:+.3f}", f"{slurm / bare:.2f}x",
-                 f"overhead <= {SLURM_OVERHEAD_GOAL_S} s: {'met' if met else 'MISSED'}"))
+    rows.append(
+        (
+            "ncclgen slurm " + " ".join(ARGS),
+            slurm,
+            f"{slurm - bare:+.3f}",
+            f"{slurm / bare:.2f}x",
+            f"overhead <= {SLURM_OVERHEAD_GOAL_S} s: {'met' if met else 'MISSED'}",
+        )
+    )
     if importlib.util.find_spec("ncclgen.cli.k8s") is None:
         rows.append(("ncclgen k8s " + " ".join(ARGS), None, "", "", "skipped: ncclgen.cli.k8s not there yet"))
     else:
         k8s = _median_s(_ncclgen() + ["k8s", *ARGS], runs)
         met = k8s < K8S_WALL_GOAL_S
         ok &= met
-        rows.append(("ncclgen k8s " + " ".join(ARGS), k8s, f"{k8s - bare:+.3f}", f"{k8s / bare:.2f}x",
-                     f"wall < {K8S_WALL_GOAL_S} s: {'met' if met else 'MISSED'}"))
+        rows.append(
+            (
+                "ncclgen k8s " + " ".join(ARGS),
+                k8s,
+                f"{k8s - bare:+.3f}",
+                f"{k8s / bare:.2f}x",
+                f"wall < {K8S_WALL_GOAL_S} s: {'met' if met else 'MISSED'}",
+            )
+        )
 
     if args.torchx:
         with tempfile.TemporaryDirectory() as d:
             open(os.path.join(d, "train.py"), "w").close()
-            tx = _median_s([args.torchx, "run", "--dryrun", "-s", "slurm", "dist.ddp", "-j", "2x8",
-                            "--script", os.path.join(d, "train.py")], runs)
+            tx = _median_s(
+                [
+                    args.torchx,
+                    "run",
+                    "--dryrun",
+                    "-s",
+                    "slurm",
+                    "dist.ddp",
+                    "-j",
+                    "2x8",
+                    "--script",
+                    os.path.join(d, "train.py"),
+                ],
+                runs,
+            )
         met = slurm / tx <= TORCHX_RATIO_GOAL
         ok &= met
-        rows.append(("torchx run --dryrun -s slurm dist.ddp", tx, f"{tx - bare:+.3f}", f"{tx / bare:.2f}x",
-                     f"ncclgen slurm / torchx = {slurm / tx:.2f} <= {TORCHX_RATIO_GOAL}: {'met' if met else 'MISSED'}"))
+        rows.append(
+            (
+                "torchx run --dryrun -s slurm dist.ddp",
+                tx,
+                f"{tx - bare:+.3f}",
+                f"{tx / bare:.2f}x",
+                f"ncclgen slurm / torchx = {slurm / tx:.2f} <= {TORCHX_RATIO_GOAL}: {'met' if met else 'MISSED'}",
+            )
+        )
     else:
         rows.append(("torchx run --dryrun -s slurm dist.ddp", None, "", "", "skipped: no torchx (see --torchx)"))
 
     heavy = sorted(set(HEAVY) & _imported(["slurm", *ARGS]))
     ok &= not heavy
 
-    print(f"{runs} runs per command, median wall time; python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"{runs} runs per command, median wall time; python {sys.version.split()[0]}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'command':<40} {'median s':>9} {'overhead':>9} {'ratio':>7}  goal")
     for name, t, over, ratio, goal in rows:
         print(f"{name:<40} {'-' if t is None else f'{t:.3f}':>9} {over:>9} {ratio:>7}  {goal}")
-    print("ncclgen slurm imports " + (", ".join(heavy) + ": MISSED" if heavy else
-                                      f"none of {', '.join(HEAVY)}: met"))
+    print("ncclgen slurm imports " + (", ".join(heavy) + ": MISSED" if heavy else f"none of {', '.join(HEAVY)}: met"))
     return 0 if ok else 1
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 # Characters refused in every value ncclgen reads (YAML scalars, --set values): C0 controls but tab and
 # newline, DEL, C1 controls (U+0085 NEL among them) and the Unicode line/paragraph separators. bash drops
@@ -14,7 +13,7 @@ UNSAFE_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
-def unsafe_char(text: str) -> Optional[str]:
+def unsafe_char(text: str) -> str | None:
     """'U+0085 at offset 3' for the first character of ``text`` no value may hold, else None."""
     m = UNSAFE_CHARS.search(text)
     if m is None:
@@ -30,7 +29,7 @@ def printable(text: str) -> str:
 def shown(value, limit: int = 60) -> str:
     """repr(value), cut to ``limit`` characters: a hostile 5,000-character value stays out of the line."""
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 4] + "...'"
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
 
 
 class UserError(Exception):
@@ -41,8 +40,15 @@ class UserError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, file: str | None = None, path: str | None = None,
-                 line: int | None = None, col: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        col: int | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.file = file
@@ -50,7 +56,7 @@ class UserError(Exception):
         self.line = line
         self.col = col
 
-    def located(self, file: str) -> "UserError":
+    def located(self, file: str) -> UserError:
         """The same error, naming ``file`` when no file was known yet."""
         if self.file is None:
             self.file = file
@@ -70,7 +76,7 @@ class UserError(Exception):
         # neither split the message nor rewrite what the terminal shows.
         return printable(where + key + self.message)
 
-    def all(self) -> list["UserError"]:
+    def all(self) -> list[UserError]:
         """Every problem this error stands for, in file order: itself, or those of a :class:`UserErrors`."""
         return [self]
 
@@ -90,7 +96,7 @@ class UserErrors(UserError):
         super().__init__(first.message, file=first.file, path=first.path, line=first.line, col=first.col)
         self.errors = flat
 
-    def located(self, file: str) -> "UserError":
+    def located(self, file: str) -> UserError:
         for e in self.errors:
             e.located(file)
         return super().located(file)

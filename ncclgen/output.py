@@ -8,7 +8,6 @@ import tempfile
 
 from .errors import UserError
 
-
 OUTPUT_MODE = 0o644  # every file ncclgen writes (scripts, manifests, JSON, plots): readable by the job's users
 
 
@@ -24,12 +23,12 @@ def emit(text: str, path: str | None, mode: int = OUTPUT_MODE) -> None:
         return
     if path == "":
         raise UserError("-o: empty file name")
-    data = text.encode("utf-8")   # before touching the file system: an error here leaves nothing
+    data = text.encode("utf-8")  # before touching the file system: an error here leaves nothing
     try:
         _write(data, path, mode)
     except OSError as exc:
         raise UserError(f"cannot write: {exc.strerror or exc}", file=path) from None
-    except ValueError as exc:   # a NUL byte in the name
+    except ValueError as exc:  # a NUL byte in the name
         raise UserError(f"cannot write: {exc}", file=path) from None
 
 

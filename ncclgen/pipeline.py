@@ -7,25 +7,37 @@ user typed, a descriptor file included).
 
 from __future__ import annotations
 
-from typing import Optional
-
 from . import plan as planmod
-from .lint.gate import check_plan
-from .load import defaults, descriptor, workload as workloadmod
 from .errors import UserError
+from .lint.gate import check_plan
+from .load import defaults, descriptor
+from .load import workload as workloadmod
 from .plan import Plan, Request
 
 
-def request(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None, *,
-            nodes: Optional[int] = None, sets: tuple[str, ...] = (), debug: bool = False,
-            target: str = "host", extra_args: tuple[str, ...] = ()) -> Request:
+def request(
+    cluster: str | None = None,
+    tier: int | None = None,
+    workload: str | None = None,
+    *,
+    nodes: int | None = None,
+    sets: tuple[str, ...] = (),
+    debug: bool = False,
+    target: str = "host",
+    extra_args: tuple[str, ...] = (),
+) -> Request:
     """A Request with the project defaults filled in (flag, NCCLGEN_* variable, ncclgen.yaml, built-in)."""
-    return Request(cluster=defaults.default("cluster") if cluster is None else cluster,
-                   tier=defaults.default("tier") if tier is None else tier,
-                   # `--workload ""` is an error, not the default (None alone means "not given")
-                   workload=defaults.default("workload") if workload is None else workload,
-                   nodes=nodes, sets=tuple(sets), debug=debug, target=target,  # type: ignore[arg-type]
-                   extra_args=tuple(extra_args))
+    return Request(
+        cluster=defaults.default("cluster") if cluster is None else cluster,
+        tier=defaults.default("tier") if tier is None else tier,
+        # `--workload ""` is an error, not the default (None alone means "not given")
+        workload=defaults.default("workload") if workload is None else workload,
+        nodes=nodes,
+        sets=tuple(sets),
+        debug=debug,
+        target=target,  # type: ignore[arg-type]
+        extra_args=tuple(extra_args),
+    )
 
 
 def make_plan(req: Request) -> Plan:
@@ -33,8 +45,17 @@ def make_plan(req: Request) -> Plan:
     desc = descriptor.load_cluster(req.cluster)
     wl = workloadmod.load_workload(req.workload)
     check_extra_args(wl, req.extra_args)
-    p = planmod.build(desc, wl, req.tier, nodes=req.nodes, overrides=planmod.parse_set(req.sets),
-                      debug=req.debug, target=req.target, extra_args=req.extra_args, request=req)
+    p = planmod.build(
+        desc,
+        wl,
+        req.tier,
+        nodes=req.nodes,
+        overrides=planmod.parse_set(req.sets),
+        debug=req.debug,
+        target=req.target,
+        extra_args=req.extra_args,
+        request=req,
+    )
     check_program_env(p, req.debug)
     check_plan(p)
     return p
@@ -65,14 +86,24 @@ def check_program_env(p: Plan, debug: bool) -> None:
         if f is None or f["value"] == e.value:
             continue
         what = "--debug" if debug and e.name == "NCCL_DEBUG" else f"{e.name}={e.value} ({e.origin})"
-        raise UserError(f"{what}: cannot take effect: verl {verl.versions_in(wl.verl)[-1]} sets "
-                        f"{e.name}={f['value']} at import ({f['where']}), after the job's environment")
+        raise UserError(
+            f"{what}: cannot take effect: verl {verl.versions_in(wl.verl)[-1]} sets "
+            f"{e.name}={f['value']} at import ({f['where']}), after the job's environment"
+        )
 
 
-def plan_for(cluster: Optional[str] = None, tier: Optional[int] = None, workload: Optional[str] = None,
-             nodes: Optional[int] = None, sets: tuple[str, ...] = (), debug: bool = False, *,
-             target: str = "host", extra_args: tuple[str, ...] = ()) -> Plan:
+def plan_for(
+    cluster: str | None = None,
+    tier: int | None = None,
+    workload: str | None = None,
+    nodes: int | None = None,
+    sets: tuple[str, ...] = (),
+    debug: bool = False,
+    *,
+    target: str = "host",
+    extra_args: tuple[str, ...] = (),
+) -> Plan:
     """`make_plan(request(...))` in one call: what the CLI, tests and benchmarks use."""
-    return make_plan(request(cluster, tier, workload, nodes=nodes, sets=sets, debug=debug, target=target,
-                             extra_args=extra_args))
-
+    return make_plan(
+        request(cluster, tier, workload, nodes=nodes, sets=sets, debug=debug, target=target, extra_args=extra_args)
+    )

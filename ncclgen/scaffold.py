@@ -17,18 +17,20 @@ from .errors import UserError
 from .load import descriptor
 from .load.schema import load_dataclass
 
-EXAMPLE_CLUSTER = "h100-ib"   # the scaffold's "e.g." values come from this bundled preset
+EXAMPLE_CLUSTER = "h100-ib"  # the scaffold's "e.g." values come from this bundled preset
 SCHEMA_FILE = "schema/descriptor.schema.json"
 
 
 def _flow(**items) -> str:
     """A YAML flow mapping; strings as JSON strings (valid YAML) so 'true' or '0-3,8' stay strings."""
+
     def value(v):
         if isinstance(v, str) and v != "TODO":
             return json.dumps(v)
         if isinstance(v, (list, tuple)):
             return "[" + ", ".join(str(x) for x in v) + "]"
         return str(v)
+
     return "{" + ", ".join(f"{k}: {value(v)}" for k, v in items.items()) + "}"
 
 
@@ -45,9 +47,13 @@ def scaffold_data(name: str) -> dict:
         "example": ex,
         "numa_nodes": [(_flow(id=n.id, cpus="TODO"), _flow(id=n.id, cpus=n.cpus)) for n in ex.node.numa_nodes],
         "gpus": [(_flow(index=g.index, numa="TODO"), _flow(index=g.index, numa=g.numa)) for g in ex.node.gpus],
-        "compute": [(_flow(hca="TODO", port=r.port, netdev="TODO", gbps="TODO", gpus=r.gpus, numa="TODO"),
-                     _flow(hca=r.hca, port=r.port, netdev=r.netdev, gbps=r.gbps, gpus=r.gpus, numa=r.numa))
-                    for r in net.compute],
+        "compute": [
+            (
+                _flow(hca="TODO", port=r.port, netdev="TODO", gbps="TODO", gpus=r.gpus, numa="TODO"),
+                _flow(hca=r.hca, port=r.port, netdev=r.netdev, gbps=r.gbps, gpus=r.gpus, numa=r.numa),
+            )
+            for r in net.compute
+        ],
         "storage": [(_flow(name="TODO", note="TODO"), _flow(name=s.name, note=s.note)) for s in net.storage],
         "bootstrap": "[" + ", ".join(net.bootstrap_interfaces) + "]",
         "nvlink_gbps": f"{ex.node.nvlink_gbps:g}",
@@ -57,10 +63,15 @@ def scaffold_data(name: str) -> dict:
 def _templates():
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(datapaths.data("init")),
-                             undefined=jinja2.StrictUndefined, autoescape=False,
-                             keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters["yaml_str"] = json.dumps     # a JSON string is a YAML double-quoted scalar
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(datapaths.data("init")),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["yaml_str"] = json.dumps  # a JSON string is a YAML double-quoted scalar
     env.filters["shell"] = shlex.quote
     return env
 
@@ -87,8 +98,12 @@ def _from_discover(path: str, name: str | None) -> tuple[str, str]:
     except UserError:
         same = False
     if not same:
-        raise UserError(f"--name: cannot rename the descriptor to {name!r} here: write `name:` and its value "
-                        "alone on one line, or run `ncclgen discover --name` instead", file=path, line=line)
+        raise UserError(
+            f"--name: cannot rename the descriptor to {name!r} here: write `name:` and its value "
+            "alone on one line, or run `ncclgen discover --name` instead",
+            file=path,
+            line=line,
+        )
     return name, renamed
 
 

@@ -4,7 +4,6 @@ import atexit
 import os
 
 import pytest
-
 import slurm_harness
 
 

@@ -24,8 +24,11 @@ NVML_PCIE_UTIL_RX_BYTES = 1
 NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138
 NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139
 
-_MESSAGES = {NVML_ERROR_NOT_SUPPORTED: "Not Supported", NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
-             NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found"}
+_MESSAGES = {
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_INVALID_ARGUMENT: "Invalid Argument",
+    NVML_ERROR_LIBRARY_NOT_FOUND: "NVML Shared Library Not Found",
+}
 
 
 class NVMLError(Exception):
@@ -40,15 +43,15 @@ class NVMLError(Exception):
 @dataclass
 class FakeGpu:
     name: str
-    bus_id: str                      # sysfs form; reported NVML-style (8-digit domain, upper case)
-    cpus: frozenset | None = None    # None: affinity not supported
+    bus_id: str  # sysfs form; reported NVML-style (8-digit domain, upper case)
+    cpus: frozenset | None = None  # None: affinity not supported
     nvlinks: int = 0
-    util: list[int] | None = field(default_factory=lambda: [0])   # cycled per sample; None: unsupported
+    util: list[int] | None = field(default_factory=lambda: [0])  # cycled per sample; None: unsupported
     mem_used: int = 10 << 30
     mem_total: int = 80 << 30
     power_mw: int | None = 700_000
-    pcie_kBps: tuple[int, int] | None = None                  # (tx, rx); None: unsupported
-    nvlink_kib_per_sample: int = 1024                            # per link per direction
+    pcie_kBps: tuple[int, int] | None = None  # (tx, rx); None: unsupported
+    nvlink_kib_per_sample: int = 1024  # per link per direction
 
 
 class FakeNvml:
@@ -68,14 +71,18 @@ class FakeNvml:
         self.init_error = init_error
         self.cuda_driver = cuda_driver
         self.initialised = 0
-        self.samples = [0] * len(gpus)      # utilisation readings taken per GPU
+        self.samples = [0] * len(gpus)  # utilisation readings taken per GPU
         self.nvlink_reads = [0] * len(gpus)
 
     @classmethod
-    def from_layout(cls, layout, name: str = "NVIDIA H100 80GB HBM3", nvlinks: int = 18, **kw) -> "FakeNvml":
+    def from_layout(cls, layout, name: str = "NVIDIA H100 80GB HBM3", nvlinks: int = 18, **kw) -> FakeNvml:
         """GPUs at the layout's PCI addresses, with the CPU affinity of their NUMA node."""
-        return cls([FakeGpu(name=name, bus_id=bdf, cpus=cpuset.parse(layout.numa[numa]), nvlinks=nvlinks, **kw)
-                    for bdf, numa in layout.gpus])
+        return cls(
+            [
+                FakeGpu(name=name, bus_id=bdf, cpus=cpuset.parse(layout.numa[numa]), nvlinks=nvlinks, **kw)
+                for bdf, numa in layout.gpus
+            ]
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     def nvmlInit(self):
@@ -158,9 +165,15 @@ class FakeNvml:
         self.nvlink_reads[handle] += 1
         out = []
         for fid, link in field_ids:
-            ok = fid in (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX) \
+            ok = (
+                fid in (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)
                 and link < g.nvlinks
+            )
             count = (self.nvlink_reads[handle] + 1) // 2 * g.nvlink_kib_per_sample
-            out.append(SimpleNamespace(nvmlReturn=NVML_SUCCESS if ok else NVML_ERROR_NOT_SUPPORTED,
-                                       value=SimpleNamespace(ullVal=count if ok else 0)))
+            out.append(
+                SimpleNamespace(
+                    nvmlReturn=NVML_SUCCESS if ok else NVML_ERROR_NOT_SUPPORTED,
+                    value=SimpleNamespace(ullVal=count if ok else 0),
+                )
+            )
         return out

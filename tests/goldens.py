@@ -26,6 +26,7 @@ def check(path: Path, got: str) -> None:
             pytest.fail(f"{path} did not exist and was written; review it and commit it")
     want = path.read_text(encoding="utf-8")
     if got != want:
-        diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), str(path), "rendered",
-                                              lineterm="", n=2))
+        diff = "\n".join(
+            difflib.unified_diff(want.splitlines(), got.splitlines(), str(path), "rendered", lineterm="", n=2)
+        )
         pytest.fail(f"{path.name} differs from its golden file (`make regen` if intended, then review):\n{diff}")

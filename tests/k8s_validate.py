@@ -36,34 +36,44 @@ import re
 import yaml
 
 CRD_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "crds")
-CRD_FILES = {("kubeflow.org", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
-             ("ray.io", "RayJob"): "ray.io_rayjobs.yaml",
-             ("trainer.kubeflow.org", "TrainJob"): "trainer.kubeflow.org_trainjobs.yaml",
-             ("trainer.kubeflow.org", "TrainingRuntime"): "trainer.kubeflow.org_trainingruntimes.yaml"}
+CRD_FILES = {
+    ("kubeflow.org", "PyTorchJob"): "kubeflow.org_pytorchjobs.yaml",
+    ("ray.io", "RayJob"): "ray.io_rayjobs.yaml",
+    ("trainer.kubeflow.org", "TrainJob"): "trainer.kubeflow.org_trainjobs.yaml",
+    ("trainer.kubeflow.org", "TrainingRuntime"): "trainer.kubeflow.org_trainingruntimes.yaml",
+}
 
 DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
 DNS1035_LABEL = r"[a-z]([-a-z0-9]*[a-z0-9])?"
 QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_VALUE = rf"({QUALIFIED_NAME})?"
-QUANTITY = (r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
-            r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?")
-INT_RANGE = {"int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1)}
+QUANTITY = (
+    r"(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?"
+    r"(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?"
+)
+INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 # CEL rules of the CRDs in tests/data/crds, translated by hand (self: the value the rule is attached to).
 # Kubeflow Trainer v2.3.0 api/trainer/v1alpha1 (trainjob_types.go, trainingruntime_types.go) and JobSet.
 CEL = {
-    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')":
-        lambda s: re.search(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", s["metadata"]["name"]) is not None,
+    "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')": lambda s: (
+        re.search(r"^[a-z]([-a-z0-9]*[a-z0-9])?$", s["metadata"]["name"]) is not None
+    ),
     "size(self.metadata.name) <= 63": lambda s: len(s["metadata"]["name"]) <= 63,
-    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1":
-        lambda s: sum(k in s for k in ("torch", "mpi", "jax", "xgboost", "flux")) <= 1,
+    "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)].filter(x, x).size() <= 1": lambda s: (
+        sum(k in s for k in ("torch", "mpi", "jax", "xgboost", "flux")) <= 1
+    ),
     "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
-    "self.replicatedJobs.exists(x, has(x.dependsOn)))":
-        lambda s: not ((s.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
-                       and any("dependsOn" in j for j in s.get("replicatedJobs", []))),
-    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']":
-        lambda s: s in ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue"),
+    "self.replicatedJobs.exists(x, has(x.dependsOn)))": lambda s: (
+        not (
+            (s.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+            and any("dependsOn" in j for j in s.get("replicatedJobs", []))
+        )
+    ),
+    "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']": lambda s: (
+        s in ("trainer.kubeflow.org/trainjob-controller", "kueue.x-k8s.io/multikueue")
+    ),
 }
 
 
@@ -82,8 +92,11 @@ def check(obj: dict) -> list[str]:
     kind = obj.get("kind")
     if kind == "ConfigMap":
         bad_keys = [k for k in obj.get("data") or {} if len(k) > 253 or not re.fullmatch(r"[-._a-zA-Z0-9]+", k)]
-        return (check_core(obj, "V1ConfigMap") + check_object_meta(obj.get("metadata"), "metadata")
-                + [f"data.{k}: not a valid ConfigMap key" for k in bad_keys])
+        return (
+            check_core(obj, "V1ConfigMap")
+            + check_object_meta(obj.get("metadata"), "metadata")
+            + [f"data.{k}: not a valid ConfigMap key" for k in bad_keys]
+        )
     group = str(obj.get("apiVersion", "")).split("/")[0]
     if (group, kind) not in CRD_FILES:
         return [f"kind: no validator for {obj.get('apiVersion')} {kind}"]
@@ -91,24 +104,31 @@ def check(obj: dict) -> list[str]:
     for path, template in pod_templates(obj):
         errors += check_core(template, "V1PodTemplateSpec", path)
         errors += check_pod_template(template, path)
-    errors += {"PyTorchJob": check_pytorchjob, "RayJob": check_rayjob, "TrainJob": check_trainjob,
-               "TrainingRuntime": check_trainingruntime}[kind](obj)
+    errors += {
+        "PyTorchJob": check_pytorchjob,
+        "RayJob": check_rayjob,
+        "TrainJob": check_trainjob,
+        "TrainingRuntime": check_trainingruntime,
+    }[kind](obj)
     return errors
 
 
 def check_stream(docs: list[dict]) -> list[str]:
     """References between the objects of one rendering resolve inside it (same namespace)."""
     errors = []
-    have = {(d.get("kind"), (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name"))
-            for d in docs}
+    have = {
+        (d.get("kind"), (d.get("metadata") or {}).get("namespace"), (d.get("metadata") or {}).get("name")) for d in docs
+    }
     for d in docs:
         ns = (d.get("metadata") or {}).get("namespace")
         where = f"{d.get('kind')} {(d.get('metadata') or {}).get('name')}"
         if d.get("kind") == "TrainJob":
             ref = (d.get("spec") or {}).get("runtimeRef") or {}
             if ref.get("kind") == "TrainingRuntime" and ("TrainingRuntime", ns, ref.get("name")) not in have:
-                errors.append(f"{where}: spec.runtimeRef names TrainingRuntime {ref.get('name')!r}, which is "
-                              "not in the stream's namespace")
+                errors.append(
+                    f"{where}: spec.runtimeRef names TrainingRuntime {ref.get('name')!r}, which is "
+                    "not in the stream's namespace"
+                )
         for path, template in pod_templates(d) if d.get("kind") in KINDS_WITH_PODS else []:
             for v in (template.get("spec") or {}).get("volumes", []):
                 cm = (v.get("configMap") or {}).get("name")
@@ -119,7 +139,8 @@ def check_stream(docs: list[dict]) -> list[str]:
 
 # -- CRD structural schemas -----------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def crd_schemas(group: str, kind: str) -> dict[str, dict]:
     """version -> openAPIV3Schema for the CRD copied into tests/data/crds (see the README there)."""
     with open(os.path.join(CRD_DIR, CRD_FILES[(group, kind)]), encoding="utf-8") as fh:
@@ -166,8 +187,9 @@ def check_schema(value, schema: dict, path: str) -> list[str]:
         if "pattern" in schema and not re.search(schema["pattern"], value):
             errors.append(f"{where}: {value!r} does not match {schema['pattern']}")
         if len(value) > schema.get("maxLength", len(value)) or len(value) < schema.get("minLength", 0):
-            errors.append(f"{where}: length {len(value)} outside [{schema.get('minLength', 0)}, "
-                          f"{schema.get('maxLength', 'inf')}]")
+            errors.append(
+                f"{where}: length {len(value)} outside [{schema.get('minLength', 0)}, {schema.get('maxLength', 'inf')}]"
+            )
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         lo, hi = INT_RANGE.get(schema.get("format"), (None, None))
         lo = schema.get("minimum", lo)
@@ -205,13 +227,15 @@ def _cel_errors(value, rules: list[dict], where: str) -> list[str]:
 
 
 def _type_errors(value, typ, where: str) -> list[str]:
-    ok = {None: True,
-          "object": isinstance(value, dict),
-          "array": isinstance(value, list),
-          "string": isinstance(value, str),
-          "boolean": isinstance(value, bool),
-          "integer": isinstance(value, int) and not isinstance(value, bool),
-          "number": isinstance(value, (int, float)) and not isinstance(value, bool)}[typ]
+    ok = {
+        None: True,
+        "object": isinstance(value, dict),
+        "array": isinstance(value, list),
+        "string": isinstance(value, str),
+        "boolean": isinstance(value, bool),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+    }[typ]
     return [] if ok else [f"{where}: expected {typ}, got {type(value).__name__} {value!r}"[:300]]
 
 
@@ -239,8 +263,9 @@ def _object_errors(value: dict, schema: dict, path: str) -> list[str]:
 def _array_errors(value: list, schema: dict, path: str) -> list[str]:
     errors = []
     if len(value) < schema.get("minItems", 0) or len(value) > schema.get("maxItems", len(value)):
-        errors.append(f"{path}: {len(value)} items outside [{schema.get('minItems', 0)}, "
-                      f"{schema.get('maxItems', 'inf')}]")
+        errors.append(
+            f"{path}: {len(value)} items outside [{schema.get('minItems', 0)}, {schema.get('maxItems', 'inf')}]"
+        )
     if "items" in schema:
         for i, item in enumerate(value):
             errors += check_schema(item, schema["items"], f"{path}[{i}]")
@@ -258,6 +283,7 @@ def _array_errors(value: list, schema: dict, path: str) -> list[str]:
 
 
 # -- ObjectMeta and core objects ------------------------------------------------------------------------
+
 
 def check_object_meta(meta, path: str, *, name_required: bool = True) -> list[str]:
     """The API server's ObjectMeta rules for what ncclgen writes: name, namespace, labels, annotations."""
@@ -316,7 +342,7 @@ def check_core(obj, model: str, path: str = "") -> list[str]:
         return [f"{where}: expected a mapping for {model}, got {type(obj).__name__}"]
     by_json = {json_key: attr for attr, json_key in cls.attribute_map.items()}
     errors = []
-    fields = getattr(cls, "model_fields", {})   # pydantic-generated clients (kubernetes >= 33)
+    fields = getattr(cls, "model_fields", {})  # pydantic-generated clients (kubernetes >= 33)
     for attr, info in fields.items():
         if info.is_required() and cls.attribute_map.get(attr, attr) not in obj:
             errors.append(f"{where}.{cls.attribute_map.get(attr, attr)}: required by {model}")
@@ -352,6 +378,7 @@ def _check_openapi(value, typ: str, path: str) -> list[str]:
 
 # -- what the API server checks in a pod beyond its schema ----------------------------------------------
 
+
 def check_pod_template(template: dict, path: str) -> list[str]:
     """Pod rules from k8s pkg/apis/core/validation that ncclgen's output could break."""
     errors = check_object_meta(template.get("metadata") or {}, f"{path}.metadata", name_required=False)
@@ -363,12 +390,16 @@ def check_pod_template(template: dict, path: str) -> list[str]:
         if not isinstance(v, str) or not re.fullmatch(DNS1123_LABEL, v) or len(v) > 63:
             errors.append(f"{path}.spec.volumes: {v!r} is not a DNS-1123 label")
     for i, vol in enumerate(spec.get("volumes", [])):
-        if "emptyDir" in vol and vol["emptyDir"].get("medium", "") not in ("", "Memory", "HugePages") \
-                and not str(vol["emptyDir"].get("medium")).startswith("HugePages-"):
+        if (
+            "emptyDir" in vol
+            and vol["emptyDir"].get("medium", "") not in ("", "Memory", "HugePages")
+            and not str(vol["emptyDir"].get("medium")).startswith("HugePages-")
+        ):
             errors.append(f"{path}.spec.volumes[{i}].emptyDir.medium: {vol['emptyDir']['medium']!r}")
     if spec.get("hostNetwork") and spec.get("dnsPolicy") not in ("ClusterFirstWithHostNet", "None"):
-        errors.append(f"{path}.spec.dnsPolicy: a hostNetwork pod needs ClusterFirstWithHostNet to resolve "
-                      "cluster Services")
+        errors.append(
+            f"{path}.spec.dnsPolicy: a hostNetwork pod needs ClusterFirstWithHostNet to resolve cluster Services"
+        )
     names = [c.get("name") for c in spec.get("containers", [])]
     if len(names) != len(set(names)):
         errors.append(f"{path}.spec.containers: duplicate names")
@@ -405,8 +436,11 @@ def check_resources(res: dict, path: str) -> list[str]:
             if not re.fullmatch(QUANTITY, str(value)):
                 errors.append(f"{path}.{kind}.{name}: {value!r} is not a quantity")
             errors += [f"{path}.{kind}.{name}: {m}" for m in _qualified_name_errors(name)]
-            if "/" not in name and name not in ("cpu", "memory", "ephemeral-storage") \
-                    and not name.startswith("hugepages-"):
+            if (
+                "/" not in name
+                and name not in ("cpu", "memory", "ephemeral-storage")
+                and not name.startswith("hugepages-")
+            ):
                 errors.append(f"{path}.{kind}.{name}: must be a standard resource or fully qualified")
     for name, value in requests.items():
         overcommit = name in ("cpu", "memory", "ephemeral-storage")
@@ -417,7 +451,7 @@ def check_resources(res: dict, path: str) -> list[str]:
                 errors.append(f"{path}.requests.{name}: must be equal to {name} limit")
     huge = [n for n in {**limits, **requests} if n.startswith("hugepages-")]
     for n in huge:
-        page = _quantity(n[len("hugepages-"):])
+        page = _quantity(n[len("hugepages-") :])
         for q in (limits.get(n), requests.get(n)):
             if q is not None and (page is None or _quantity(q) is None or _quantity(q) % page):
                 errors.append(f"{path}: {n} {q!r} is not a multiple of the page size")
@@ -426,8 +460,21 @@ def check_resources(res: dict, path: str) -> list[str]:
     return errors
 
 
-_SUFFIX = {"": 1, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_SUFFIX = {
+    "": 1,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+}
 
 
 def _quantity(text) -> int | None:
@@ -449,15 +496,24 @@ def pod_templates(obj: dict) -> list[tuple[str, dict]]:
         return []
     if obj.get("kind") == "TrainingRuntime":
         jobs = ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
-        return [(f"spec.template.spec.replicatedJobs[{i}].template.spec.template",
-                 ((j.get("template") or {}).get("spec") or {}).get("template") or {}) for i, j in enumerate(jobs)]
+        return [
+            (
+                f"spec.template.spec.replicatedJobs[{i}].template.spec.template",
+                ((j.get("template") or {}).get("spec") or {}).get("template") or {},
+            )
+            for i, j in enumerate(jobs)
+        ]
     if obj.get("kind") == "PyTorchJob":
-        return [(f"spec.pytorchReplicaSpecs.{rtype}.template", r.get("template") or {})
-                for rtype, r in (spec.get("pytorchReplicaSpecs") or {}).items()]
+        return [
+            (f"spec.pytorchReplicaSpecs.{rtype}.template", r.get("template") or {})
+            for rtype, r in (spec.get("pytorchReplicaSpecs") or {}).items()
+        ]
     cluster = spec.get("rayClusterSpec") or {}
     out = [("spec.rayClusterSpec.headGroupSpec.template", (cluster.get("headGroupSpec") or {}).get("template") or {})]
-    out += [(f"spec.rayClusterSpec.workerGroupSpecs[{i}].template", g.get("template") or {})
-            for i, g in enumerate(cluster.get("workerGroupSpecs") or [])]
+    out += [
+        (f"spec.rayClusterSpec.workerGroupSpecs[{i}].template", g.get("template") or {})
+        for i, g in enumerate(cluster.get("workerGroupSpecs") or [])
+    ]
     return out
 
 
@@ -542,8 +598,9 @@ def check_trainjob(obj: dict) -> list[str]:
         errors += check_core(trainer["resourcesPerNode"], "V1ResourceRequirements", "spec.trainer.resourcesPerNode")
         errors += check_resources(trainer["resourcesPerNode"], "spec.trainer.resourcesPerNode")
     ref = spec.get("runtimeRef") or {}
-    if ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org" or \
-            ref.get("kind", "ClusterTrainingRuntime") not in ("TrainingRuntime", "ClusterTrainingRuntime"):
+    if ref.get("apiGroup", "trainer.kubeflow.org") != "trainer.kubeflow.org" or ref.get(
+        "kind", "ClusterTrainingRuntime"
+    ) not in ("TrainingRuntime", "ClusterTrainingRuntime"):
         errors.append(f"spec.runtimeRef: {ref} is not a (Cluster)TrainingRuntime of trainer.kubeflow.org")
     return errors
 
@@ -565,8 +622,10 @@ def check_trainingruntime(obj: dict) -> list[str]:
         if job_labels.get(TRAINER_ANCESTOR_LABEL) == "trainer":
             found = any(c.get("name") == "node" for c in (pod.get("spec") or {}).get("containers") or [])
     if not found:
-        errors.append("spec.template.spec.replicatedJobs: no trainer job (Job template label "
-                      f"{TRAINER_ANCESTOR_LABEL}: trainer) with a container named node")
+        errors.append(
+            "spec.template.spec.replicatedJobs: no trainer job (Job template label "
+            f"{TRAINER_ANCESTOR_LABEL}: trainer) with a container named node"
+        )
     if "torch" not in (spec.get("mlPolicy") or {}):
         errors.append("spec.mlPolicy.torch: required for a torchrun workload")
     return errors

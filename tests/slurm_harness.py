@@ -61,10 +61,19 @@ DAEMONS = ("munged", "mungekey", "munge", "unmunge", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scontrol", "sinfo", "squeue", "scancel")
 # Inherited from an outer Slurm job (if pytest itself runs under one) they would retarget our clients.
 _FOREIGN_ENV = ("SLURM_", "SBATCH_", "SALLOC_", "SRUN_", "SQUEUE_", "SINFO_")
-_TERMINAL = frozenset({
-    "BOOT_FAIL", "CANCELLED", "COMPLETED", "DEADLINE", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY",
-    "PREEMPTED", "TIMEOUT",
-})
+_TERMINAL = frozenset(
+    {
+        "BOOT_FAIL",
+        "CANCELLED",
+        "COMPLETED",
+        "DEADLINE",
+        "FAILED",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "TIMEOUT",
+    }
+)
 # Registration problems that never heal by themselves (a fresh state has no admin-set drain).
 _BROKEN_NODE_STATES = frozenset({"inval", "drain", "drained", "draining", "fail", "failing"})
 _UNIX_PATH_MAX = 107  # AF_UNIX sun_path limit; munge's socket lives under the workdir
@@ -91,8 +100,11 @@ def unavailable_reason() -> str | None:
     """Why this machine cannot run the cluster, or None when it can."""
     missing = [name for name in DAEMONS + CLIENTS if _which(name) is None]
     if missing:
-        return ("Slurm/munge binaries not found: " + ", ".join(missing)
-                + " (apt-get install slurmctld slurmd slurm-client munge)")
+        return (
+            "Slurm/munge binaries not found: "
+            + ", ".join(missing)
+            + " (apt-get install slurmctld slurmd slurm-client munge)"
+        )
     if os.geteuid() != 0:
         return "the local Slurm cluster needs root (SlurmUser=root; slurmd starts the jobs)"
     return None
@@ -267,17 +279,23 @@ class LocalSlurm:
             "GresTypes=gpu",
             "SlurmdParameters=config_overrides",  # nodes claim the declared shape, not the real one
         ]
-        shape = (f"CPUs={CPUS_PER_NODE} Boards=1 SocketsPerBoard={SOCKETS} "
-                 f"CoresPerSocket={CORES_PER_SOCKET} ThreadsPerCore={THREADS_PER_CORE} "
-                 f"RealMemory={_mem_total_mib()} Gres=gpu:{GPU_TYPE}:{GPUS_PER_NODE} Features={FEATURES}")
-        lines += [f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} {shape} State=UNKNOWN"
-                  for node, port in zip(self.nodes, node_ports)]
+        shape = (
+            f"CPUs={CPUS_PER_NODE} Boards=1 SocketsPerBoard={SOCKETS} "
+            f"CoresPerSocket={CORES_PER_SOCKET} ThreadsPerCore={THREADS_PER_CORE} "
+            f"RealMemory={_mem_total_mib()} Gres=gpu:{GPU_TYPE}:{GPUS_PER_NODE} Features={FEATURES}"
+        )
+        lines += [
+            f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} {shape} State=UNKNOWN"
+            for node, port in zip(self.nodes, node_ports)
+        ]
         lines.append(f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
         return "\n".join(lines) + "\n"
 
     def _gres_conf(self) -> str:
-        return (f"AutoDetect=off\nNodeName={','.join(self.nodes)} Name=gpu Type={GPU_TYPE} "
-                f"File={self.workdir}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n")
+        return (
+            f"AutoDetect=off\nNodeName={','.join(self.nodes)} Name=gpu Type={GPU_TYPE} "
+            f"File={self.workdir}/dev/nvidia[0-{GPUS_PER_NODE - 1}]\n"
+        )
 
     def _start_munged(self) -> None:
         """munged forks into the background itself and writes its pid file. --force: munged insists
@@ -288,11 +306,22 @@ class LocalSlurm:
         (m / "munge.key").chmod(0o600)
         with open(self._d("log", "munged.out"), "wb") as out:
             rc = subprocess.run(
-                [self._bin["munged"], "--force", f"--key-file={m / 'munge.key'}",
-                 f"--socket={self._munge_socket}", f"--pid-file={m / 'munged.pid'}",
-                 f"--seed-file={m / 'munged.seed'}", f"--log-file={self._d('log', 'munged.log')}"],
-                env=self.env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                start_new_session=True, check=False, timeout=30,
+                [
+                    self._bin["munged"],
+                    "--force",
+                    f"--key-file={m / 'munge.key'}",
+                    f"--socket={self._munge_socket}",
+                    f"--pid-file={m / 'munged.pid'}",
+                    f"--seed-file={m / 'munged.seed'}",
+                    f"--log-file={self._d('log', 'munged.log')}",
+                ],
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                check=False,
+                timeout=30,
             ).returncode
         if rc != 0:
             self._fail(f"munged exited with status {rc}")
@@ -304,8 +333,15 @@ class LocalSlurm:
     def _spawn(self, name: str, argv: list[str]) -> None:
         """Own session and stdio in a file, so `$(harness start)` and pytest are never held open."""
         with open(self._d("log", f"{name}.out"), "wb") as out:
-            proc = subprocess.Popen(argv, env=self.env, cwd=self.workdir, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                argv,
+                env=self.env,
+                cwd=self.workdir,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self._children[proc.pid] = proc
 
     def _wait_idle(self) -> None:
@@ -343,17 +379,38 @@ class LocalSlurm:
             reasons = "(slurmctld not running)"
         # With -D the Slurm daemons copy every log line to stderr (*.out), including fatal errors
         # raised before their log file opens: *.out is the complete record.
-        logs = [self._d("log", name) for name in
-                ("slurmctld.out", *(f"slurmd-{node}.out" for node in self.nodes), "munged.log", "munged.out")]
-        raise SlurmHarnessError("\n".join(
-            [f"local Slurm in {self.workdir}: {what}", "--- sinfo -R", reasons]
-            + [_tail(p) for p in logs if p.exists() and p.stat().st_size]))
+        logs = [
+            self._d("log", name)
+            for name in ("slurmctld.out", *(f"slurmd-{node}.out" for node in self.nodes), "munged.log", "munged.out")
+        ]
+        raise SlurmHarnessError(
+            "\n".join(
+                [f"local Slurm in {self.workdir}: {what}", "--- sinfo -R", reasons]
+                + [_tail(p) for p in logs if p.exists() and p.stat().st_size]
+            )
+        )
 
     # --- jobs --------------------------------------------------------------------------------------
-    def _run(self, argv: list[str], *, check: bool = False, input: str | None = None,
-             cwd: str | os.PathLike | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
-        r = subprocess.run(argv, env=self.env, cwd=cwd, input=input, capture_output=True, text=True,
-                           timeout=timeout, check=False, stdin=None if input is not None else subprocess.DEVNULL)
+    def _run(
+        self,
+        argv: list[str],
+        *,
+        check: bool = False,
+        input: str | None = None,
+        cwd: str | os.PathLike | None = None,
+        timeout: float = 30,
+    ) -> subprocess.CompletedProcess:
+        r = subprocess.run(
+            argv,
+            env=self.env,
+            cwd=cwd,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=None if input is not None else subprocess.DEVNULL,
+        )
         if check and r.returncode != 0:
             raise SlurmHarnessError(f"{shlex.join(argv)} failed with status {r.returncode}: {r.stderr.strip()}")
         return r
@@ -409,8 +466,11 @@ class LocalSlurm:
         slurmd, slurmctld and munged by pid file, SIGKILL after 10 s. Idempotent; safe at atexit."""
         if self._controller_up():
             self._drain_queue()
-        for group in (sorted(self._d("run").glob("slurmd-*.pid")), [self._d("run", "slurmctld.pid")],
-                      [self._d("munge", "munged.pid")]):
+        for group in (
+            sorted(self._d("run").glob("slurmd-*.pid")),
+            [self._d("run", "slurmctld.pid")],
+            [self._d("munge", "munged.pid")],
+        ):
             self._terminate([pid for pid in map(self._pidfile_pid, group) if pid is not None])
             for pidfile in group:
                 pidfile.unlink(missing_ok=True)
@@ -510,8 +570,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"slurm_harness: {e}", file=sys.stderr)
         return 1
     print(f"export SLURM_CONF={shlex.quote(str(cluster.conf))}")
-    print(f"slurm_harness: {len(cluster.nodes)} node(s) idle in {cluster.start_to_idle_s:.2f} s",
-          file=sys.stderr)
+    print(f"slurm_harness: {len(cluster.nodes)} node(s) idle in {cluster.start_to_idle_s:.2f} s", file=sys.stderr)
     return 0
 
 

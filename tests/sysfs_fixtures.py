@@ -21,23 +21,31 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DGX_CPUS = {0: "0-55,112-167", 1: "56-111,168-223"}   # `nvidia-smi topo -m` on DGX H100 (vllm-project/vllm issue #13855)
+DGX_CPUS = {0: "0-55,112-167", 1: "56-111,168-223"}  # `nvidia-smi topo -m` on DGX H100 (vllm-project/vllm issue #13855)
 
 # (GPU bus, compute HCA, HCA bus, netdev): DGX H100 User Guide Table 6
-DGX_RAILS = [(0x1b, "mlx5_0", 0x18, "ibp24s0"), (0x43, "mlx5_3", 0x40, "ibp64s0"),
-             (0x52, "mlx5_4", 0x4f, "ibp79s0"), (0x61, "mlx5_5", 0x5e, "ibp94s0"),
-             (0x9d, "mlx5_6", 0x9a, "ibp154s0"), (0xc3, "mlx5_9", 0xc0, "ibp192s0"),
-             (0xd1, "mlx5_10", 0xce, "ibp206s0"), (0xdf, "mlx5_11", 0xdc, "ibp220s0")]
+DGX_RAILS = [
+    (0x1B, "mlx5_0", 0x18, "ibp24s0"),
+    (0x43, "mlx5_3", 0x40, "ibp64s0"),
+    (0x52, "mlx5_4", 0x4F, "ibp79s0"),
+    (0x61, "mlx5_5", 0x5E, "ibp94s0"),
+    (0x9D, "mlx5_6", 0x9A, "ibp154s0"),
+    (0xC3, "mlx5_9", 0xC0, "ibp192s0"),
+    (0xD1, "mlx5_10", 0xCE, "ibp206s0"),
+    (0xDF, "mlx5_11", 0xDC, "ibp220s0"),
+]
 
 # OCI H100-topology.xml: (switch up, GPU downstream, GPU, NIC downstream, NIC, HCA per port)
-OCI_SWITCHES = [(0x08, 0x0d, 0x0f, 0x0a, 0x0c, ("mlx5_0", "mlx5_1")),
-                (0x26, 0x2b, 0x2d, 0x28, 0x2a, ("mlx5_3", "mlx5_4")),
-                (0x3d, 0x42, 0x44, 0x3f, 0x41, ("mlx5_5", "mlx5_6")),
-                (0x54, 0x59, 0x5b, 0x56, 0x58, ("mlx5_7", "mlx5_8")),
-                (0x82, 0x87, 0x89, 0x84, 0x86, ("mlx5_9", "mlx5_10")),
-                (0xa1, 0xa6, 0xa8, 0xa3, 0xa5, ("mlx5_12", "mlx5_13")),
-                (0xb9, 0xbe, 0xc0, 0xbb, 0xbd, ("mlx5_14", "mlx5_15")),
-                (0xd1, 0xd6, 0xd8, 0xd3, 0xd5, ("mlx5_16", "mlx5_17"))]
+OCI_SWITCHES = [
+    (0x08, 0x0D, 0x0F, 0x0A, 0x0C, ("mlx5_0", "mlx5_1")),
+    (0x26, 0x2B, 0x2D, 0x28, 0x2A, ("mlx5_3", "mlx5_4")),
+    (0x3D, 0x42, 0x44, 0x3F, 0x41, ("mlx5_5", "mlx5_6")),
+    (0x54, 0x59, 0x5B, 0x56, 0x58, ("mlx5_7", "mlx5_8")),
+    (0x82, 0x87, 0x89, 0x84, 0x86, ("mlx5_9", "mlx5_10")),
+    (0xA1, 0xA6, 0xA8, 0xA3, 0xA5, ("mlx5_12", "mlx5_13")),
+    (0xB9, 0xBE, 0xC0, 0xBB, 0xBD, ("mlx5_14", "mlx5_15")),
+    (0xD1, 0xD6, 0xD8, 0xD3, 0xD5, ("mlx5_16", "mlx5_17")),
+]
 
 IB_NDR = "400 Gb/sec (4X NDR)"
 ETH_200 = "200 Gb/sec (4X HDR)"
@@ -47,8 +55,8 @@ ETH_100 = "100 Gb/sec (4X EDR)"
 @dataclass
 class Layout:
     root: Path
-    numa: dict[int, str]                                   # NUMA id -> cpulist
-    gpus: list[tuple[str, int]] = field(default_factory=list)   # (bus id, NUMA node) in NVML order
+    numa: dict[int, str]  # NUMA id -> cpulist
+    gpus: list[tuple[str, int]] = field(default_factory=list)  # (bus id, NUMA node) in NVML order
 
 
 class Tree:
@@ -81,9 +89,19 @@ class Tree:
                 self.link(f"/sys/bus/pci/devices/{bdf}", path)
         return path
 
-    def hca(self, dev_path: str, hca: str, *, state: str = "4: ACTIVE", phys: str = "5: LinkUp",
-            rate: str = IB_NDR, link_layer: str = "InfiniBand", netdev: str | None = None,
-            operstate: str = "up", uverbs: int = 0) -> None:
+    def hca(
+        self,
+        dev_path: str,
+        hca: str,
+        *,
+        state: str = "4: ACTIVE",
+        phys: str = "5: LinkUp",
+        rate: str = IB_NDR,
+        link_layer: str = "InfiniBand",
+        netdev: str | None = None,
+        operstate: str = "up",
+        uverbs: int = 0,
+    ) -> None:
         """An mlx5 RDMA device with one port on the PCI function at ``dev_path``, and its netdev."""
         base = f"{dev_path}/infiniband/{hca}"
         self.link(f"{base}/device", dev_path)
@@ -109,10 +127,12 @@ class Tree:
             self.file(f"/sys/devices/system/node/node{n}/cpulist", text)
 
     def default_route(self, iface: str) -> None:
-        self.file("/proc/net/route",
-                  "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
-                  f"{iface}\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
-                  f"{iface}\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0")
+        self.file(
+            "/proc/net/route",
+            "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+            f"{iface}\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+            f"{iface}\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0",
+        )
 
 
 def _numa_of_bus(bus: int) -> int:
@@ -133,17 +153,26 @@ def dgx_h100(root: Path) -> Layout:
         uverbs += 1
         lay.gpus.append((f"0000:{gpu_bus:02x}:00.0", numa))
     # Two dual-port storage / in-band CX-7 cards (slot 1 NUMA 0 at bus 0x29, slot 2 NUMA 1 at 0xaa).
-    for bus, (ib, eth), (ib_if, eth_if), ib_state in ((0x29, ("mlx5_1", "mlx5_2"), ("ibs2f0", "ens2f1np1"), "4: ACTIVE"),
-                                                      (0xaa, ("mlx5_7", "mlx5_8"), ("ibs8f0", "ens8f1np1"), "1: DOWN")):
+    for bus, (ib, eth), (ib_if, eth_if), ib_state in (
+        (0x29, ("mlx5_1", "mlx5_2"), ("ibs2f0", "ens2f1np1"), "4: ACTIVE"),
+        (0xAA, ("mlx5_7", "mlx5_8"), ("ibs8f0", "ens8f1np1"), "1: DOWN"),
+    ):
         hb, rp, numa = f"pci0000:{bus - 2:02x}", f"0000:{bus - 2:02x}:01.0", _numa_of_bus(bus)
         f0 = t.pci(hb, [rp, f"0000:{bus:02x}:00.0"], numa)
         f1 = t.pci(hb, [rp, f"0000:{bus:02x}:00.1"], numa)
         down = ib_state.endswith("DOWN")
-        t.hca(f0, ib, state=ib_state, phys="3: Polling" if down else "5: LinkUp", netdev=ib_if,
-              operstate="down" if down else "up", uverbs=uverbs)
+        t.hca(
+            f0,
+            ib,
+            state=ib_state,
+            phys="3: Polling" if down else "5: LinkUp",
+            netdev=ib_if,
+            operstate="down" if down else "up",
+            uverbs=uverbs,
+        )
         t.hca(f1, eth, rate=IB_NDR, link_layer="Ethernet", netdev=eth_if, uverbs=uverbs + 1)
         uverbs += 2
-    t.netdev("bond0", None)       # BasePOD: slot 1/2 port 2 bonded for in-band management
+    t.netdev("bond0", None)  # BasePOD: slot 1/2 port 2 bonded for in-band management
     t.netdev("lo", None, "unknown")
     t.default_route("bond0")
     return lay
@@ -151,19 +180,19 @@ def dgx_h100(root: Path) -> Layout:
 
 def oci_h100(root: Path) -> Layout:
     t = Tree(root)
-    t.numa(DGX_CPUS)                                   # oci-hpc samples/gpu/H100-topology.xml: same CPU split
+    t.numa(DGX_CPUS)  # oci-hpc samples/gpu/H100-topology.xml: same CPU split
     lay = Layout(root=root, numa=DGX_CPUS)
     port = 0
     for up, gdown, gpu, ndown, nic, hcas in OCI_SWITCHES:
         numa = _numa_of_bus(up)
-        hb, rp = f"pci0000:{up - 1:02x}", f"0000:{up - 1:02x}:01.0"   # host bridge / root port: invented
+        hb, rp = f"pci0000:{up - 1:02x}", f"0000:{up - 1:02x}:01.0"  # host bridge / root port: invented
         t.pci(hb, [rp, f"0000:{up:02x}:00.0", f"0000:{gdown:02x}:00.0", f"0000:{gpu:02x}:00.0"], numa)
         for fn, hca in enumerate(hcas):
             dev = t.pci(hb, [rp, f"0000:{up:02x}:00.0", f"0000:{ndown:02x}:00.0", f"0000:{nic:02x}:00.{fn}"], numa)
             t.hca(dev, hca, rate=ETH_200, link_layer="Ethernet", netdev=f"rdma{port}", uverbs=port)
             port += 1
         lay.gpus.append((f"0000:{gpu:02x}:00.0", numa))
-    for bus, hca, netdev in ((0x1f, "mlx5_2", "eth0"), (0x9a, "mlx5_11", "eth1")):
+    for bus, hca, netdev in ((0x1F, "mlx5_2", "eth0"), (0x9A, "mlx5_11", "eth1")):
         numa = _numa_of_bus(bus)
         dev = t.pci(f"pci0000:{bus - 1:02x}", [f"0000:{bus - 1:02x}:01.0", f"0000:{bus:02x}:00.0"], numa)
         t.hca(dev, hca, rate=ETH_100, link_layer="Ethernet", netdev=netdev, uverbs=port)
@@ -181,7 +210,7 @@ def no_hca(root: Path) -> Layout:
     t = Tree(root)
     t.numa(NO_HCA_CPUS)
     lay = Layout(root=root, numa=NO_HCA_CPUS)
-    for bus in (0x4a, 0x61, 0xca, 0xe1):
+    for bus in (0x4A, 0x61, 0xCA, 0xE1):
         numa = _numa_of_bus(bus)
         t.pci(f"pci0000:{bus - 1:02x}", [f"0000:{bus - 1:02x}:01.0", f"0000:{bus:02x}:00.0"], numa)
         lay.gpus.append((f"0000:{bus:02x}:00.0", numa))

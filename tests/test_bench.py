@@ -19,9 +19,9 @@ import textwrap
 import jsonschema
 import pytest
 
-from ncclgen.load import descriptor
 from ncclgen.cli import main
 from ncclgen.errors import UserError
+from ncclgen.load import descriptor
 from ncclgen.node import bench
 
 H100 = descriptor.load_cluster("h100-ib")
@@ -31,8 +31,19 @@ def torchrun(tmp_path, nproc: int, *args):
     """`python -m torch.distributed.run --nproc-per-node=N -m ncclgen bench ...` in a subprocess."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_"))}
     env.update(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}", "--standalone",
-           "-m", "ncclgen", "bench", "--backend", "gloo", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        f"--nproc-per-node={nproc}",
+        "--standalone",
+        "-m",
+        "ncclgen",
+        "bench",
+        "--backend",
+        "gloo",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -62,16 +73,17 @@ def check_arithmetic(res: dict, rows: list[list[str]], factor: float, bound_GBps
 @pytest.mark.slow
 def test_all_reduce_two_ranks_with_a_cluster_has_no_bound_on_cpus(tmp_path):
     """gloo moves CPU tensors over TCP: a share of h100-ib's NVLink bound would mean nothing."""
-    proc = torchrun(tmp_path, 2, "--sizes", "8:256K", "--iters", "3", "--warmup", "1", "--cluster", "h100-ib",
-                    "--json", "out.json")
+    proc = torchrun(
+        tmp_path, 2, "--sizes", "8:256K", "--iters", "3", "--warmup", "1", "--cluster", "h100-ib", "--json", "out.json"
+    )
     res = json.loads((tmp_path / "out.json").read_text())
     assert (res["op"], res["world_size"], res["nodes"]) == ("all_reduce", 2, 1)
-    assert [r["size"] for r in res["results"]] == [2 ** k for k in range(3, 19)]
+    assert [r["size"] for r in res["results"]] == [2**k for k in range(3, 19)]
     assert res["bound"] is None and "apply to nccl only" in res["bound_reason"]
     assert all(r["busbw_pct_of_bound"] is None for r in res["results"])
     check_arithmetic(res, table_rows(proc.stdout), 2 * (2 - 1) / 2)
     assert "# bound: none; gloo runs on CPUs over TCP" in proc.stdout
-    assert "bench:" not in proc.stderr          # not a terminal: no progress output
+    assert "bench:" not in proc.stderr  # not a terminal: no progress output
 
 
 def test_documented_cpu_smoke_test(tmp_path):
@@ -85,13 +97,28 @@ def test_documented_cpu_smoke_test(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NCCL_", "TORCH_"))}
     env.update(OMP_NUM_THREADS="1", GLOO_SOCKET_IFNAME="lo")
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", "-m", "ncclgen",
-                           "bench", "--backend", "gloo"], capture_output=True, text=True, cwd=tmp_path, env=env,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node=2",
+            "-m",
+            "ncclgen",
+            "bench",
+            "--backend",
+            "gloo",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
     took = time.monotonic() - start
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = table_rows(proc.stdout)
-    assert [int(r[0]) for r in rows] == [2 ** k for k in range(3, 21)]     # 8 B .. 1 MiB
+    assert [int(r[0]) for r in rows] == [2**k for k in range(3, 21)]  # 8 B .. 1 MiB
     assert "# bound: none; no --cluster given" in proc.stdout and all(float(r[5]) >= 0 for r in rows)
     assert took < 30, f"the smoke test took {took:.1f} s"
 
@@ -100,10 +127,13 @@ def test_missing_torch_or_numpy_is_a_one_line_hint(monkeypatch, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
-    for missing, words in [({"numpy"}, "bench needs numpy, which is not installed"),
-                           ({"torch", "numpy"}, "bench needs torch and numpy, which are not installed")]:
-        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, _m=missing: None if name in _m
-                            else real(name, *a))
+    for missing, words in [
+        ({"numpy"}, "bench needs numpy, which is not installed"),
+        ({"torch", "numpy"}, "bench needs torch and numpy, which are not installed"),
+    ]:
+        monkeypatch.setattr(
+            importlib.util, "find_spec", lambda name, *a, _m=missing: None if name in _m else real(name, *a)
+        )
         assert main(["bench", "--backend", "gloo"]) == 2
         assert capsys.readouterr().err == f"ncclgen: error: {words}: pip install 'ncclgen[bench]'\n"
 
@@ -116,7 +146,7 @@ def test_bench_extra_installs_what_bench_imports():
     names = {re.split(r"[<>=\[ ]", req)[0] for req in extras["bench"]}
     assert names == {"torch", "numpy"}
     with open(os.path.join(os.path.dirname(__file__), "run.sh")) as fh:
-        assert '-e ".[test,bench]"' in fh.read()       # CI installs it the way users do
+        assert '-e ".[test,bench]"' in fh.read()  # CI installs it the way users do
 
 
 def test_default_sizes_depend_on_the_backend():
@@ -134,12 +164,13 @@ def test_bound_only_with_nccl():
 
 @pytest.mark.slow
 def test_all_gather_three_ranks_splits_sizes_into_equal_parts(tmp_path):
-    proc = torchrun(tmp_path, 3, "--op", "all_gather", "--sizes", "8:64K", "--iters", "2", "--warmup", "1",
-                    "--json", "out.json")
+    proc = torchrun(
+        tmp_path, 3, "--op", "all_gather", "--sizes", "8:64K", "--iters", "2", "--warmup", "1", "--json", "out.json"
+    )
     res = json.loads((tmp_path / "out.json").read_text())
     assert res["world_size"] == 3 and res["bound"] is None and res["bound_reason"] == "no --cluster given"
     # S = (count per rank) x 3 x 4 bytes; 8 bytes (2 floats) cannot be split over 3 ranks
-    expected = [(s // 4) // 3 * 3 * 4 for s in (2 ** k for k in range(3, 17))]
+    expected = [(s // 4) // 3 * 3 * 4 for s in (2**k for k in range(3, 17))]
     assert [r["size"] for r in res["results"]] == [s for s in expected if s]
     check_arithmetic(res, table_rows(proc.stdout), (3 - 1) / 3)
 
@@ -164,18 +195,30 @@ def test_every_op_in_process_on_one_rank(monkeypatch):
         assert res["busbw_factor"] == 0 and all(r["busbw_GBps"] == 0 for r in res["results"])
 
 
-@pytest.mark.parametrize("spec, sizes", [
-    ("8:64", [8, 16, 32, 64]), ("1M", [1 << 20]), ("5:100", [8, 16, 32, 64]), ("1k:4K", [1024, 2048, 4096]),
-    ("8:1G", [2 ** k for k in range(3, 31)]),
-])
+@pytest.mark.parametrize(
+    "spec, sizes",
+    [
+        ("8:64", [8, 16, 32, 64]),
+        ("1M", [1 << 20]),
+        ("5:100", [8, 16, 32, 64]),
+        ("1k:4K", [1024, 2048, 4096]),
+        ("8:1G", [2**k for k in range(3, 31)]),
+    ],
+)
 def test_sizes(spec, sizes):
     assert bench.parse_sizes(spec) == sizes
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("1:x", "'x' is not a size"), ("2:8", "starts below one float32 element"), ("64:8", "ends before it starts"),
-    ("5:7", "no power of two between 5 and 7"), ("-1", "is not a size"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("1:x", "'x' is not a size"),
+        ("2:8", "starts below one float32 element"),
+        ("64:8", "ends before it starts"),
+        ("5:7", "no power of two between 5 and 7"),
+        ("-1", "is not a size"),
+    ],
+)
 def test_bad_sizes(spec, message):
     with pytest.raises(UserError, match=message):
         bench.parse_sizes(spec)
@@ -212,22 +255,30 @@ def test_bounds(tmp_path):
     assert (b.kind, b.gbps) == ("nvlink", 3600) and "one node" in why
     b, why = bench.bound_for(H100, 2)
     assert (b.kind, b.gbps) == ("rails", 400) and why.startswith("2 nodes: network rails")
-    shared = load(tmp_path, BASE + """\
+    shared = load(
+        tmp_path,
+        BASE
+        + """\
     network:
       fabric: infiniband
       bootstrap_interfaces: [eth0]
       compute:
         - {hca: mlx5_0, gbps: 400, gpus: [0, 1], numa: 0}
         - {hca: mlx5_1, gbps: 200, gpus: [1], numa: 0}
-    """)
-    assert bench.bound_for(shared, 4)[0].gbps == 200        # GPU 0: half of mlx5_0; GPU 1: 200 + 200
+    """,
+    )
+    assert bench.bound_for(shared, 4)[0].gbps == 200  # GPU 0: half of mlx5_0; GPU 1: 200 + 200
     assert bench.bound_for(shared, 1) == (None, "all ranks on one node and t declares no node.nvlink_gbps")
-    efa = load(tmp_path, BASE + """\
+    efa = load(
+        tmp_path,
+        BASE
+        + """\
     network:
       fabric: efa
       bootstrap_interfaces: [eth0]
       efa: {devices_per_node: 4, gbps_per_device: 100}
-    """)
+    """,
+    )
     assert (bench.bound_for(efa, 2)[0].kind, bench.bound_for(efa, 2)[0].gbps) == ("efa", 200)
 
 
@@ -236,8 +287,15 @@ def test_table_has_the_bound_column_only_with_a_bound():
     with_bound = bench.table(bench.result("all_reduce", "nccl", 8, 1, 20, 5, timings, H100))
     row = table_rows(with_bound)[0]
     algbw = (1 << 20) / 0.001 / 1e9
-    assert row == ["1048576", "262144", "float", "1000.00", f"{algbw:.3f}", f"{algbw * 1.75:.3f}",
-                   f"{algbw * 1.75 / 450 * 100:.1f}"]
+    assert row == [
+        "1048576",
+        "262144",
+        "float",
+        "1000.00",
+        f"{algbw:.3f}",
+        f"{algbw * 1.75:.3f}",
+        f"{algbw * 1.75 / 450 * 100:.1f}",
+    ]
     without = bench.table(bench.result("all_reduce", "nccl", 8, 1, 20, 5, timings, None))
     assert len(table_rows(without)[0]) == 6 and "# bound: none; no --cluster given" in without
 
@@ -257,7 +315,7 @@ def test_progress_only_on_a_terminal(monkeypatch):
 
 
 def test_plot_without_matplotlib_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(sys.modules, "matplotlib", None)      # import matplotlib -> ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
     assert main(["bench", "--backend", "gloo", "--plot", str(tmp_path / "p.png")]) == 2
     err = capsys.readouterr().err
     assert err == "ncclgen: error: --plot needs matplotlib, which is not installed: pip install 'ncclgen[plot]'\n"
@@ -269,8 +327,8 @@ def test_plot_draws_a_png(tmp_path):
     res = bench.result("all_reduce", "nccl", 8, 1, 20, 5, [(1 << k, 1e-5 * k) for k in range(10, 20)], H100)
     bench.plot(res, str(tmp_path / "busbw.png"))
     assert (tmp_path / "busbw.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["busbw.png"]       # no temp file left behind
-    assert (tmp_path / "busbw.png").stat().st_mode & 0o777 == 0o644     # as every other output file
+    assert [p.name for p in tmp_path.iterdir()] == ["busbw.png"]  # no temp file left behind
+    assert (tmp_path / "busbw.png").stat().st_mode & 0o777 == 0o644  # as every other output file
 
 
 def test_outside_torchrun_and_bad_flags_are_one_line_exit_2(tmp_path, monkeypatch, capsys):

@@ -18,14 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import goldens
 import jsonschema
 import pytest
 
-import goldens
-
-from ncclgen.load import descriptor, yamlio
 from ncclgen import datapaths
 from ncclgen.cli import main
+from ncclgen.load import descriptor, yamlio
 
 TESTS = Path(__file__).parent
 BAD = TESTS / "data" / "bad"
@@ -37,8 +36,14 @@ PRESETS = sorted(p.stem for p in BUNDLED.glob("*.yaml"))
 def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
     """The real entry point in a subprocess, outside any ./clusters and without $NCCLGEN_CLUSTERS."""
     env = {k: v for k, v in os.environ.items() if k != "NCCLGEN_CLUSTERS"}
-    return subprocess.Popen([sys.executable, "-m", "ncclgen", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ncclgen", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+    )
 
 
 def finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
@@ -63,6 +68,7 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> s
 
 
 # -- golden `clusters show` -------------------------------------------------------------------------
+
 
 def test_clusters_show_h100_ib_matches_golden(tmp_path):
     proc = run_cli("clusters", "show", "h100-ib", cwd=tmp_path)
@@ -153,7 +159,7 @@ def test_directory_missing_file_and_unknown_name(tmp_path):
         ("validate", str(missing)): f"{missing}: no such file",
         ("clusters", "show", str(missing)): f"{missing}: no such descriptor file",
         ("clusters", "show", "h100-bi"): "unknown cluster 'h100-bi' (did you mean 'h100-ib'?); available: "
-                                         + ", ".join(PRESETS),
+        + ", ".join(PRESETS),
     }
     procs = {argv: start_cli(*argv, cwd=tmp_path) for argv in cases}
     for argv, proc in procs.items():
@@ -176,6 +182,7 @@ def test_validate_every_bundled_preset(tmp_path):
 
 # -- `ncclgen schema` ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def schema(tmp_path_factory) -> dict:
     proc = run_cli("schema", cwd=tmp_path_factory.mktemp("schema"))
@@ -195,14 +202,20 @@ def test_schema_is_valid_json_schema_and_accepts_every_preset(schema):
 def test_schema_rejects_what_the_loader_rejects(schema):
     """The schema is generated from the same dataclasses, so an editor flags the same mistakes."""
     validator = jsonschema.Draft202012Validator(schema)
-    for name in ("unknown-key.yaml", "wrong-type.yaml", "out-of-range.yaml", "version-float.yaml",
-                 "bad-resource-name.yaml"):
+    for name in (
+        "unknown-key.yaml",
+        "wrong-type.yaml",
+        "out-of-range.yaml",
+        "version-float.yaml",
+        "bad-resource-name.yaml",
+    ):
         text = (BAD / name).read_text().replace("  # <- error", "")
         data = yamlio.load_text(text, name).data
         assert not validator.is_valid(data), name
 
 
 # -- `clusters list` and the --cluster search order ---------------------------------------------------
+
 
 def invoke(capsys, *args: str) -> tuple[int, str, str]:
     """In-process CLI (ncclgen.cli.main) for the search-order cases, which need many short runs."""
@@ -274,8 +287,11 @@ def test_clusters_list_marks_an_invalid_descriptor(tmp_path, monkeypatch, capsys
 def test_unknown_cluster_lists_what_is_available(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NCCLGEN_CLUSTERS", str(tmp_path))
-    (tmp_path / "site-a.yaml").write_text(with_description("local-ci", "a site").replace("name: local-ci", "name: site-a"))
+    (tmp_path / "site-a.yaml").write_text(
+        with_description("local-ci", "a site").replace("name: local-ci", "name: site-a")
+    )
     code, out, err = invoke(capsys, "clusters", "show", "nosuch")
     assert (code, out) == (2, "")
-    assert err.strip() == ("ncclgen: error: --cluster: unknown cluster 'nosuch'; available: "
-                           + ", ".join(sorted(PRESETS + ["site-a"])))
+    assert err.strip() == (
+        "ncclgen: error: --cluster: unknown cluster 'nosuch'; available: " + ", ".join(sorted(PRESETS + ["site-a"]))
+    )

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from ncclgen.load import cpuset, descriptor
 from ncclgen import datapaths
 from ncclgen.errors import UserError
+from ncclgen.load import cpuset, descriptor
 
 BASE = """\
 name: t
@@ -78,78 +78,211 @@ def test_base_is_valid(tmp_path):
 
 # name: (old text, new text, key path in the error, words of the message, text on the error's line)
 CASES = {
-    "no sources": ('sources:\n  a: "source A"\n  b: "source B"\n', "sources: {}\n", "sources",
-                   "cite at least one source", "sources: {}"),
-    "unknown source id (node)": ("  source: a\n  numa_nodes", "  source: nope\n  numa_nodes", "node.source",
-                                 "source 'nope' is not an id in `sources` (known: a, b)", "source: nope"),
-    "unknown source id (network)": ("  source: b\n", "  source: nope\n", "network.source", "'nope'",
-                                    "source: nope"),
-    "unknown source id (kubernetes)": ("kubernetes:\n  source: a\n", "kubernetes:\n  source: nope\n",
-                                       "kubernetes.source", "'nope'", "source: nope"),
-    "unknown source id (numa node)": ('cpus: "0-3", source: a}', 'cpus: "0-3", source: nope}',
-                                      "node.numa_nodes[0].source", "'nope'", "source: nope"),
-    "unknown source id (rail)": ("gpus: [1], numa: 1}", "gpus: [1], numa: 1, source: nope}",
-                                 "network.compute[1].source", "'nope'", "source: nope"),
-    "unknown source id (storage)": ("{name: mlx5_2}", "{name: mlx5_2, source: nope}",
-                                    "network.storage[0].source", "'nope'", "source: nope"),
-    "NUMA id twice": ('{id: 1, cpus: "4-7"}', '{id: 0, cpus: "4-7"}', "node.numa_nodes[1].id",
-                      "NUMA node 0 is declared twice", '{id: 0, cpus: "4-7"}'),
-    "CPU range end before start": ('cpus: "4-7"', 'cpus: "7-4"', "node.numa_nodes[1].cpus",
-                                   "bad CPU range '7-4' (end before start)", '"7-4"'),
-    "CPU beyond the limit": ('cpus: "4-7"', 'cpus: "4-70000"', "node.numa_nodes[1].cpus",
-                             "CPU 70000 is beyond 65535", '"4-70000"'),
-    "CPU lists overlap": ('cpus: "4-7"', 'cpus: "3-7"', "node.numa_nodes[1].cpus",
-                          "CPU 3 is also in NUMA node 0", '"3-7"'),
-    "no NUMA nodes": ('  numa_nodes:\n    - {id: 0, cpus: "0-3", source: a}\n    - {id: 1, cpus: "4-7"}\n',
-                      "  numa_nodes: []\n", "node.numa_nodes", "declare at least one NUMA node", "numa_nodes: []"),
-    "GPU count mismatch": ("  gpus_per_node: 2\n", "  gpus_per_node: 3\n", "node.gpus",
-                           "gpus_per_node is 3 but 2 GPUs are listed", "  gpus:"),
-    "GPU listed twice": ("{index: 1, numa: 1}", "{index: 0, numa: 1}", "node.gpus[1].index",
-                         "GPU 0 is listed twice", "{index: 0, numa: 1}"),
-    "GPU index out of range": ("{index: 1, numa: 1}", "{index: 2, numa: 1}", "node.gpus[1].index",
-                               "GPU index 2 is out of range 0..1", "{index: 2"),
-    "GPU on an undeclared NUMA node": ("{index: 1, numa: 1}", "{index: 1, numa: 5}", "node.gpus[1].numa",
-                                       "NUMA node 5 is not declared in node.numa_nodes", "numa: 5"),
-    "rail without hca or netdev": ("{hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}", "{gbps: 400, gpus: [1], numa: 1}",
-                                   "network.compute[1]", "a rail needs an hca or a netdev", "{gbps: 400"),
-    "rail port listed twice": ("{hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}",
-                               "{hca: mlx5_0, gbps: 400, gpus: [1], numa: 1}", "network.compute[1]",
-                               "mlx5_0 port 1 is listed twice", "gpus: [1]"),
-    "HCA both compute and storage": ("{name: mlx5_2}", "{name: mlx5_1}", "network.compute[1].hca",
-                                     "mlx5_1 is listed both as a compute rail and as storage", "{hca: mlx5_1"),
-    "rail serves no GPU": ("gpus: [1], numa: 1}", "gpus: [], numa: 1}", "network.compute[1].gpus",
-                           "a rail serves at least one GPU", "gpus: []"),
-    "rail references a missing GPU": ("gpus: [1], numa: 1}", "gpus: [1, 7], numa: 1}",
-                                      "network.compute[1].gpus[1]", "GPU 7 is not in node.gpus", "[1, 7]"),
-    "rail on an undeclared NUMA node": ("gpus: [1], numa: 1}", "gpus: [1], numa: 4}",
-                                        "network.compute[1].numa", "NUMA node 4 is not declared", "numa: 4"),
-    "duplicate vendor_env name": ("  - {name: NCCL_IB_TIMEOUT, value: 22, reason: r}\n",
-                                  "  - {name: NCCL_IB_TIMEOUT, value: 22, reason: r}\n"
-                                  "  - {name: NCCL_IB_TIMEOUT, value: 23, reason: again}\n",
-                                  "vendor_env[1].name", "NCCL_IB_TIMEOUT is set twice in vendor_env", "value: 23"),
-    "duplicate env name": ("  - {name: NCCL_DEBUG, value: WARN, reason: r}\n",
-                           "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n"
-                           "  - {name: NCCL_DEBUG, value: INFO, reason: again}\n",
-                           "env[1].name", "NCCL_DEBUG is set twice in env", "value: INFO"),
+    "no sources": (
+        'sources:\n  a: "source A"\n  b: "source B"\n',
+        "sources: {}\n",
+        "sources",
+        "cite at least one source",
+        "sources: {}",
+    ),
+    "unknown source id (node)": (
+        "  source: a\n  numa_nodes",
+        "  source: nope\n  numa_nodes",
+        "node.source",
+        "source 'nope' is not an id in `sources` (known: a, b)",
+        "source: nope",
+    ),
+    "unknown source id (network)": ("  source: b\n", "  source: nope\n", "network.source", "'nope'", "source: nope"),
+    "unknown source id (kubernetes)": (
+        "kubernetes:\n  source: a\n",
+        "kubernetes:\n  source: nope\n",
+        "kubernetes.source",
+        "'nope'",
+        "source: nope",
+    ),
+    "unknown source id (numa node)": (
+        'cpus: "0-3", source: a}',
+        'cpus: "0-3", source: nope}',
+        "node.numa_nodes[0].source",
+        "'nope'",
+        "source: nope",
+    ),
+    "unknown source id (rail)": (
+        "gpus: [1], numa: 1}",
+        "gpus: [1], numa: 1, source: nope}",
+        "network.compute[1].source",
+        "'nope'",
+        "source: nope",
+    ),
+    "unknown source id (storage)": (
+        "{name: mlx5_2}",
+        "{name: mlx5_2, source: nope}",
+        "network.storage[0].source",
+        "'nope'",
+        "source: nope",
+    ),
+    "NUMA id twice": (
+        '{id: 1, cpus: "4-7"}',
+        '{id: 0, cpus: "4-7"}',
+        "node.numa_nodes[1].id",
+        "NUMA node 0 is declared twice",
+        '{id: 0, cpus: "4-7"}',
+    ),
+    "CPU range end before start": (
+        'cpus: "4-7"',
+        'cpus: "7-4"',
+        "node.numa_nodes[1].cpus",
+        "bad CPU range '7-4' (end before start)",
+        '"7-4"',
+    ),
+    "CPU beyond the limit": (
+        'cpus: "4-7"',
+        'cpus: "4-70000"',
+        "node.numa_nodes[1].cpus",
+        "CPU 70000 is beyond 65535",
+        '"4-70000"',
+    ),
+    "CPU lists overlap": (
+        'cpus: "4-7"',
+        'cpus: "3-7"',
+        "node.numa_nodes[1].cpus",
+        "CPU 3 is also in NUMA node 0",
+        '"3-7"',
+    ),
+    "no NUMA nodes": (
+        '  numa_nodes:\n    - {id: 0, cpus: "0-3", source: a}\n    - {id: 1, cpus: "4-7"}\n',
+        "  numa_nodes: []\n",
+        "node.numa_nodes",
+        "declare at least one NUMA node",
+        "numa_nodes: []",
+    ),
+    "GPU count mismatch": (
+        "  gpus_per_node: 2\n",
+        "  gpus_per_node: 3\n",
+        "node.gpus",
+        "gpus_per_node is 3 but 2 GPUs are listed",
+        "  gpus:",
+    ),
+    "GPU listed twice": (
+        "{index: 1, numa: 1}",
+        "{index: 0, numa: 1}",
+        "node.gpus[1].index",
+        "GPU 0 is listed twice",
+        "{index: 0, numa: 1}",
+    ),
+    "GPU index out of range": (
+        "{index: 1, numa: 1}",
+        "{index: 2, numa: 1}",
+        "node.gpus[1].index",
+        "GPU index 2 is out of range 0..1",
+        "{index: 2",
+    ),
+    "GPU on an undeclared NUMA node": (
+        "{index: 1, numa: 1}",
+        "{index: 1, numa: 5}",
+        "node.gpus[1].numa",
+        "NUMA node 5 is not declared in node.numa_nodes",
+        "numa: 5",
+    ),
+    "rail without hca or netdev": (
+        "{hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}",
+        "{gbps: 400, gpus: [1], numa: 1}",
+        "network.compute[1]",
+        "a rail needs an hca or a netdev",
+        "{gbps: 400",
+    ),
+    "rail port listed twice": (
+        "{hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}",
+        "{hca: mlx5_0, gbps: 400, gpus: [1], numa: 1}",
+        "network.compute[1]",
+        "mlx5_0 port 1 is listed twice",
+        "gpus: [1]",
+    ),
+    "HCA both compute and storage": (
+        "{name: mlx5_2}",
+        "{name: mlx5_1}",
+        "network.compute[1].hca",
+        "mlx5_1 is listed both as a compute rail and as storage",
+        "{hca: mlx5_1",
+    ),
+    "rail serves no GPU": (
+        "gpus: [1], numa: 1}",
+        "gpus: [], numa: 1}",
+        "network.compute[1].gpus",
+        "a rail serves at least one GPU",
+        "gpus: []",
+    ),
+    "rail references a missing GPU": (
+        "gpus: [1], numa: 1}",
+        "gpus: [1, 7], numa: 1}",
+        "network.compute[1].gpus[1]",
+        "GPU 7 is not in node.gpus",
+        "[1, 7]",
+    ),
+    "rail on an undeclared NUMA node": (
+        "gpus: [1], numa: 1}",
+        "gpus: [1], numa: 4}",
+        "network.compute[1].numa",
+        "NUMA node 4 is not declared",
+        "numa: 4",
+    ),
+    "duplicate vendor_env name": (
+        "  - {name: NCCL_IB_TIMEOUT, value: 22, reason: r}\n",
+        "  - {name: NCCL_IB_TIMEOUT, value: 22, reason: r}\n  - {name: NCCL_IB_TIMEOUT, value: 23, reason: again}\n",
+        "vendor_env[1].name",
+        "NCCL_IB_TIMEOUT is set twice in vendor_env",
+        "value: 23",
+    ),
+    "duplicate env name": (
+        "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n",
+        "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n  - {name: NCCL_DEBUG, value: INFO, reason: again}\n",
+        "env[1].name",
+        "NCCL_DEBUG is set twice in env",
+        "value: INFO",
+    ),
     # schema-level guards (schema.py) that the cross-field checks rely on
-    "count not positive": ("  gpus_per_node: 2\n", "  gpus_per_node: 0\n", "node.gpus_per_node",
-                           "expected a value >= 1, got 0", "gpus_per_node: 0"),
-    "rail speed not positive": ("{hca: mlx5_1, gbps: 400,", "{hca: mlx5_1, gbps: 0,", "network.compute[1].gbps",
-                                "expected a value >= 1, got 0", "gbps: 0"),
-    "bad Kubernetes resource name": ("kubernetes:\n  source: a\n",
-                                     "kubernetes:\n  source: a\n  resources:\n    Rdma/ib: 8\n",
-                                     "kubernetes.resources.Rdma/ib",
-                                     "key 'Rdma/ib' is not a Kubernetes resource name like nvidia.com/gpu", "Rdma/ib"),
-    "hugepages without a memory request": ("kubernetes:\n  source: a\n",
-                                           "kubernetes:\n  source: a\n  resources:\n    hugepages-2Mi: 5120Mi\n",
-                                           "kubernetes.resources.hugepages-2Mi",
-                                           "hugepages need a cpu or memory request",
-                                           "hugepages-2Mi"),
-    "resource quantity malformed": ("kubernetes:\n  source: a\n",
-                                    "kubernetes:\n  source: a\n  resources:\n    memory: 32 GB\n",
-                                    "kubernetes.resources.memory", "is not a Kubernetes quantity", "32 GB"),
-    "malformed CPU list": ('cpus: "4-7"', 'cpus: "4-7,x"', "node.numa_nodes[1].cpus",
-                           "'4-7,x' does not match a cpuset list", '"4-7,x"'),
+    "count not positive": (
+        "  gpus_per_node: 2\n",
+        "  gpus_per_node: 0\n",
+        "node.gpus_per_node",
+        "expected a value >= 1, got 0",
+        "gpus_per_node: 0",
+    ),
+    "rail speed not positive": (
+        "{hca: mlx5_1, gbps: 400,",
+        "{hca: mlx5_1, gbps: 0,",
+        "network.compute[1].gbps",
+        "expected a value >= 1, got 0",
+        "gbps: 0",
+    ),
+    "bad Kubernetes resource name": (
+        "kubernetes:\n  source: a\n",
+        "kubernetes:\n  source: a\n  resources:\n    Rdma/ib: 8\n",
+        "kubernetes.resources.Rdma/ib",
+        "key 'Rdma/ib' is not a Kubernetes resource name like nvidia.com/gpu",
+        "Rdma/ib",
+    ),
+    "hugepages without a memory request": (
+        "kubernetes:\n  source: a\n",
+        "kubernetes:\n  source: a\n  resources:\n    hugepages-2Mi: 5120Mi\n",
+        "kubernetes.resources.hugepages-2Mi",
+        "hugepages need a cpu or memory request",
+        "hugepages-2Mi",
+    ),
+    "resource quantity malformed": (
+        "kubernetes:\n  source: a\n",
+        "kubernetes:\n  source: a\n  resources:\n    memory: 32 GB\n",
+        "kubernetes.resources.memory",
+        "is not a Kubernetes quantity",
+        "32 GB",
+    ),
+    "malformed CPU list": (
+        'cpus: "4-7"',
+        'cpus: "4-7,x"',
+        "node.numa_nodes[1].cpus",
+        "'4-7,x' does not match a cpuset list",
+        '"4-7,x"',
+    ),
 }
 
 
@@ -175,33 +308,75 @@ network:
 {extra}"""
 RAILS_HCA = "  compute:\n    - {hca: mlx5_0, gbps: 400, gpus: [0], numa: 0}\n"
 RAILS_NETDEV = "  compute:\n    - {netdev: eth1, gbps: 200, gpus: [0], numa: 0}\n"
-OLD_NET = BASE[BASE.index("network:"):BASE.index("software:")]
+OLD_NET = BASE[BASE.index("network:") : BASE.index("software:")]
 
 FABRIC_CASES = {
-    "infiniband without compute rails": ("infiniband", "", "network.compute",
-                                         "infiniband needs compute rails with an hca each", "network:"),
-    "roce rail without an hca": ("roce", RAILS_NETDEV + "  roce: {gid_index: 3}\n", "network.compute",
-                                 "roce needs compute rails with an hca each", "  compute:"),
-    "RoCE needs a GID index": ("roce", RAILS_HCA, "network", "fabric roce needs network.roce.gid_index",
-                               "network:"),
-    "GID index on a non-RoCE fabric": ("infiniband", RAILS_HCA + "  roce: {gid_index: 3}\n", "network.roce",
-                                       "a RoCE GID index has no meaning on fabric infiniband", "  roce:"),
-    "EFA without an efa block": ("efa", "", "network", "fabric efa needs network.efa.devices_per_node",
-                                 "network:"),
-    "EFA with InfiniBand HCAs": ("efa", RAILS_HCA + "  efa: {devices_per_node: 32, gbps_per_device: 100}\n",
-                                 "network.compute", "EFA clusters declare no InfiniBand HCAs", "  compute:"),
-    "efa block on another fabric": ("tcp", "  efa: {devices_per_node: 32, gbps_per_device: 100}\n",
-                                    "network.efa", "network.efa is only for fabric efa, not tcp", "  efa:"),
-    "EFA device count not positive": ("efa", "  efa: {devices_per_node: 0, gbps_per_device: 100}\n",
-                                      "network.efa.devices_per_node", "expected a value >= 1", "  efa:"),
-    "tcpx rails with HCAs": ("tcpx", RAILS_HCA, "network.compute", "tcpx rails are interfaces (netdev)",
-                             "  compute:"),
-    "tcpxo rails with HCAs": ("tcpxo", RAILS_HCA, "network.compute", "tcpxo rails are interfaces (netdev)",
-                              "  compute:"),
-    "unknown source id (roce)": ("roce", RAILS_HCA + "  roce: {gid_index: 3, source: nope}\n",
-                                 "network.roce.source", "'nope'", "  roce:"),
-    "unknown source id (efa)": ("efa", "  efa: {devices_per_node: 32, gbps_per_device: 100, source: nope}\n",
-                                "network.efa.source", "'nope'", "  efa:"),
+    "infiniband without compute rails": (
+        "infiniband",
+        "",
+        "network.compute",
+        "infiniband needs compute rails with an hca each",
+        "network:",
+    ),
+    "roce rail without an hca": (
+        "roce",
+        RAILS_NETDEV + "  roce: {gid_index: 3}\n",
+        "network.compute",
+        "roce needs compute rails with an hca each",
+        "  compute:",
+    ),
+    "RoCE needs a GID index": ("roce", RAILS_HCA, "network", "fabric roce needs network.roce.gid_index", "network:"),
+    "GID index on a non-RoCE fabric": (
+        "infiniband",
+        RAILS_HCA + "  roce: {gid_index: 3}\n",
+        "network.roce",
+        "a RoCE GID index has no meaning on fabric infiniband",
+        "  roce:",
+    ),
+    "EFA without an efa block": ("efa", "", "network", "fabric efa needs network.efa.devices_per_node", "network:"),
+    "EFA with InfiniBand HCAs": (
+        "efa",
+        RAILS_HCA + "  efa: {devices_per_node: 32, gbps_per_device: 100}\n",
+        "network.compute",
+        "EFA clusters declare no InfiniBand HCAs",
+        "  compute:",
+    ),
+    "efa block on another fabric": (
+        "tcp",
+        "  efa: {devices_per_node: 32, gbps_per_device: 100}\n",
+        "network.efa",
+        "network.efa is only for fabric efa, not tcp",
+        "  efa:",
+    ),
+    "EFA device count not positive": (
+        "efa",
+        "  efa: {devices_per_node: 0, gbps_per_device: 100}\n",
+        "network.efa.devices_per_node",
+        "expected a value >= 1",
+        "  efa:",
+    ),
+    "tcpx rails with HCAs": ("tcpx", RAILS_HCA, "network.compute", "tcpx rails are interfaces (netdev)", "  compute:"),
+    "tcpxo rails with HCAs": (
+        "tcpxo",
+        RAILS_HCA,
+        "network.compute",
+        "tcpxo rails are interfaces (netdev)",
+        "  compute:",
+    ),
+    "unknown source id (roce)": (
+        "roce",
+        RAILS_HCA + "  roce: {gid_index: 3, source: nope}\n",
+        "network.roce.source",
+        "'nope'",
+        "  roce:",
+    ),
+    "unknown source id (efa)": (
+        "efa",
+        "  efa: {devices_per_node: 32, gbps_per_device: 100, source: nope}\n",
+        "network.efa.source",
+        "'nope'",
+        "  efa:",
+    ),
 }
 
 
@@ -216,12 +391,15 @@ def test_fabric_checks(tmp_path, case):
     assert info.value.line == line_of(text, marker), str(info.value)
 
 
-@pytest.mark.parametrize("fabric,extra", [
-    ("roce", RAILS_HCA + "  roce: {gid_index: auto}\n"),
-    ("efa", "  efa: {devices_per_node: 32, gbps_per_device: 100}\n"),
-    ("tcpxo", RAILS_NETDEV),
-    ("tcp", ""),
-])
+@pytest.mark.parametrize(
+    "fabric,extra",
+    [
+        ("roce", RAILS_HCA + "  roce: {gid_index: auto}\n"),
+        ("efa", "  efa: {devices_per_node: 32, gbps_per_device: 100}\n"),
+        ("tcpxo", RAILS_NETDEV),
+        ("tcp", ""),
+    ],
+)
 def test_each_fabric_has_a_valid_form(tmp_path, fabric, extra):
     """The fabric checks reject only what they should: a well-formed block of each kind loads."""
     d = descriptor.load(write(tmp_path, edit(OLD_NET, NET.format(fabric=fabric, extra=extra))))
@@ -231,7 +409,7 @@ def test_each_fabric_has_a_valid_form(tmp_path, fabric, extra):
 # The bundled folder itself, not descriptor.available(): a user's $NCCLGEN_CLUSTERS or ./clusters
 # must not change what this test checks.
 BUNDLED = datapaths.bundled("clusters")
-PRESETS = sorted(f[:-len(".yaml")] for f in os.listdir(BUNDLED) if f.endswith(".yaml"))
+PRESETS = sorted(f[: -len(".yaml")] for f in os.listdir(BUNDLED) if f.endswith(".yaml"))
 
 
 def preset(name: str) -> descriptor.Descriptor:
@@ -240,8 +418,9 @@ def preset(name: str) -> descriptor.Descriptor:
 
 def test_every_bundled_preset_is_found_and_valid():
     """A preset that fails check() would make `clusters list` show INVALID for every user."""
-    assert {"h100-ib", "dgx-h100", "azure-nd-h100-v5", "oci-bm-gpu-h100-8", "aws-p5", "gcp-a3-mega",
-            "local-ci"} <= set(PRESETS)
+    assert {"h100-ib", "dgx-h100", "azure-nd-h100-v5", "oci-bm-gpu-h100-8", "aws-p5", "gcp-a3-mega", "local-ci"} <= set(
+        PRESETS
+    )
     for name in PRESETS:
         d = preset(name)
         assert d.name == name, f"{name}: the file name and `name:` differ"
@@ -288,6 +467,7 @@ def test_hostile_key_stays_on_one_printable_line(tmp_path):
 
 # -- every error at once, in file order ---------------------------------------------------------------
 
+
 def test_every_schema_error_is_reported_in_file_order(tmp_path):
     """Three type errors, written so that the loader meets them out of file order (software before
     node in the text; a missing key found after the unknown ones): all three come back, sorted."""
@@ -307,12 +487,14 @@ def test_every_schema_error_is_reported_in_file_order(tmp_path):
 
 
 def test_every_cross_field_error_is_reported_in_file_order(tmp_path):
-    text = edit("  source: a\n  numa_nodes", "  source: nope\n  numa_nodes")            # node.source
-    text = edit("{index: 1, numa: 1}", "{index: 1, numa: 5}", text)                     # node.gpus[1].numa
-    text = edit("gpus: [1], numa: 1}", "gpus: [1, 7], numa: 1}", text)                   # rail GPU 7
-    text = edit("  - {name: NCCL_DEBUG, value: WARN, reason: r}\n",
-                "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n"
-                "  - {name: NCCL_DEBUG, value: INFO, reason: again}\n", text)            # env[1].name
+    text = edit("  source: a\n  numa_nodes", "  source: nope\n  numa_nodes")  # node.source
+    text = edit("{index: 1, numa: 1}", "{index: 1, numa: 5}", text)  # node.gpus[1].numa
+    text = edit("gpus: [1], numa: 1}", "gpus: [1, 7], numa: 1}", text)  # rail GPU 7
+    text = edit(
+        "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n",
+        "  - {name: NCCL_DEBUG, value: WARN, reason: r}\n  - {name: NCCL_DEBUG, value: INFO, reason: again}\n",
+        text,
+    )  # env[1].name
     with pytest.raises(UserError) as info:
         descriptor.load(write(tmp_path, text))
     paths = [e.path for e in info.value.all()]
@@ -334,8 +516,7 @@ def test_validate_prints_one_line_per_error_and_exits_2(tmp_path, capsys):
     assert err == [
         f"ncclgen: error: {file}:{line_of(text, 'gpus_per_node: 0')}:18: node.gpus_per_node: "
         "expected a value >= 1, got 0",
-        f"ncclgen: error: {file}:{line_of(text, 'gbps: 0')}:27: network.compute[1].gbps: "
-        "expected a value >= 1, got 0",
+        f"ncclgen: error: {file}:{line_of(text, 'gbps: 0')}:27: network.compute[1].gbps: expected a value >= 1, got 0",
     ]
 
 
@@ -350,30 +531,62 @@ def test_a_misspelt_key_is_not_also_reported_missing(tmp_path):
 # name: (old text, new text, key path the warning names, words of the message, text on its line)
 WARNINGS = {
     "rail on another NUMA node than its GPU": (
-        "gpus: [1], numa: 1}", "gpus: [1], numa: 0}", "network.compute[1].numa",
-        "rail mlx5_1 is on NUMA node 0 but serves GPU 1 on NUMA node 1", "gpus: [1], numa: 0}"),
+        "gpus: [1], numa: 1}",
+        "gpus: [1], numa: 0}",
+        "network.compute[1].numa",
+        "rail mlx5_1 is on NUMA node 0 but serves GPU 1 on NUMA node 1",
+        "gpus: [1], numa: 0}",
+    ),
     "GPU moved to another NUMA node than its rail": (
-        "{index: 1, numa: 1}", "{index: 1, numa: 0}", "network.compute[1].numa",
-        "serves GPU 1 on NUMA node 0", "gpus: [1], numa: 1}"),
+        "{index: 1, numa: 1}",
+        "{index: 1, numa: 0}",
+        "network.compute[1].numa",
+        "serves GPU 1 on NUMA node 0",
+        "gpus: [1], numa: 1}",
+    ),
     "GPU without a rail": (
-        "    - {hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}\n", "", "node.gpus[1]",
-        "GPU 1 has no compute rail (no network.compute entry lists it)", "{index: 1, numa: 1}"),
+        "    - {hca: mlx5_1, gbps: 400, gpus: [1], numa: 1}\n",
+        "",
+        "node.gpus[1]",
+        "GPU 1 has no compute rail (no network.compute entry lists it)",
+        "{index: 1, numa: 1}",
+    ),
     "two rails on one GPU, none on another": (
-        "gpus: [1], numa: 1}", "gpus: [0], numa: 0}", "node.gpus[1]",
-        "GPU 1 has no compute rail while GPU 0 has 2 (network.compute[1])", "{index: 1, numa: 1}"),
+        "gpus: [1], numa: 1}",
+        "gpus: [0], numa: 0}",
+        "node.gpus[1]",
+        "GPU 1 has no compute rail while GPU 0 has 2 (network.compute[1])",
+        "{index: 1, numa: 1}",
+    ),
     "InfiniBand node without a storage list": (
-        "  storage:\n    - {name: mlx5_2}\n", "", "network",
-        "fabric infiniband and no network.storage list", "network:"),
+        "  storage:\n    - {name: mlx5_2}\n",
+        "",
+        "network",
+        "fabric infiniband and no network.storage list",
+        "network:",
+    ),
     "NUMA CPU list with a hole": (
-        '{id: 0, cpus: "0-3", source: a}', '{id: 0, cpus: "0-1", source: a}', "node.numa_nodes[0].cpus",
-        "CPUs 2-3 are in no NUMA node's list", '"0-1"'),
+        '{id: 0, cpus: "0-3", source: a}',
+        '{id: 0, cpus: "0-1", source: a}',
+        "node.numa_nodes[0].cpus",
+        "CPUs 2-3 are in no NUMA node's list",
+        '"0-1"',
+    ),
     "NUMA CPU lists of different sizes": (
-        '{id: 1, cpus: "4-7"}', '{id: 1, cpus: "4-9"}', "node.numa_nodes[0].cpus",
-        "NUMA node 0 has 4 CPUs, another has 6", '"0-3"'),
+        '{id: 1, cpus: "4-7"}',
+        '{id: 1, cpus: "4-9"}',
+        "node.numa_nodes[0].cpus",
+        "NUMA node 0 has 4 CPUs, another has 6",
+        '"0-3"',
+    ),
     # issue 16: a descriptor declaring an NCCL the knowledge base does not cover validated without a word
     "NCCL newer than the knowledge base": (
-        'nccl: "2.30.7"', 'nccl: "2.33.1"', "software.nccl",
-        "NCCL 2.33.1 is newer than ncclgen's knowledge base (NCCL 2.32.3)", 'nccl: "2.33.1"'),
+        'nccl: "2.30.7"',
+        'nccl: "2.33.1"',
+        "software.nccl",
+        "NCCL 2.33.1 is newer than ncclgen's knowledge base (NCCL 2.32.3)",
+        'nccl: "2.33.1"',
+    ),
 }
 
 
@@ -406,7 +619,7 @@ def test_validate_shows_warnings_and_exits_0(tmp_path, capsys):
 def test_the_newest_nccl_the_knowledge_base_covers_is_no_warning(tmp_path):
     from ncclgen.lint import knowledge
 
-    assert descriptor.kb_newest_nccl() == knowledge.KB_VERSIONS["nccl"]     # the two layers agree
+    assert descriptor.kb_newest_nccl() == knowledge.KB_VERSIONS["nccl"]  # the two layers agree
     for version in ("2.32.3", "2.32", "2.31.2"):
         text = edit('nccl: "2.30.7"', f'nccl: "{version}"')
         assert descriptor.load_checked(write(tmp_path, text))[1] == [], version
@@ -424,12 +637,14 @@ def test_render_shows_descriptor_warnings(tmp_path):
 
     old, new, key_path, words, _ = WARNINGS["GPU without a rail"]
     file = write(tmp_path, edit(old, new))
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", "env", "--cluster", file], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "env", "--cluster", file], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout
     assert [ln for ln in proc.stderr.splitlines() if ln.startswith("ncclgen: warning: ")] == [
-        ln for ln in proc.stderr.splitlines() if key_path in ln and words in ln]
+        ln for ln in proc.stderr.splitlines() if key_path in ln and words in ln
+    ]
     assert any(key_path in ln for ln in proc.stderr.splitlines()), proc.stderr
 
 
@@ -441,19 +656,34 @@ def test_bundled_presets_have_no_warnings():
 # -- hard errors: layouts that cannot be right ---------------------------------------------------------
 
 HARD = {
-    "GPU twice in one rail": ("gpus: [1], numa: 1}", "gpus: [1, 1], numa: 1}", "network.compute[1].gpus[1]",
-                              "GPU 1 is listed twice in this rail", "[1, 1]"),
-    "two GPUs at one PCI address": ("{index: 0, numa: 0}\n    - {index: 1, numa: 1}",
-                                    '{index: 0, numa: 0, pci_bus_id: "0000:1b:00.0"}\n'
-                                    '    - {index: 1, numa: 1, pci_bus_id: "0000:1B:00.0"}',
-                                    "node.gpus[1].pci_bus_id", "PCI address 0000:1B:00.0 is also GPU 0's",
-                                    "1B:00.0"),
-    "one interface on two ports": ("{hca: mlx5_0, gbps: 400,", "{hca: mlx5_0, netdev: ib0, gbps: 400,",
-                                   "network.compute[1].netdev", "interface ib0 is also the netdev of mlx5_0:1",
-                                   "{hca: mlx5_1"),
-    "storage interface as a compute rail": ("{name: mlx5_2}", "{name: ib0, kind: netdev}",
-                                            "network.compute[1].netdev",
-                                            "ib0 is listed both as a compute rail and as storage", "{hca: mlx5_1"),
+    "GPU twice in one rail": (
+        "gpus: [1], numa: 1}",
+        "gpus: [1, 1], numa: 1}",
+        "network.compute[1].gpus[1]",
+        "GPU 1 is listed twice in this rail",
+        "[1, 1]",
+    ),
+    "two GPUs at one PCI address": (
+        "{index: 0, numa: 0}\n    - {index: 1, numa: 1}",
+        '{index: 0, numa: 0, pci_bus_id: "0000:1b:00.0"}\n    - {index: 1, numa: 1, pci_bus_id: "0000:1B:00.0"}',
+        "node.gpus[1].pci_bus_id",
+        "PCI address 0000:1B:00.0 is also GPU 0's",
+        "1B:00.0",
+    ),
+    "one interface on two ports": (
+        "{hca: mlx5_0, gbps: 400,",
+        "{hca: mlx5_0, netdev: ib0, gbps: 400,",
+        "network.compute[1].netdev",
+        "interface ib0 is also the netdev of mlx5_0:1",
+        "{hca: mlx5_1",
+    ),
+    "storage interface as a compute rail": (
+        "{name: mlx5_2}",
+        "{name: ib0, kind: netdev}",
+        "network.compute[1].netdev",
+        "ib0 is listed both as a compute rail and as storage",
+        "{hca: mlx5_1",
+    ),
 }
 
 
@@ -471,13 +701,14 @@ def test_impossible_layouts_are_errors(tmp_path, case):
 
 # -- forms people write ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("version", ["2.6.0a0+ecf3bae40a", "2.6.0+cu124", "2.13.0", "2.7.0.dev20250101",
-                                     "2.5.0rc1"])
+
+@pytest.mark.parametrize("version", ["2.6.0a0+ecf3bae40a", "2.6.0+cu124", "2.13.0", "2.7.0.dev20250101", "2.5.0rc1"])
 def test_torch_version_as_torch_prints_it(tmp_path, version):
     """`python -c 'import torch; print(torch.__version__)'` in an NGC image prints 2.6.0a0+ecf3bae40a."""
     d = descriptor.load(write(tmp_path, edit('torch: "2.13.0"', f'torch: "{version}"')))
     assert d.software.torch == version
     from ncclgen.plan.rules import version as release
+
     assert release(version)[:2] in ((2, 6), (2, 13), (2, 7), (2, 5))
 
 

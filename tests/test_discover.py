@@ -13,28 +13,44 @@ import subprocess
 import sys
 
 import pytest
-
 import sysfs_fixtures as sf
 from fake_nvml import FakeNvml
-from ncclgen.load import yamlio
+
 from ncclgen.cli import main
 from ncclgen.errors import UserError
-from ncclgen.node import Unavailable, discover as disc, sysfs
+from ncclgen.load import yamlio
+from ncclgen.node import Unavailable, sysfs
+from ncclgen.node import discover as disc
 from ncclgen.node.sysfs import Level, PciLoc
 
 SOFTWARE = {"nccl": ("2.21.5", "test"), "torch": ("2.6.0", "test"), "cuda": ("12.4", "test")}
 
-DGX_EXPECTED = {"mlx5_0": ([0], "ibp24s0", 0), "mlx5_3": ([1], "ibp64s0", 0), "mlx5_4": ([2], "ibp79s0", 0),
-                "mlx5_5": ([3], "ibp94s0", 0), "mlx5_6": ([4], "ibp154s0", 1), "mlx5_9": ([5], "ibp192s0", 1),
-                "mlx5_10": ([6], "ibp206s0", 1), "mlx5_11": ([7], "ibp220s0", 1)}
-OCI_EXPECTED = {0: {"mlx5_0", "mlx5_1"}, 1: {"mlx5_3", "mlx5_4"}, 2: {"mlx5_5", "mlx5_6"}, 3: {"mlx5_7", "mlx5_8"},
-                4: {"mlx5_9", "mlx5_10"}, 5: {"mlx5_12", "mlx5_13"}, 6: {"mlx5_14", "mlx5_15"},
-                7: {"mlx5_16", "mlx5_17"}}
+DGX_EXPECTED = {
+    "mlx5_0": ([0], "ibp24s0", 0),
+    "mlx5_3": ([1], "ibp64s0", 0),
+    "mlx5_4": ([2], "ibp79s0", 0),
+    "mlx5_5": ([3], "ibp94s0", 0),
+    "mlx5_6": ([4], "ibp154s0", 1),
+    "mlx5_9": ([5], "ibp192s0", 1),
+    "mlx5_10": ([6], "ibp206s0", 1),
+    "mlx5_11": ([7], "ibp220s0", 1),
+}
+OCI_EXPECTED = {
+    0: {"mlx5_0", "mlx5_1"},
+    1: {"mlx5_3", "mlx5_4"},
+    2: {"mlx5_5", "mlx5_6"},
+    3: {"mlx5_7", "mlx5_8"},
+    4: {"mlx5_9", "mlx5_10"},
+    5: {"mlx5_12", "mlx5_13"},
+    6: {"mlx5_14", "mlx5_15"},
+    7: {"mlx5_16", "mlx5_17"},
+}
 
 
 def run(layout, fake=None, **kw):
-    text = disc.discover(str(layout.root), backend=fake or FakeNvml.from_layout(layout), hostname="gpu-node-01",
-                         software=SOFTWARE, **kw)
+    text = disc.discover(
+        str(layout.root), backend=fake or FakeNvml.from_layout(layout), hostname="gpu-node-01", software=SOFTWARE, **kw
+    )
     return text, disc.validate(text)
 
 
@@ -86,7 +102,8 @@ def test_oci_roce_dual_port_nics_give_two_rails_per_gpu(tmp_path):
     assert len(d.network.compute) == 16 and {r.gbps for r in d.network.compute} == {200}
     assert [(s.name, comment_of(text, f"name: {s.name},")) for s in d.network.storage] == [
         ("mlx5_2", "guess: nearest to no GPU (storage / in-band)"),
-        ("mlx5_11", "guess: nearest to no GPU (storage / in-band)")]
+        ("mlx5_11", "guess: nearest to no GPU (storage / in-band)"),
+    ]
     assert d.network.bootstrap_interfaces == ("eth0",)
     assert [g.pci_bus_id for g in d.node.gpus][:2] == ["0000:0f:00.0", "0000:2d:00.0"]
 
@@ -104,7 +121,9 @@ def test_node_without_hca_is_tcp_with_ethernet_bootstrap(tmp_path):
 
 def test_unknown_gpu_numa_falls_back_to_nvml_affinity_as_a_guess(tmp_path):
     lay = sf.dgx_h100(tmp_path)
-    (tmp_path / "sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:01.0/0000:9d:00.0/numa_node").write_text("-1\n")
+    (tmp_path / "sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:01.0/0000:9d:00.0/numa_node").write_text(
+        "-1\n"
+    )
     text, d = run(lay)
     assert d.gpu(4).numa == 1
     assert comment_of(text, '"0000:9d:00.0"') == "guess: from NVML CPU affinity (sysfs numa_node unknown)"
@@ -133,20 +152,41 @@ def test_absolute_symlinks_in_a_captured_tree_stay_inside_it(tmp_path):
     assert d.rails_for_gpu(0)[0].hca == "mlx5_0"
 
 
-@pytest.mark.parametrize("a, b, level", [
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0"), 0),
-     ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.1"), 0), Level.PIX),
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0"), 0),
-     ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:01.0", "0000:1b:00.0"), 0), Level.PXB),
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0), ("pci0000:15", ("0000:15:02.0", "0000:17:00.0"), 0),
-     Level.PHB),
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0), ("pci0000:3d", ("0000:3d:01.0", "0000:3e:00.0"), 0),
-     Level.NODE),
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0), ("pci0000:97", ("0000:97:01.0", "0000:98:00.0"), 1),
-     Level.SYS),
-    (("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), None), ("pci0000:3d", ("0000:3d:01.0", "0000:3e:00.0"), None),
-     Level.SYS),
-])
+@pytest.mark.parametrize(
+    "a, b, level",
+    [
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0"), 0),
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.1"), 0),
+            Level.PIX,
+        ),
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:00.0", "0000:18:00.0"), 0),
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0", "0000:17:01.0", "0000:1b:00.0"), 0),
+            Level.PXB,
+        ),
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0),
+            ("pci0000:15", ("0000:15:02.0", "0000:17:00.0"), 0),
+            Level.PHB,
+        ),
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0),
+            ("pci0000:3d", ("0000:3d:01.0", "0000:3e:00.0"), 0),
+            Level.NODE,
+        ),
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), 0),
+            ("pci0000:97", ("0000:97:01.0", "0000:98:00.0"), 1),
+            Level.SYS,
+        ),
+        (
+            ("pci0000:15", ("0000:15:01.0", "0000:16:00.0"), None),
+            ("pci0000:3d", ("0000:3d:01.0", "0000:3e:00.0"), None),
+            Level.SYS,
+        ),
+    ],
+)
 def test_pcie_distance_classes(a, b, level):
     loc = lambda t: PciLoc(bdf=t[1][-1], host_bridge=t[0], chain=t[1], numa=t[2])  # noqa: E731
     assert sysfs.distance(loc(a), loc(b)) == level == sysfs.distance(loc(b), loc(a))
@@ -155,14 +195,21 @@ def test_pcie_distance_classes(a, b, level):
 def test_hca_ports_read_state_rate_layer_and_netdev(tmp_path):
     sf.dgx_h100(tmp_path)
     ports = {p.hca: p for p in sysfs.hca_ports(sysfs.Sysfs(str(tmp_path)))}
-    assert list(ports)[:4] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]   # natural order, not mlx5_10 first
+    assert list(ports)[:4] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]  # natural order, not mlx5_10 first
     p = ports["mlx5_7"]
-    assert (p.state, p.phys_state, p.rate_gbps, p.link_layer, p.netdev, p.driver) == \
-        ("DOWN", "Polling", 400.0, "InfiniBand", "ibs8f0", "mlx5_core")
+    assert (p.state, p.phys_state, p.rate_gbps, p.link_layer, p.netdev, p.driver) == (
+        "DOWN",
+        "Polling",
+        400.0,
+        "InfiniBand",
+        "ibs8f0",
+        "mlx5_core",
+    )
     assert ports["mlx5_0"].pci.chain[-1] == "0000:18:00.0" and ports["mlx5_0"].pci.numa == 0
 
 
 # -- the command ---------------------------------------------------------------------------------------
+
 
 def test_cli_writes_a_file_that_ncclgen_validate_accepts(tmp_path, monkeypatch, capsys):
     lay = sf.dgx_h100(tmp_path / "root")
@@ -181,16 +228,20 @@ def test_no_gpu_no_hca_is_one_line_exit_1_and_no_file(tmp_path, monkeypatch, cap
     assert main(["discover", "--sysfs-root", str(tmp_path), "-o", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith("ncclgen: error: discover: no NVIDIA GPU (NVML: NVML Shared Library Not Found) "
-                          "and no RDMA device")
+    assert err.startswith(
+        "ncclgen: error: discover: no NVIDIA GPU (NVML: NVML Shared Library Not Found) and no RDMA device"
+    )
     assert not out.exists()
 
 
 def test_this_machine_real_nvml_empty_tree(tmp_path):
     """The real pynvml, in a subprocess: here (no driver) or on a GPU node with an empty tree, one line, exit 1."""
     out = tmp_path / "x.yaml"
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", "discover", "--sysfs-root", str(tmp_path), "-o", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "discover", "--sysfs-root", str(tmp_path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("ncclgen: error: discover: no ")
     assert not out.exists()

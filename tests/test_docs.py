@@ -17,11 +17,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ncclgen.load import descriptor, yamlio
-from tools import gendocs as docs
 from ncclgen import datapaths
-from ncclgen.plan import rules
 from ncclgen.cli import COMMANDS
+from ncclgen.load import descriptor, yamlio
+from ncclgen.plan import rules
+from tools import gendocs as docs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,7 @@ def test_committed_docs_are_current(capsys):
         assert docs.main([]) == 0
     code = docs.main(["--check"])
     err = capsys.readouterr().err
-    assert code == 0, err          # err names each stale file and says: python tools/gendocs.py
+    assert code == 0, err  # err names each stale file and says: python tools/gendocs.py
 
 
 def test_editing_rules_yaml_without_regenerating_fails_the_check(tmp_path, monkeypatch, capsys, fresh_rules):
@@ -53,7 +53,7 @@ def test_editing_rules_yaml_without_regenerating_fails_the_check(tmp_path, monke
     assert docs.main(["--check"]) == 1
     err = capsys.readouterr().err
     assert "docs/tiers.md is stale; regenerate with `python tools/gendocs.py`" in err
-    assert '+| 2 | `NCCL_IB_QPS_PER_CONNECTION` | [ib-qps](#ib-qps) | `8` |' in err   # the diff shows the edit
+    assert "+| 2 | `NCCL_IB_QPS_PER_CONNECTION` | [ib-qps](#ib-qps) | `8` |" in err  # the diff shows the edit
 
 
 def test_check_reports_a_missing_file_and_writing_fixes_it(tmp_path, capsys):
@@ -88,7 +88,9 @@ def test_every_condition_and_derivation_has_words():
 
 def test_condition_text_reads_like_the_rule():
     by_id = {r.id: r for r in rules.load_rules()}
-    assert docs.condition_text(by_id["ib-hca-exact"].when) == "fabric is `infiniband` or `roce`; net plugin is not `gib`"
+    assert (
+        docs.condition_text(by_id["ib-hca-exact"].when) == "fabric is `infiniband` or `roce`; net plugin is not `gib`"
+    )
     assert docs.condition_text(by_id["cuda-device-order"].when) == "always"
     assert docs.condition_text(by_id["ib-qps"].when) == "fabric is `infiniband` or `roce`; at least 2 nodes"
 

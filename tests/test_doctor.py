@@ -13,12 +13,13 @@ import shutil
 import sys
 
 import pytest
-
 import sysfs_fixtures as sf
 from fake_nvml import FakeNvml
-from ncclgen.load import descriptor
+
 from ncclgen.cli import main
-from ncclgen.node import discover as disc, doctor
+from ncclgen.load import descriptor
+from ncclgen.node import discover as disc
+from ncclgen.node import doctor
 
 H100 = descriptor.load_cluster("h100-ib")
 SOFTWARE = {"nccl": ("2.21.5", "test"), "torch": ("2.6.0", "test"), "cuda": ("12.4", "test")}
@@ -37,8 +38,9 @@ def check(desc, layout, fake=None, **kw):
 
 def discovered(tmp_path, layout, fake=None):
     path = tmp_path / "discovered.yaml"
-    path.write_text(disc.discover(str(layout.root), backend=fake or FakeNvml.from_layout(layout), hostname="n1",
-                                  software=SOFTWARE))
+    path.write_text(
+        disc.discover(str(layout.root), backend=fake or FakeNvml.from_layout(layout), hostname="n1", software=SOFTWARE)
+    )
     return descriptor.load(str(path))
 
 
@@ -49,7 +51,7 @@ def test_healthy_dgx_passes_the_reference_preset(tmp_path):
     hw = {k: v for k, v in r.items() if k.split(".")[0] in ("gpu", "hca") or k.startswith(("gpu", "numa"))}
     assert {s for s, _ in hw.values()} == {"pass"}, hw
     assert r["gpu.count"] == ("pass", "8 GPUs (descriptor: 8)")
-    assert r["gpu.model"][0] == "pass"        # 'NVIDIA H100 80GB HBM3' is an H100-SXM5-80GB
+    assert r["gpu.model"][0] == "pass"  # 'NVIDIA H100 80GB HBM3' is an H100-SXM5-80GB
     assert r["gpu4"] == ("pass", "0000:9d:00.0, NUMA 1")
     assert r["hca.mlx5_0:1"] == ("pass", "ACTIVE, LinkUp, 400 Gb/s, InfiniBand, NUMA 0")
     assert r["numa1"] == ("pass", "CPUs 56-111,168-223")
@@ -80,14 +82,20 @@ def test_broken_ports_gpus_and_numa_fail_their_own_rows(tmp_path):
     (ib / "mlx5_5").unlink()
     (tmp_path / "sys/devices/system/node/node1/cpulist").write_text("56-111\n")
     fake = FakeNvml.from_layout(lay)
-    fake.gpus = fake.gpus[:7]                      # GPU 7 fell off the bus
+    fake.gpus = fake.gpus[:7]  # GPU 7 fell off the bus
     r = rows(check(H100, lay, fake, shm_path=str(tmp_path)))
     assert r["gpu.count"] == ("fail", "7 GPUs (descriptor: 8)")
     assert r["gpu7"] == ("fail", "not present")
     assert r["hca.mlx5_3:1"] == ("fail", "DOWN, Polling, 400 Gb/s, InfiniBand, NUMA 0")
-    assert r["hca.mlx5_4:1"] == ("fail", "ACTIVE, LinkUp, 200 Gb/s, descriptor 400 (link trained low?), InfiniBand, NUMA 0")
+    assert r["hca.mlx5_4:1"] == (
+        "fail",
+        "ACTIVE, LinkUp, 200 Gb/s, descriptor 400 (link trained low?), InfiniBand, NUMA 0",
+    )
     assert r["hca.mlx5_5:1"] == ("fail", "RDMA port not present in /sys/class/infiniband")
-    assert r["hca.mlx5_6:1"][0] == "fail" and "link layer Ethernet, fabric infiniband needs InfiniBand" in r["hca.mlx5_6:1"][1]
+    assert (
+        r["hca.mlx5_6:1"][0] == "fail"
+        and "link layer Ethernet, fabric infiniband needs InfiniBand" in r["hca.mlx5_6:1"][1]
+    )
     assert r["numa1"] == ("fail", "CPUs 56-111, descriptor 56-111,168-223")
     still_fine = ["hca.mlx5_0:1", "hca.mlx5_9:1", "hca.mlx5_10:1", "hca.mlx5_11:1", "numa0", "gpu0", "gpu6"]
     assert [r[k][0] for k in still_fine] == ["pass"] * len(still_fine)
@@ -96,7 +104,9 @@ def test_broken_ports_gpus_and_numa_fail_their_own_rows(tmp_path):
 def test_gpu_on_another_numa_node_or_pci_address_fails(tmp_path):
     lay = sf.oci_h100(tmp_path / "root")
     text = disc.discover(str(lay.root), backend=FakeNvml.from_layout(lay), hostname="n1", software=SOFTWARE)
-    text = text.replace('{index: 0, numa: 0, pci_bus_id: "0000:0f:00.0"}', '{index: 0, numa: 1, pci_bus_id: "0000:0f:00.0"}')
+    text = text.replace(
+        '{index: 0, numa: 0, pci_bus_id: "0000:0f:00.0"}', '{index: 0, numa: 1, pci_bus_id: "0000:0f:00.0"}'
+    )
     text = text.replace('pci_bus_id: "0000:2d:00.0"', 'pci_bus_id: "0000:2e:00.0"')
     path = tmp_path / "d.yaml"
     path.write_text(text)
@@ -158,13 +168,14 @@ def test_environment_is_linted(tmp_path):
     lay = sf.dgx_h100(tmp_path)
     env = {"NCCL_TIMEOUT": "1800", "NCCL_IB_HCA": "mlx5", "NCCL_BUFFSIZE": "1048576", "PATH": "/usr/bin"}
     r = rows(check(H100, lay, environ=env))
-    assert r["env.NCCL_TIMEOUT"][0] == "fail"     # invented: the seed article's "NCCL_TIMEOUT"
-    assert r["env.NCCL_IB_HCA"][0] == "fail"      # prefix 'mlx5' also selects the storage HCAs
-    assert r["env.NCCL_BUFFSIZE"][0] == "warn"    # shrinks the 4 MiB default
+    assert r["env.NCCL_TIMEOUT"][0] == "fail"  # invented: the seed article's "NCCL_TIMEOUT"
+    assert r["env.NCCL_IB_HCA"][0] == "fail"  # prefix 'mlx5' also selects the storage HCAs
+    assert r["env.NCCL_BUFFSIZE"][0] == "warn"  # shrinks the 4 MiB default
     assert "env" not in r and not any(k == "env.PATH" for k in r)
 
 
 # -- the command ---------------------------------------------------------------------------------------
+
 
 def test_cli_text_and_json_agree_with_exit_status(tmp_path, monkeypatch, capsys):
     lay = sf.dgx_h100(tmp_path)
@@ -218,6 +229,7 @@ def test_cli_bad_cluster_is_one_line_exit_2(tmp_path, capsys):
 
 # -- bootstrap interface, GPUDirect RDMA, GPU<->HCA PCIe proximity, pods -------------------------------
 
+
 def variant(tmp_path, *edits: tuple[str, str], name: str = "h100-ib"):
     """The preset ``name`` with text edits (old, new), loaded from a file; each must match exactly once."""
     text = (sf.Path(descriptor.resolve(name))).read_text()
@@ -237,8 +249,10 @@ def test_bootstrap_interface_must_exist(tmp_path):
     assert rows(check(H100, lay))["bootstrap.bond0"] == ("pass", "bond0 up")
     eth9 = variant(tmp_path, ETH9)
     r = rows(check(eth9, lay))
-    assert r["bootstrap.eth9"] == ("fail", "no such interface; NCCL/Gloo bootstrap would fail "
-                                           "(network.bootstrap_interfaces)")
+    assert r["bootstrap.eth9"] == (
+        "fail",
+        "no such interface; NCCL/Gloo bootstrap would fail (network.bootstrap_interfaces)",
+    )
     assert doctor.failed(check(eth9, lay))
     # in a pod with its own network namespace the host's name is not expected to be there; in a
     # host-network pod (h100-ib's kubernetes.host_network) it is
@@ -250,22 +264,36 @@ def test_bootstrap_interface_must_exist(tmp_path):
     # a down interface fails; a prefix matches any interface that starts with it
     down = variant(tmp_path, ("bootstrap_interfaces: [bond0]", "bootstrap_interfaces: [ibs8f0]"))
     assert rows(check(down, lay))["bootstrap.ibs8f0"] == ("fail", "ibs8f0 down")
-    prefix = variant(tmp_path, ("bootstrap_interfaces: [bond0]",
-                                "bootstrap_interfaces: [ibp2]\n  bootstrap_match: prefix"))
+    prefix = variant(
+        tmp_path, ("bootstrap_interfaces: [bond0]", "bootstrap_interfaces: [ibp2]\n  bootstrap_match: prefix")
+    )
     assert rows(check(prefix, lay))["bootstrap.ibp2"] == ("pass", "ibp206s0 up, ibp220s0 up, ibp24s0 up")
 
 
-@pytest.mark.parametrize("files, status, words", [
-    ({"sys/module/nvidia_peermem/version": "570.86"}, "pass", "/sys/module/nvidia_peermem/version"),
-    ({"sys/kernel/mm/memory_peers/nv_mem/version": "1.3"}, "pass", "peer memory module loaded"),
-    ({"proc/sys/kernel/osrelease": "6.8.0-51-generic",
-      "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15"},
-     "pass", "DMA-BUF path: Linux 6.8.0-51-generic, NVIDIA open kernel module"),
-    ({"proc/sys/kernel/osrelease": "5.4.0-200-generic",
-      "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01"},
-     "warn", "Linux 5.4.0-200-generic is older than 5.12; the NVIDIA kernel module is not the open one"),
-    ({}, "warn", "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF unknown"),
-])
+@pytest.mark.parametrize(
+    "files, status, words",
+    [
+        ({"sys/module/nvidia_peermem/version": "570.86"}, "pass", "/sys/module/nvidia_peermem/version"),
+        ({"sys/kernel/mm/memory_peers/nv_mem/version": "1.3"}, "pass", "peer memory module loaded"),
+        (
+            {
+                "proc/sys/kernel/osrelease": "6.8.0-51-generic",
+                "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15",
+            },
+            "pass",
+            "DMA-BUF path: Linux 6.8.0-51-generic, NVIDIA open kernel module",
+        ),
+        (
+            {
+                "proc/sys/kernel/osrelease": "5.4.0-200-generic",
+                "proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01",
+            },
+            "warn",
+            "Linux 5.4.0-200-generic is older than 5.12; the NVIDIA kernel module is not the open one",
+        ),
+        ({}, "warn", "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF unknown"),
+    ],
+)
 def test_gpudirect_rdma_as_nccl_detects_it(tmp_path, files, status, words):
     lay = sf.dgx_h100(tmp_path)
     for rel, text in files.items():
@@ -282,11 +310,16 @@ def test_gpu_rail_pairing_is_checked_against_the_pcie_tree(tmp_path):
     r = rows(check(H100, lay))
     assert r["pcie.gpu0"] == ("pass", "mlx5_0:1 PXB") and r["pcie.gpu7"] == ("pass", "mlx5_11:1 PXB")
     # GPU 0 and GPU 1 swapped their HCAs: both are in the same NUMA node, so only PCIe tells
-    swapped = variant(tmp_path, ("netdev: ibp24s0, gbps: 400, gpus: [0]", "netdev: ibp24s0, gbps: 400, gpus: [1]"),
-                      ("netdev: ibp64s0, gbps: 400, gpus: [1]", "netdev: ibp64s0, gbps: 400, gpus: [0]"))
+    swapped = variant(
+        tmp_path,
+        ("netdev: ibp24s0, gbps: 400, gpus: [0]", "netdev: ibp24s0, gbps: 400, gpus: [1]"),
+        ("netdev: ibp64s0, gbps: 400, gpus: [1]", "netdev: ibp64s0, gbps: 400, gpus: [0]"),
+    )
     r = rows(check(swapped, lay))
-    assert r["pcie.gpu0"] == ("fail", "descriptor rail mlx5_3:1 NODE; nearest compute HCA mlx5_0:1 (PXB): "
-                                      "check network.compute's gpus"), r["pcie.gpu0"]
+    assert r["pcie.gpu0"] == (
+        "fail",
+        "descriptor rail mlx5_3:1 NODE; nearest compute HCA mlx5_0:1 (PXB): check network.compute's gpus",
+    ), r["pcie.gpu0"]
     assert r["pcie.gpu1"][0] == "fail" and "nearest compute HCA mlx5_3:1 (PXB)" in r["pcie.gpu1"][1]
     assert [k for k, v in r.items() if k.startswith("pcie.") and v[0] == "fail"] == ["pcie.gpu0", "pcie.gpu1"]
     # the same check passes what discover wrote for a dual-port-per-GPU layout

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ncclgen.load import workload
 from ncclgen.cli import main
+from ncclgen.load import workload
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -53,9 +53,12 @@ def render(tmp_path: Path, monkeypatch, capsys, w: str) -> dict[str, str]:
     assert main(["k8s", *FLAGS, "--workload", w, "-o", str(out / "job.yaml")]) == 0
     capsys.readouterr()
     assert main(["explain", *FLAGS, "--workload", w]) == 0
-    return {"workload.yaml": Path(workload.bundled()[w]).read_text(),
-            "job.sh": (out / "job.sh").read_text(), "job.yaml": (out / "job.yaml").read_text(),
-            "explain.txt": capsys.readouterr().out}
+    return {
+        "workload.yaml": Path(workload.bundled()[w]).read_text(),
+        "job.sh": (out / "job.sh").read_text(),
+        "job.yaml": (out / "job.yaml").read_text(),
+        "explain.txt": capsys.readouterr().out,
+    }
 
 
 def test_every_bundled_workload_has_an_example_and_nothing_else_does():
@@ -85,8 +88,13 @@ def test_example_parses(w):
 
 def test_regen_script_writes_the_committed_bytes(tmp_path):
     """The documented command itself (one torchrun workload keeps it quick)."""
-    proc = subprocess.run(["bash", str(EXAMPLES / "regen.sh"), "--into", str(tmp_path), "bench"],
-                          capture_output=True, text=True, env=_subprocess_env(), timeout=300)
+    proc = subprocess.run(
+        ["bash", str(EXAMPLES / "regen.sh"), "--into", str(tmp_path), "bench"],
+        capture_output=True,
+        text=True,
+        env=_subprocess_env(),
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "examples/bench: workload.yaml job.sh job.yaml explain.txt\n"
     written = sorted(p.name for p in (tmp_path / "examples/bench").iterdir())
@@ -107,9 +115,12 @@ def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
     readme = (EXAMPLES / "README.md").read_text()
     section = readme.split("## What was generated, and why", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r"`((?:NCCL|CUDA|TORCH|GLOO)_[A-Z0-9_]+)(?:=[^`]*)?`", section))
-    emitted = {line.split()[0] for w in WORKLOADS
-               for line in (EXAMPLES / w / "explain.txt").read_text().split("\nBINDING", 1)[0].splitlines()[3:]
-               if line.startswith("  ") and not line.startswith("    ")}
+    emitted = {
+        line.split()[0]
+        for w in WORKLOADS
+        for line in (EXAMPLES / w / "explain.txt").read_text().split("\nBINDING", 1)[0].splitlines()[3:]
+        if line.startswith("  ") and not line.startswith("    ")
+    }
     assert named and named - emitted <= {n.var for n in rules.not_emitted()}, named - emitted
 
 
@@ -122,9 +133,9 @@ FIRST_SRUN_BEFORE = {"verl-grpo-qwen2-7b": 120, "verl-ppo-critic": 120, "bench":
 
 
 def _without_preflight_program(lines: list[str]) -> list[str]:
-    start = lines.index("NCCLGEN_PREFLIGHT=$(cat <<'NCCLGEN_PREFLIGHT_EOF'") - 1   # with its comment line
-    end = lines.index("NCCLGEN_PREFLIGHT_EOF", start) + 1                          # and the closing ')'
-    return lines[:start] + lines[end + 1:]
+    start = lines.index("NCCLGEN_PREFLIGHT=$(cat <<'NCCLGEN_PREFLIGHT_EOF'") - 1  # with its comment line
+    end = lines.index("NCCLGEN_PREFLIGHT_EOF", start) + 1  # and the closing ')'
+    return lines[:start] + lines[end + 1 :]
 
 
 @pytest.mark.parametrize("w", sorted(set(LINE_TARGETS) | set(FIRST_SRUN_BEFORE)))
@@ -138,8 +149,9 @@ def test_job_script_is_short_and_launches_early(w):
     # No embedded program before the launch, and none exported into every rank's environment.
     programs = [i for i, line in enumerate(lines, 1) if "=$(cat <<'" in line]
     assert all(i > first_srun for i in programs)
-    assert not any(line.startswith("export NCCLGEN_RAY_HOOK") or line.startswith("export NCCLGEN_BIND")
-                   for line in lines)
+    assert not any(
+        line.startswith("export NCCLGEN_RAY_HOOK") or line.startswith("export NCCLGEN_BIND") for line in lines
+    )
 
 
 def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch, capsys):
@@ -150,7 +162,16 @@ def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my.yaml").write_text((ROOT / "clusters" / "h100-ib.yaml").read_text())
     (tmp_path / "wl.yaml").write_text(Path(workload.bundled()["verl-sft"]).read_text())
-    args = ["--cluster", "./my.yaml", "--workload", "wl.yaml", "--tier", "2", "--set", "NCCL_DEBUG_SUBSYS=INIT"]  # verl-sft forces NCCL_DEBUG
+    args = [
+        "--cluster",
+        "./my.yaml",
+        "--workload",
+        "wl.yaml",
+        "--tier",
+        "2",
+        "--set",
+        "NCCL_DEBUG_SUBSYS=INIT",
+    ]  # verl-sft forces NCCL_DEBUG
     assert main(["k8s", *args]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
     job = docs[-1]
@@ -171,5 +192,5 @@ def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch
     script = (tmp_path / "job.sh").read_text()
     regen = next(line for line in script.splitlines() if line.startswith("# Regenerate: "))
     (tmp_path / "job.sh").unlink()
-    assert main(shlex.split(regen[len("# Regenerate: "):])[1:]) == 0
+    assert main(shlex.split(regen[len("# Regenerate: ") :])[1:]) == 0
     assert (tmp_path / "job.sh").read_text() == script

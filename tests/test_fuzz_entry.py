@@ -23,20 +23,76 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ncclgen import datapaths
-from ncclgen.errors import _UNPRINTABLE
 from ncclgen.cli import main
+from ncclgen.errors import _UNPRINTABLE
 
-FUZZ = settings(deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 LOCAL_CI = (Path(datapaths.bundled("clusters")) / "local-ci.yaml").read_text()
 WORKLOAD = (Path(datapaths.bundled("workloads")) / "bench.yaml").read_text()
-WHOLE_FILE = ("empty document", "larger than", "binary data", "not UTF-8", ": is a", "no such file",
-              "expected a mapping, got", "cannot read", "no samples in", "more problem(s) not shown")
+WHOLE_FILE = (
+    "empty document",
+    "larger than",
+    "binary data",
+    "not UTF-8",
+    ": is a",
+    "no such file",
+    "expected a mapping, got",
+    "cannot read",
+    "no samples in",
+    "more problem(s) not shown",
+)
 
-HOSTILE = ["", "0", "010", "0x10", "1_0", "1:20", "-1", "1" * 5000, "\x00", "\x1b[2J", "\r", "\u0085",
-           "\u2028", "\udcff", "$(touch PWNED)", "`id`", "'", '"', "\\", "\n", "\t", "{", "[", "]", "}",
-           "&a", "*a", "!!python/object:os.system", "<<EOF", "#", "é", "\u0661", "a" * 300, "BASH_ENV",
-           "LD_PRELOAD=/x", "NCCL_IB_HCA==mlx5_0", ".nan", "~", "null", "yes", "- x", ": y", "? z", "%TAG"]
+HOSTILE = [
+    "",
+    "0",
+    "010",
+    "0x10",
+    "1_0",
+    "1:20",
+    "-1",
+    "1" * 5000,
+    "\x00",
+    "\x1b[2J",
+    "\r",
+    "\u0085",
+    "\u2028",
+    "\udcff",
+    "$(touch PWNED)",
+    "`id`",
+    "'",
+    '"',
+    "\\",
+    "\n",
+    "\t",
+    "{",
+    "[",
+    "]",
+    "}",
+    "&a",
+    "*a",
+    "!!python/object:os.system",
+    "<<EOF",
+    "#",
+    "é",
+    "\u0661",
+    "a" * 300,
+    "BASH_ENV",
+    "LD_PRELOAD=/x",
+    "NCCL_IB_HCA==mlx5_0",
+    ".nan",
+    "~",
+    "null",
+    "yes",
+    "- x",
+    ": y",
+    "? z",
+    "%TAG",
+]
 text = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=12))
 
 
@@ -49,7 +105,7 @@ def call(argv, *, stdin: bytes | None = None) -> tuple[int, str, str]:
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 code = main(list(argv))
-            except SystemExit as exc:   # validate exits through sys.exit with its status
+            except SystemExit as exc:  # validate exits through sys.exit with its status
                 code = exc.code
     finally:
         sys.stdin = old_stdin
@@ -61,7 +117,7 @@ def check(argv, code: int, out: str, err: str, *, file: str | None = None, many:
     assert "Traceback" not in err and "Traceback" not in out, err
     assert code in (0, 1, 2), (argv, code, err)
     lines = err.splitlines()
-    assert not any(_UNPRINTABLE.search(line) for line in lines), repr(err)   # no control characters
+    assert not any(_UNPRINTABLE.search(line) for line in lines), repr(err)  # no control characters
     if code == 2:
         errors = [line for line in lines if line.startswith("ncclgen: error: ")]
         assert errors and all(line.startswith(("ncclgen: error: ", "ncclgen: warning: ")) for line in lines), err
@@ -97,21 +153,37 @@ def mutate(base: str, edits) -> str:
     return "\n".join(lines) + "\n"
 
 
-edits = st.lists(st.tuples(st.sampled_from(["value", "insert", "delete", "append"]), st.integers(0, 200), text),
-                 min_size=1, max_size=3)
+edits = st.lists(
+    st.tuples(st.sampled_from(["value", "insert", "delete", "append"]), st.integers(0, 200), text),
+    min_size=1,
+    max_size=3,
+)
 
 
 # -- CLI arguments -------------------------------------------------------------------------------------
 
-COMMANDS = [["env"], ["explain"], ["slurm"], ["k8s"], ["env", "--format", "json"], ["clusters", "show"],
-            ["validate"], ["lint"], ["monitor", "summary"], ["diff"]]
+COMMANDS = [
+    ["env"],
+    ["explain"],
+    ["slurm"],
+    ["k8s"],
+    ["env", "--format", "json"],
+    ["clusters", "show"],
+    ["validate"],
+    ["lint"],
+    ["monitor", "summary"],
+    ["diff"],
+]
 OPTIONS = ["--cluster", "--tier", "--workload", "--nodes", "--set", "--format", "-o", "--debug", "--"]
 
 
 @settings(FUZZ, max_examples=120)
-@given(command=st.sampled_from(COMMANDS),
-       args=st.lists(st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["local-ci", "h100-ib", "3", "bench"]),
-                               text), max_size=6))
+@given(
+    command=st.sampled_from(COMMANDS),
+    args=st.lists(
+        st.one_of(st.sampled_from(OPTIONS), st.sampled_from(["local-ci", "h100-ib", "3", "bench"]), text), max_size=6
+    ),
+)
 def test_cli_arguments(tmp_path, command, args):
     out_file = tmp_path / "out.txt"
     if out_file.exists():
@@ -131,6 +203,7 @@ def test_cli_arguments(tmp_path, command, args):
 
 
 # -- file contents ----------------------------------------------------------------------------------------
+
 
 @settings(FUZZ, max_examples=80)
 @given(changes=edits)
@@ -155,8 +228,11 @@ def test_workload(tmp_path, changes):
 
 
 @settings(FUZZ, max_examples=40)
-@given(content=st.one_of(text, st.builds(lambda k, v: f"{k}: {v}\n",
-                                         st.sampled_from(["cluster", "tier", "workload", "x"]), text)))
+@given(
+    content=st.one_of(
+        text, st.builds(lambda k, v: f"{k}: {v}\n", st.sampled_from(["cluster", "tier", "workload", "x"]), text)
+    )
+)
 def test_project_file(tmp_path, content):
     write(tmp_path / "ncclgen.yaml", content)
     cwd = os.getcwd()
@@ -169,10 +245,33 @@ def test_project_file(tmp_path, content):
     check(["env"], code, out, err, file="ncclgen.yaml")
 
 
-lint_lines = st.lists(st.one_of(text, st.builds(lambda k, v: f"{k}={v}", st.sampled_from(
-    ["NCCL_DEBUG", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_BUFFSIZE", "export NCCL_ALGO", "X"]), text),
-    st.sampled_from(['cat <<EOF', 'echo "$((1<<2))"', "EOF", '{"env": [', "env:", "- name: NCCL_DEBUG",
-                     "  value: INFO", "---", "'", '"'])), max_size=8)
+lint_lines = st.lists(
+    st.one_of(
+        text,
+        st.builds(
+            lambda k, v: f"{k}={v}",
+            st.sampled_from(
+                ["NCCL_DEBUG", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_BUFFSIZE", "export NCCL_ALGO", "X"]
+            ),
+            text,
+        ),
+        st.sampled_from(
+            [
+                "cat <<EOF",
+                'echo "$((1<<2))"',
+                "EOF",
+                '{"env": [',
+                "env:",
+                "- name: NCCL_DEBUG",
+                "  value: INFO",
+                "---",
+                "'",
+                '"',
+            ]
+        ),
+    ),
+    max_size=8,
+)
 
 
 @settings(FUZZ, max_examples=80)
@@ -189,8 +288,13 @@ def test_lint_input(tmp_path, lines, via_stdin):
         check(argv, *call(argv), file=path)
 
 
-record = st.fixed_dictionaries({"hostname": text, "gpu": st.one_of(st.integers(), text),
-                                "util_gpu_pct": st.one_of(st.none(), st.floats(allow_nan=True), text)})
+record = st.fixed_dictionaries(
+    {
+        "hostname": text,
+        "gpu": st.one_of(st.integers(), text),
+        "util_gpu_pct": st.one_of(st.none(), st.floats(allow_nan=True), text),
+    }
+)
 
 
 @settings(FUZZ, max_examples=40)
@@ -207,20 +311,40 @@ MIB = 1 << 20
 BIG_INPUTS = {
     "lint-unclosed-quote": ("in.sh", lambda: '"\n' + "NCCL_DEBUG=INFO\n" * ((MIB - 2) // 16), ["lint"]),
     "lint-env": ("in.env", lambda: "NCCL_DEBUG=INFO\n" * (MIB // 16 - 1), ["lint"]),
-    "lint-json": ("in.json", lambda: '{"env": [' + ",".join(['{"name": "NCCL_DEBUG", "value": "INFO"}'] *
-                                                            (MIB // 40 - 2)) + "]}", ["lint"]),
-    "lint-manifest": ("in.yaml", lambda: "env:\n" + "- {name: NCCL_DEBUG, value: INFO}\n" * (MIB // 34 - 1),
-                      ["lint"]),
+    "lint-json": (
+        "in.json",
+        lambda: '{"env": [' + ",".join(['{"name": "NCCL_DEBUG", "value": "INFO"}'] * (MIB // 40 - 2)) + "]}",
+        ["lint"],
+    ),
+    "lint-manifest": ("in.yaml", lambda: "env:\n" + "- {name: NCCL_DEBUG, value: INFO}\n" * (MIB // 34 - 1), ["lint"]),
     "lint-heredoc": ("in.sh", lambda: "cat <<EOF\n" + "x\n" * (MIB // 2 - 10), ["lint"]),
-    "descriptor-comment": ("c.yaml", lambda: LOCAL_CI + ("#" + "x" * 98 + "\n") * ((MIB - len(LOCAL_CI)) // 100),
-                           ["validate"]),
-    "descriptor-list": ("c.yaml", lambda: LOCAL_CI + "env:\n" + "  - {name: NCCL_DEBUG, value: INFO, reason: r}\n"
-                        * ((MIB - len(LOCAL_CI)) // 50), ["validate"]),
+    "descriptor-comment": (
+        "c.yaml",
+        lambda: LOCAL_CI + ("#" + "x" * 98 + "\n") * ((MIB - len(LOCAL_CI)) // 100),
+        ["validate"],
+    ),
+    "descriptor-list": (
+        "c.yaml",
+        lambda: (
+            LOCAL_CI + "env:\n" + "  - {name: NCCL_DEBUG, value: INFO, reason: r}\n" * ((MIB - len(LOCAL_CI)) // 50)
+        ),
+        ["validate"],
+    ),
     # the largest descriptor read (yamlio.MAX_BYTES, 256 KiB), every entry an error to report
-    "descriptor-list-256k": ("c.yaml", lambda: LOCAL_CI + "env:\n" + "  - {name: NCCL_DEBUG, value: INFO, reason: r}\n"
-                             * ((MIB // 4 - len(LOCAL_CI)) // 50), ["validate"]),
-    "monitor": ("m.jsonl", lambda: '{"hostname": "h", "gpu": 0, "util_gpu_pct": 90}\n' * (MIB // 50),
-                ["monitor", "summary"]),
+    "descriptor-list-256k": (
+        "c.yaml",
+        lambda: (
+            LOCAL_CI
+            + "env:\n"
+            + "  - {name: NCCL_DEBUG, value: INFO, reason: r}\n" * ((MIB // 4 - len(LOCAL_CI)) // 50)
+        ),
+        ["validate"],
+    ),
+    "monitor": (
+        "m.jsonl",
+        lambda: '{"hostname": "h", "gpu": 0, "util_gpu_pct": 90}\n' * (MIB // 50),
+        ["monitor", "summary"],
+    ),
 }
 
 

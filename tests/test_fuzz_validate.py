@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ncclgen import datapaths
-from ncclgen.load import yamlio
 from ncclgen.cli import main
+from ncclgen.load import yamlio
 
 VALID_FILE = Path(datapaths.bundled("clusters")) / "h100-ib.yaml"
 VALID_TEXT = VALID_FILE.read_text()
@@ -33,8 +33,9 @@ FUZZ = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20))
 values = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.text(max_size=12), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=16,
 )
 
@@ -91,8 +92,10 @@ def paths(node, prefix=()):
 VALID_PATHS = list(paths(VALID_DATA))
 # Near-miss values reach the cross-field checks (duplicate or overlapping CPUs, missing GPUs, unknown
 # source ids...) that random structures rarely get past the type checks to.
-near_miss = st.one_of(st.integers(-2, 10), st.sampled_from(["0-3", "3-1", "0-55,112-167", "", "mlx5_0",
-                                                            "auto", "dgx-guide", "nope", "2.30"]))
+near_miss = st.one_of(
+    st.integers(-2, 10),
+    st.sampled_from(["0-3", "3-1", "0-55,112-167", "", "mlx5_0", "auto", "dgx-guide", "nope", "2.30"]),
+)
 
 
 @st.composite
@@ -134,7 +137,7 @@ def edited_text(draw) -> bytes:
     elif action == "duplicate":
         lines.insert(i, lines[i])
     else:
-        return VALID_TEXT[:draw(st.integers(0, len(VALID_TEXT)))].encode()
+        return VALID_TEXT[: draw(st.integers(0, len(VALID_TEXT)))].encode()
     return "".join(lines).encode()
 
 

@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCAL_CI = (Path(datapaths.bundled("clusters")) / "local-ci.yaml").read_text()
 WORKLOAD = (Path(datapaths.bundled("workloads")) / "bench.yaml").read_text()
 POLICY = yaml.safe_load((Path(datapaths.data("envnames.yaml"))).read_text())
-BIG = "1" * 5000          # beyond Python's 4,300-digit int() limit
+BIG = "1" * 5000  # beyond Python's 4,300-digit int() limit
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
     try:
         rc = main(list(argv))
-    except SystemExit as exc:   # `validate` exits through sys.exit with its status
+    except SystemExit as exc:  # `validate` exits through sys.exit with its status
         rc = exc.code
     out, err = capsys.readouterr()
     return rc, out, err
@@ -98,8 +98,9 @@ def test_workload_and_set_refuse_names_that_run_code(tmp_path, capsys, name):
 
 @pytest.mark.parametrize("name", PATHS)
 def test_search_paths_and_plugins_need_the_opt_in(tmp_path, capsys, name):
-    rc, out, err = run(capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", name, "/opt/x")),
-                       "--workload", "bench")
+    rc, out, err = run(
+        capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", name, "/opt/x")), "--workload", "bench"
+    )
     assert "opt in with unchecked: true" in one_line_error(rc, err)
     path = descriptor(tmp_path, env_entry("env", name, "/opt/x", "    unchecked: true\n"), name="d.yaml")
     rc, out, err = run(capsys, "explain", "--cluster", path, "--workload", "bench")
@@ -108,8 +109,14 @@ def test_search_paths_and_plugins_need_the_opt_in(tmp_path, capsys, name):
 
 
 def test_a_plugin_set_to_none_loads_nothing_and_needs_no_opt_in(tmp_path, capsys):
-    rc, out, err = run(capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", "NCCL_NET_PLUGIN", "none")),
-                       "--workload", "bench")
+    rc, out, err = run(
+        capsys,
+        "env",
+        "--cluster",
+        descriptor(tmp_path, env_entry("env", "NCCL_NET_PLUGIN", "none")),
+        "--workload",
+        "bench",
+    )
     assert rc == 0 and "export NCCL_NET_PLUGIN=none\n" in out, err
 
 
@@ -122,8 +129,9 @@ def test_the_name_list_agrees_with_the_knowledge_base():
 
 
 def test_names_outside_the_knowledge_base_need_the_opt_in(tmp_path, capsys):
-    rc, _, err = run(capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", "HF_HOME", "/data")),
-                     "--workload", "bench")
+    rc, _, err = run(
+        capsys, "env", "--cluster", descriptor(tmp_path, env_entry("env", "HF_HOME", "/data")), "--workload", "bench"
+    )
     assert "HF_HOME: no NCCL, PyTorch or plugin variable" in one_line_error(rc, err)
     wl = workload(tmp_path, env_entry("env", "HF_HOME", "/data", "    unchecked: true\n"))
     rc, out, err = run(capsys, "env", "--cluster", "local-ci", "--workload", wl)
@@ -131,6 +139,7 @@ def test_names_outside_the_knowledge_base_need_the_opt_in(tmp_path, capsys):
 
 
 # -- 2. tracebacks: one line and exit 2 instead -----------------------------------------------------------
+
 
 def _monitor_file(tmp_path, text: str) -> str:
     path = tmp_path / "m.jsonl"
@@ -148,16 +157,21 @@ TRACEBACK_CASES = {
     "set-big-int-nccl": lambda t: ["env", "--cluster", "local-ci", "--set", f"NCCL_IB_TIMEOUT={BIG}"],
     "set-big-int-torch": lambda t: ["env", "--cluster", "local-ci", "--set", f"TORCH_NCCL_BLOCKING_WAIT={BIG}"],
     "lint-big-int-env": lambda t: ["lint", _lint_file(t, f"NCCL_IB_TIMEOUT={BIG}\n")],
-    "lint-big-int-json": lambda t: ["lint", _lint_file(t, '{"env": [{"name": "NCCL_IB_TIMEOUT", "value": %s}]}' % BIG,
-                                                        "in.json")],
+    "lint-big-int-json": lambda t: [
+        "lint",
+        _lint_file(t, '{"env": [{"name": "NCCL_IB_TIMEOUT", "value": %s}]}' % BIG, "in.json"),
+    ],
     "lint-deep-json": lambda t: ["lint", _lint_file(t, '{"env": ' + "[" * 100000 + "]" * 100000 + "}", "in.json")],
     "descriptor-version": lambda t: ["env", "--cluster", descriptor(t, replace=('nccl: "2.30.7"', f'nccl: "2.{BIG}"'))],
     "descriptor-big-int": lambda t: ["validate", descriptor(t, replace=("gpus_per_node: 2", f"gpus_per_node: {BIG}"))],
     "monitor-big-int": lambda t: ["monitor", "summary", _monitor_file(t, '{"hostname": "h", "gpu": %s}\n' % BIG)],
     "monitor-deep": lambda t: ["monitor", "summary", _monitor_file(t, "[" * 100000 + "]" * 100000 + "\n")],
     "monitor-not-utf8": lambda t: ["monitor", "summary", _monitor_file(t, "\udcff")],
-    "monitor-nan": lambda t: ["monitor", "summary",
-                              _monitor_file(t, '{"hostname": "h", "gpu": 0, "util_gpu_pct": NaN}\n')],
+    "monitor-nan": lambda t: [
+        "monitor",
+        "summary",
+        _monitor_file(t, '{"hostname": "h", "gpu": 0, "util_gpu_pct": NaN}\n'),
+    ],
     "bench-big-max": lambda t: ["bench", "--sizes", f"8:{BIG}"],
     "bench-big-min": lambda t: ["bench", "--sizes", f"{BIG}:1G"],
     "out-dev-full": lambda t: ["slurm", "--cluster", "local-ci", "-o", "/dev/full"],
@@ -166,12 +180,33 @@ TRACEBACK_CASES = {
     "out-empty": lambda t: ["slurm", "--cluster", "local-ci", "-o", ""],
     "out-long-name": lambda t: ["slurm", "--cluster", "local-ci", "-o", str(t / ("a" * 300))],
     "out-non-utf8-name": lambda t: ["slurm", "--cluster", "local-ci", "-o", str(t / "x\udcff.sh")],
-    "set-non-utf8-with-o": lambda t: ["slurm", "--cluster", "local-ci", "--set", "NCCL_DEBUG_FILE=\udcff",
-                                      "-o", str(t / "job.sh")],
-    "k8s-non-utf8-with-o": lambda t: ["k8s", "--cluster", "local-ci", "--set", "NCCL_DEBUG_FILE=\udcff",
-                                      "-o", str(t / "job.yaml")],
-    "env-non-utf8-with-o": lambda t: ["env", "--cluster", "local-ci", "--set", "NCCL_DEBUG_FILE=\udcff",
-                                      "-o", str(t / "job.env")],
+    "set-non-utf8-with-o": lambda t: [
+        "slurm",
+        "--cluster",
+        "local-ci",
+        "--set",
+        "NCCL_DEBUG_FILE=\udcff",
+        "-o",
+        str(t / "job.sh"),
+    ],
+    "k8s-non-utf8-with-o": lambda t: [
+        "k8s",
+        "--cluster",
+        "local-ci",
+        "--set",
+        "NCCL_DEBUG_FILE=\udcff",
+        "-o",
+        str(t / "job.yaml"),
+    ],
+    "env-non-utf8-with-o": lambda t: [
+        "env",
+        "--cluster",
+        "local-ci",
+        "--set",
+        "NCCL_DEBUG_FILE=\udcff",
+        "-o",
+        str(t / "job.env"),
+    ],
 }
 
 
@@ -184,20 +219,28 @@ def test_no_traceback(tmp_path, capsys, case, monkeypatch):
         argv = TRACEBACK_CASES[case](tmp_path)
     before = sorted(os.listdir(tmp_path))
     rc, out, err = run(capsys, *argv)
-    if case == "lint-big-int-env":   # a finding, not an input error: exit 1 with the finding
+    if case == "lint-big-int-env":  # a finding, not an input error: exit 1 with the finding
         assert rc == 1 and "outside the 64-bit range" in out and "Traceback" not in err, (out, err)
         return
     one_line_error(rc, err)
-    assert sorted(os.listdir(tmp_path)) == before   # nothing written, no temporary file left
+    assert sorted(os.listdir(tmp_path)) == before  # nothing written, no temporary file left
 
 
 # -- 3. hangs: non-regular files are refused without a blocking open -------------------------------------
 
+
 def _ncclgen(cwd, *argv, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("NCCLGEN_CLUSTER", None)
-    return subprocess.run([sys.executable, "-m", "ncclgen", *argv], cwd=cwd, env=env, stdin=stdin,
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "ncclgen", *argv],
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def _fifo(path: Path) -> Path:
@@ -207,11 +250,17 @@ def _fifo(path: Path) -> Path:
 
 HANG_CASES = {
     "project-file": (lambda t: _fifo(t / "ncclgen.yaml"), ["env"], "ncclgen.yaml: is a FIFO"),
-    "clusters-dir": (lambda t: (t / "clusters").mkdir() or _fifo(t / "clusters" / "evil.yaml"),
-                     ["env", "--cluster", "evil"], "evil.yaml: is a FIFO"),
+    "clusters-dir": (
+        lambda t: (t / "clusters").mkdir() or _fifo(t / "clusters" / "evil.yaml"),
+        ["env", "--cluster", "evil"],
+        "evil.yaml: is a FIFO",
+    ),
     "descriptor": (lambda t: _fifo(t / "c.yaml"), ["validate", "c.yaml"], "c.yaml: is a FIFO"),
-    "workload": (lambda t: _fifo(t / "w.yaml"), ["env", "--cluster", "local-ci", "--workload", "./w.yaml"],
-                 "w.yaml: is a FIFO"),
+    "workload": (
+        lambda t: _fifo(t / "w.yaml"),
+        ["env", "--cluster", "local-ci", "--workload", "./w.yaml"],
+        "w.yaml: is a FIFO",
+    ),
     "lint": (lambda t: _fifo(t / "in.env"), ["lint", "in.env"], "in.env: is a FIFO"),
     "lint-device": (lambda t: None, ["lint", "/dev/zero"], "/dev/zero: is a device"),
     "monitor-summary": (lambda t: _fifo(t / "m.jsonl"), ["monitor", "summary", "m.jsonl"], "m.jsonl: is a FIFO"),
@@ -236,15 +285,20 @@ def test_clusters_list_shows_a_fifo_as_invalid_without_hanging(tmp_path):
 
 
 def test_stdin_is_still_read_where_dash_is_allowed(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", "lint", "-"], input="NCCL_DEBUG=INFO\n", text=True,
-                          capture_output=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "lint", "-"],
+        input="NCCL_DEBUG=INFO\n",
+        text=True,
+        capture_output=True,
+        timeout=30,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     assert proc.returncode == 0 and "1 variable(s) checked" in proc.stdout, proc.stderr
 
 
 # -- 5. characters that change values ---------------------------------------------------------------------
 
-ESCAPES = {"NUL": "\\0", "NEL": "\\N", "LS": "\\L", "PS": "\\P", "ESC": "\\e", "CR": "\\r", "BEL": "\\a",
-           "C1": "\\x9b"}
+ESCAPES = {"NUL": "\\0", "NEL": "\\N", "LS": "\\L", "PS": "\\P", "ESC": "\\e", "CR": "\\r", "BEL": "\\a", "C1": "\\x9b"}
 
 
 @pytest.mark.parametrize("char", sorted(ESCAPES))
@@ -279,8 +333,9 @@ def test_raw_unicode_line_breaks_are_refused_with_their_position(tmp_path, capsy
 @pytest.mark.parametrize("command", ["slurm", "k8s", "env"])
 def test_set_values_that_would_change_are_refused_by_both_renderers(tmp_path, capsys, char, command):
     out_file = tmp_path / "out"
-    rc, out, err = run(capsys, command, "--cluster", "local-ci", "--set", f"NCCL_DEBUG_FILE=a{char}b",
-                       "-o", str(out_file))
+    rc, out, err = run(
+        capsys, command, "--cluster", "local-ci", "--set", f"NCCL_DEBUG_FILE=a{char}b", "-o", str(out_file)
+    )
     assert "NCCL_DEBUG_FILE" in one_line_error(rc, err) and not out_file.exists()
 
 
@@ -309,32 +364,39 @@ def _envs(node):
 
 # -- 6. smaller ones ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("text", ["02", "0600", "0x2", "0o2", "0b10", "1_0", "1:20", "+0x2"])
 def test_yaml11_integers_are_refused_where_a_count_is_meant(tmp_path, capsys, text):
     rc, _, err = run(capsys, "validate", descriptor(tmp_path, replace=("gpus_per_node: 2", f"gpus_per_node: {text}")))
     assert "c.yaml:25:18: node.gpus_per_node: " in one_line_error(rc, err)
-    assert "not a plain decimal integer" in err or "got str" in err   # 0o2 is a string to YAML 1.1
+    assert "not a plain decimal integer" in err or "got str" in err  # 0o2 is a string to YAML 1.1
 
 
 @pytest.mark.parametrize("text", ["1_0.5", "1:20.5", ".nan", ".inf"])
 def test_yaml11_floats_that_change_are_refused(tmp_path, capsys, text):
-    rc, _, err = run(capsys, "validate", descriptor(tmp_path, replace=("gpu_model: FAKE-H100",
-                                                                      f"gpu_model: FAKE-H100\n  nvlink_gbps: {text}")))
+    rc, _, err = run(
+        capsys,
+        "validate",
+        descriptor(tmp_path, replace=("gpu_model: FAKE-H100", f"gpu_model: FAKE-H100\n  nvlink_gbps: {text}")),
+    )
     assert "node.nvlink_gbps" in one_line_error(rc, err)
 
 
 def test_quoted_leading_zeros_stay_strings(tmp_path, capsys):
     path = descriptor(tmp_path, env_entry("env", "NCCL_IB_TC", "0106"))
     rc, out, err = run(capsys, "env", "--cluster", path, "--workload", "bench")
-    assert rc in (0, 2) and "384" not in out + err and "70" not in out   # never read as octal
+    assert rc in (0, 2) and "384" not in out + err and "70" not in out  # never read as octal
 
 
-@pytest.mark.parametrize("field,old,new", [
-    ("slurm.mem", "exclusive: false", "exclusive: false\n  mem: \u0661\u0668\u0660\u0660G"),
-    ("node.numa_nodes[0].cpus", 'cpus: "0"', 'cpus: "\u0660"'),
-    ("software.nccl", 'nccl: "2.30.7"', 'nccl: "\u0662.30.7"'),
-    ("node.gpus[0].pci_bus_id", "{index: 0, numa: 0}", "{index: 0, numa: 0, pci_bus_id: '0000:1b:00.\u0660'}"),
-])
+@pytest.mark.parametrize(
+    "field,old,new",
+    [
+        ("slurm.mem", "exclusive: false", "exclusive: false\n  mem: \u0661\u0668\u0660\u0660G"),
+        ("node.numa_nodes[0].cpus", 'cpus: "0"', 'cpus: "\u0660"'),
+        ("software.nccl", 'nccl: "2.30.7"', 'nccl: "\u0662.30.7"'),
+        ("node.gpus[0].pci_bus_id", "{index: 0, numa: 0}", "{index: 0, numa: 0, pci_bus_id: '0000:1b:00.\u0660'}"),
+    ],
+)
 def test_non_ascii_digits_are_refused(tmp_path, capsys, field, old, new):
     rc, _, err = run(capsys, "slurm", "--cluster", descriptor(tmp_path, replace=(old, new)), "--workload", "bench")
     assert f": {field}: " in one_line_error(rc, err)
@@ -342,8 +404,12 @@ def test_non_ascii_digits_are_refused(tmp_path, capsys, field, old, new):
 
 @pytest.mark.parametrize("hostile", ["\x1b[2J\x1b[H", "a\rFAKE", "\x9b31m", "a\u2028b"])
 def test_error_lines_carry_no_raw_control_characters(tmp_path, capsys, hostile):
-    for argv in (["env", "--cluster", hostile], ["env", "--cluster", "local-ci", "--workload", hostile],
-                 ["env", "--cluster", "local-ci", "--set", f"{hostile}=1"], ["validate", str(tmp_path / hostile)]):
+    for argv in (
+        ["env", "--cluster", hostile],
+        ["env", "--cluster", "local-ci", "--workload", hostile],
+        ["env", "--cluster", "local-ci", "--set", f"{hostile}=1"],
+        ["validate", str(tmp_path / hostile)],
+    ):
         rc, out, err = run(capsys, *argv)
         one_line_error(rc, err)
         assert "\x1b" not in err and "\r" not in err and "\x9b" not in err
@@ -356,8 +422,9 @@ def test_cli_empty_workload_is_an_error_not_the_default(capsys):
     assert "--cluster" in one_line_error(rc, err) and out == ""
 
 
-@pytest.mark.parametrize("where,value", [("network", "[]"), ("network", '["lo,eth0"]'), ("network", '["^lo"]'),
-                                         ("kubernetes", "[]")])
+@pytest.mark.parametrize(
+    "where,value", [("network", "[]"), ("network", '["lo,eth0"]'), ("network", '["^lo"]'), ("kubernetes", "[]")]
+)
 def test_bootstrap_interfaces_must_name_real_interfaces(tmp_path, capsys, where, value):
     if where == "network":
         path = descriptor(tmp_path, replace=("bootstrap_interfaces: [lo]", f"bootstrap_interfaces: {value}"))
@@ -378,20 +445,22 @@ def test_template_cache_is_used_only_when_owner_only(tmp_path, monkeypatch):
     assert render_slurm._bytecode_cache(jinja2) is not None
     folder = home / "ncclgen" / "jinja2"
     assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    folder.chmod(0o777)                               # ours but loose: tightened, then used
+    folder.chmod(0o777)  # ours but loose: tightened, then used
     assert render_slurm._bytecode_cache(jinja2) is not None and folder.stat().st_mode & 0o077 == 0
-    home.chmod(0o777)                                 # anyone could swap the folder for their own
+    home.chmod(0o777)  # anyone could swap the folder for their own
     assert render_slurm._bytecode_cache(jinja2) is None
     home.chmod(0o700)
     real = tmp_path / "elsewhere"
     real.mkdir(mode=0o700)
     (home / "ncclgen" / "jinja2").rename(tmp_path / "old")
-    (home / "ncclgen" / "jinja2").symlink_to(real)   # a symlink is never followed into
+    (home / "ncclgen" / "jinja2").symlink_to(real)  # a symlink is never followed into
     assert render_slurm._bytecode_cache(jinja2) is None
 
 
-@pytest.mark.parametrize("written", ["name: local-ci", "name:\n  local-ci", "name: >-\n  local-ci",
-                                     "name: 'local-ci' # c", "name: \"local-ci\""])
+@pytest.mark.parametrize(
+    "written",
+    ["name: local-ci", "name:\n  local-ci", "name: >-\n  local-ci", "name: 'local-ci' # c", 'name: "local-ci"'],
+)
 def test_init_from_discover_with_name_writes_a_valid_descriptor_or_refuses(tmp_path, capsys, written):
     found = tmp_path / "found.yaml"
     found.write_text(LOCAL_CI.replace("name: local-ci", written, 1))

@@ -22,8 +22,15 @@ STDLIB = set(sys.stdlib_module_names)
 
 def _run(args, env_extra=None, python_flags=(), **kw):
     env = {"PATH": os.environ["PATH"], "SLURMD_NODENAME": "node7", **(env_extra or {})}
-    return subprocess.Popen([sys.executable, *python_flags, "-c", SOURCE, *args], env=env, cwd="/",
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, *python_flags, "-c", SOURCE, *args],
+        env=env,
+        cwd="/",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_imports_only_the_standard_library_and_pynvml():
@@ -35,8 +42,9 @@ def test_imports_only_the_standard_library_and_pynvml():
 
 def test_samples_fake_nvml_until_sigterm_into_records_ncclgen_monitor_reads(tmp_path):
     out = tmp_path / "mon-{node}.jsonl"
-    p = _run([str(out), "0.2"], {"PYTHONPATH": f"{TESTS / 'fake_pynvml'}:{TESTS}:{TESTS.parent}",
-                                 "FAKE_NVML_GPUS": "2"})
+    p = _run(
+        [str(out), "0.2"], {"PYTHONPATH": f"{TESTS / 'fake_pynvml'}:{TESTS}:{TESTS.parent}", "FAKE_NVML_GPUS": "2"}
+    )
     path = tmp_path / "mon-node7.jsonl"
     deadline = time.monotonic() + 30
     while (not path.exists() or path.read_text().count("\n") < 6) and time.monotonic() < deadline:
@@ -59,20 +67,27 @@ def test_without_nvml_one_clear_line_and_no_file(tmp_path):
     _stdout, stderr = p.communicate(timeout=30)
     assert p.returncode == 1
     assert stderr.count("\n") == 1, stderr
-    assert stderr.startswith("ncclgen-monitor: node7: cannot sample GPUs, no monitor file written: no pynvml "
-                             "module") and "libnvidia-ml.so.1" in stderr, stderr
+    assert (
+        stderr.startswith("ncclgen-monitor: node7: cannot sample GPUs, no monitor file written: no pynvml module")
+        and "libnvidia-ml.so.1" in stderr
+    ), stderr
     assert list(tmp_path.iterdir()) == []
 
 
 def test_nvml_that_fails_to_start_is_one_line(tmp_path):
     shim = tmp_path / "shim"
     shim.mkdir()
-    (shim / "pynvml.py").write_text("from fake_nvml import FakeNvml\n_f = FakeNvml([], init_error=True)\n"
-                                     "NVMLError = _f.NVMLError\ndef __getattr__(n):\n    return getattr(_f, n)\n")
+    (shim / "pynvml.py").write_text(
+        "from fake_nvml import FakeNvml\n_f = FakeNvml([], init_error=True)\n"
+        "NVMLError = _f.NVMLError\ndef __getattr__(n):\n    return getattr(_f, n)\n"
+    )
     p = _run([str(tmp_path / "m.jsonl"), "1"], {"PYTHONPATH": f"{shim}:{TESTS}:{TESTS.parent}"})
     _stdout, stderr = p.communicate(timeout=30)
-    assert (p.returncode, stderr) == (1, "ncclgen-monitor: node7: cannot sample GPUs, no monitor file written: "
-                                         "NVML did not start (NVML Shared Library Not Found)\n")
+    assert (p.returncode, stderr) == (
+        1,
+        "ncclgen-monitor: node7: cannot sample GPUs, no monitor file written: "
+        "NVML did not start (NVML Shared Library Not Found)\n",
+    )
 
 
 def test_relative_output_path_refused():

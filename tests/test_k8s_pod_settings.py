@@ -24,24 +24,67 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET_VALUE = "s3cr3t-Value-that-must-never-appear"
 
 AFFINITY = {
-    "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-        {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["ndh100v5"]}]}]}},
-    "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
-        "topologyKey": "ib/torset", "labelSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "ncclgen"}}}}]},
-    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-        "topologyKey": "kubernetes.io/hostname",
-        "labelSelector": {"matchExpressions": [{"key": "ncclgen.io/cluster", "operator": "Exists"}]}}]},
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["ndh100v5"]}]}
+            ]
+        }
+    },
+    "podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "topologyKey": "ib/torset",
+                    "labelSelector": {"matchLabels": {"app.kubernetes.io/managed-by": "ncclgen"}},
+                },
+            }
+        ]
+    },
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchExpressions": [{"key": "ncclgen.io/cluster", "operator": "Exists"}]},
+            }
+        ]
+    },
 }
 
-OPTIONS = ["--volume", "pvc:train-data:/data", "--volume", "hostpath:/lustre/models:/models:ro",
-           "--volume", "configmap:hydra-conf:/conf", "--service-account", "trainer",
-           "--priority-class", "gpu-high", "--image-pull-secret", "regcred", "--image-pull-secret", "regcred2",
-           "--scheduler-name", "volcano", "--label", "kueue.x-k8s.io/queue-name=team-a",
-           "--annotation", "example.com/owner=ml-platform",
-           "--secret-env", "WANDB_API_KEY=wandb:api-key", "--secret-env", "HF_TOKEN=hf:token"]
+OPTIONS = [
+    "--volume",
+    "pvc:train-data:/data",
+    "--volume",
+    "hostpath:/lustre/models:/models:ro",
+    "--volume",
+    "configmap:hydra-conf:/conf",
+    "--service-account",
+    "trainer",
+    "--priority-class",
+    "gpu-high",
+    "--image-pull-secret",
+    "regcred",
+    "--image-pull-secret",
+    "regcred2",
+    "--scheduler-name",
+    "volcano",
+    "--label",
+    "kueue.x-k8s.io/queue-name=team-a",
+    "--annotation",
+    "example.com/owner=ml-platform",
+    "--secret-env",
+    "WANDB_API_KEY=wandb:api-key",
+    "--secret-env",
+    "HF_TOKEN=hf:token",
+]
 
-CASES = [("verl-sft", "pytorchjob"), ("verl-sft", "trainjob"), ("verl-grpo-qwen2-7b", "rayjob"),
-         ("verl-grpo-qwen2-7b", "pytorchjob")]
+CASES = [
+    ("verl-sft", "pytorchjob"),
+    ("verl-sft", "trainjob"),
+    ("verl-grpo-qwen2-7b", "rayjob"),
+    ("verl-grpo-qwen2-7b", "pytorchjob"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +92,13 @@ def cluster(tmp_path_factory) -> str:
     """h100-ib with a descriptor-level volume, label and Azure-style affinity."""
     data = yaml.safe_load(Path(descriptor.resolve("h100-ib")).read_text())
     data["name"] = "h100-aff"
-    data["kubernetes"].update({"affinity": AFFINITY,
-                               "volumes": [{"name": "ckpt", "pvc": "checkpoints", "mount_path": "/checkpoints"}],
-                               "labels": {"team": "research"}})
+    data["kubernetes"].update(
+        {
+            "affinity": AFFINITY,
+            "volumes": [{"name": "ckpt", "pvc": "checkpoints", "mount_path": "/checkpoints"}],
+            "labels": {"team": "research"},
+        }
+    )
     path = tmp_path_factory.mktemp("cluster") / "h100-aff.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return str(path)
@@ -65,22 +112,23 @@ def render(capsys, *args) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize("workload, kind", CASES)
 def test_every_kind_carries_the_pod_settings_and_validates(cluster, capsys, workload, kind):
-    rc, out, err = render(capsys, "--cluster", cluster, "--tier", "3", "--workload", workload, "--kind", kind,
-                          *OPTIONS)
+    rc, out, err = render(capsys, "--cluster", cluster, "--tier", "3", "--workload", workload, "--kind", kind, *OPTIONS)
     assert rc == 0, err
     docs = docs_of(out)
     for d in docs:
         kv.validate(d)
     assert kv.check_stream(docs) == []
     job = job_of(docs)
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"   # Kueue reads the job's
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a"  # Kueue reads the job's
     assert all(d["metadata"]["labels"]["team"] == "research" for d in docs)
     pods = [t for d in docs if d["kind"] in kv.KINDS_WITH_PODS for _, t in kv.pod_templates(d)]
     assert pods
-    want_volumes = {"ckpt": {"persistentVolumeClaim": {"claimName": "checkpoints"}},
-                    "pvc-train-data": {"persistentVolumeClaim": {"claimName": "train-data"}},
-                    "hostpath-lustre-models": {"hostPath": {"path": "/lustre/models", "type": "Directory"}},
-                    "configmap-hydra-conf": {"configMap": {"name": "hydra-conf"}}}
+    want_volumes = {
+        "ckpt": {"persistentVolumeClaim": {"claimName": "checkpoints"}},
+        "pvc-train-data": {"persistentVolumeClaim": {"claimName": "train-data"}},
+        "hostpath-lustre-models": {"hostPath": {"path": "/lustre/models", "type": "Directory"}},
+        "configmap-hydra-conf": {"configMap": {"name": "hydra-conf"}},
+    }
     for t in pods:
         spec = t["spec"]
         assert spec["serviceAccountName"] == "trainer" and spec["priorityClassName"] == "gpu-high"
@@ -98,13 +146,14 @@ def test_every_kind_carries_the_pod_settings_and_validates(cluster, capsys, work
             assert mounts["/conf"]["readOnly"] is True and mounts["/checkpoints"]["name"] == "ckpt"
     envs = [c["env"] for t in pods for c in t["spec"]["containers"] if "env" in c]
     if kind == "trainjob":
-        assert envs == []          # the TrainJob's trainer carries the env
+        assert envs == []  # the TrainJob's trainer carries the env
         envs = [job["spec"]["trainer"]["env"]]
     for env in envs:
         refs = [e for e in env if "valueFrom" in e]
         assert refs == [
             {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}},
-            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}]
+            {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}},
+        ]
 
 
 def test_trainjob_runtime_and_command():
@@ -114,8 +163,11 @@ def test_trainjob_runtime_and_command():
     docs = render_k8s.documents(p, kind="trainjob", name="sft-run")
     assert [d["kind"] for d in docs] == ["ConfigMap", "TrainingRuntime", "TrainJob"]
     runtime, job = docs[1], docs[2]
-    assert job["spec"]["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime",
-                                         "name": "sft-run"}
+    assert job["spec"]["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "TrainingRuntime",
+        "name": "sft-run",
+    }
     assert runtime["metadata"]["name"] == "sft-run" and runtime["spec"]["mlPolicy"] == {"numNodes": 4, "torch": {}}
     (rj,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
     assert rj["name"] == "node"
@@ -131,7 +183,7 @@ def test_trainjob_runtime_and_command():
     assert cmd == pj["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"]
     assert not any(a.startswith(("--nnodes", "--node-rank", "--rdzv", "--master", "--nproc")) for a in cmd)
     i = cmd.index("--no-python")
-    assert cmd[i + 1:i + 3] == ["bash", "/etc/ncclgen/bind.sh"] and cmd[i + 3:] == list(p.launch.command)
+    assert cmd[i + 1 : i + 3] == ["bash", "/etc/ncclgen/bind.sh"] and cmd[i + 3 :] == list(p.launch.command)
     assert not {e["name"] for e in job["spec"]["trainer"]["env"]} & set(kv.TORCH_RESERVED_ENV)
 
 
@@ -160,7 +212,7 @@ def test_the_validator_rejects_what_trainer_would():
     bad = yaml.safe_load(yaml.safe_dump(job))
     bad["spec"]["podTemplateOverrides"] = []
     assert any("unknown field" in e for e in kv.check(bad))
-    assert kv.check_stream([job]) != []           # its runtime is missing
+    assert kv.check_stream([job]) != []  # its runtime is missing
     bad = yaml.safe_load(yaml.safe_dump(runtime))
     del bad["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["metadata"]
     assert any("no trainer job" in e for e in kv.check(bad))
@@ -169,21 +221,24 @@ def test_the_validator_rejects_what_trainer_would():
     assert any("mlPolicy" in e for e in kv.check(bad))
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--volume", "pvc:data:data"], "--volume: mount path 'data' must be an absolute path"),
-    (["--volume", "pvc:a:/d", "--volume", "pvc:b:/d"], "--volume: mount path /d is used twice"),
-    (["--volume", "nfs:srv:/d"], "--volume: 'nfs:srv:/d': expected pvc:CLAIM:/mount/path"),
-    (["--service-account", "Trainer"], "--service-account: ServiceAccount name 'Trainer' is not a DNS-1123"),
-    (["--priority-class", "-x"], "--priority-class: PriorityClass name"),
-    (["--image-pull-secret", "a_b"], "--image-pull-secret: Secret name 'a_b'"),
-    (["--scheduler-name", "Volcano"], "--scheduler-name: scheduler name 'Volcano'"),
-    (["--label", "queue"], "expected KEY=VALUE"),
-    (["--label", "kueue.x-k8s.io/queue-name=Team A"], "--label kueue.x-k8s.io/queue-name: value 'Team A'"),
-    (["--label", "app.kubernetes.io/name=x"], "ncclgen sets this label itself"),
-    (["--annotation", "bad key=x"], "--annotation: annotation key 'bad key'"),
-    (["--secret-env", "WANDB_API_KEY"], "--secret-env: 'WANDB_API_KEY': expected NAME=SECRET:KEY"),
-    (["--secret-env", "NCCL_DEBUG=s:k"], "the plan already sets NCCL_DEBUG"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--volume", "pvc:data:data"], "--volume: mount path 'data' must be an absolute path"),
+        (["--volume", "pvc:a:/d", "--volume", "pvc:b:/d"], "--volume: mount path /d is used twice"),
+        (["--volume", "nfs:srv:/d"], "--volume: 'nfs:srv:/d': expected pvc:CLAIM:/mount/path"),
+        (["--service-account", "Trainer"], "--service-account: ServiceAccount name 'Trainer' is not a DNS-1123"),
+        (["--priority-class", "-x"], "--priority-class: PriorityClass name"),
+        (["--image-pull-secret", "a_b"], "--image-pull-secret: Secret name 'a_b'"),
+        (["--scheduler-name", "Volcano"], "--scheduler-name: scheduler name 'Volcano'"),
+        (["--label", "queue"], "expected KEY=VALUE"),
+        (["--label", "kueue.x-k8s.io/queue-name=Team A"], "--label kueue.x-k8s.io/queue-name: value 'Team A'"),
+        (["--label", "app.kubernetes.io/name=x"], "ncclgen sets this label itself"),
+        (["--annotation", "bad key=x"], "--annotation: annotation key 'bad key'"),
+        (["--secret-env", "WANDB_API_KEY"], "--secret-env: 'WANDB_API_KEY': expected NAME=SECRET:KEY"),
+        (["--secret-env", "NCCL_DEBUG=s:k"], "the plan already sets NCCL_DEBUG"),
+    ],
+)
 def test_bad_option_is_one_line_exit_2(capsys, args, message):
     rc, out, err = render(capsys, "--workload", "verl-sft", *args)
     assert rc == 2 and out == ""
@@ -199,15 +254,18 @@ def test_a_secret_value_appears_in_no_rendered_output(tmp_path):
     env.update(WANDB_API_KEY=SECRET_VALUE, HF_TOKEN=SECRET_VALUE, PYTHONPATH=str(ROOT))
     outputs = []
     runs = [["k8s", "--workload", w, "--kind", k, "--tier", "3", *OPTIONS] for w, k in CASES]
-    runs += [["slurm", "--workload", w, "--tier", "3", "--pass-env", "WANDB_API_KEY", "--pass-env", "HF_TOKEN"]
-             for w in ("verl-sft", "verl-grpo-qwen2-7b")]
+    runs += [
+        ["slurm", "--workload", w, "--tier", "3", "--pass-env", "WANDB_API_KEY", "--pass-env", "HF_TOKEN"]
+        for w in ("verl-sft", "verl-grpo-qwen2-7b")
+    ]
     runs += [["explain", "--workload", "verl-sft"]]
     for i, argv in enumerate(runs):
         out = tmp_path / f"out{i}"
         if argv[0] != "explain":
             argv = [*argv, "-o", str(out)]
-        proc = subprocess.run([sys.executable, "-m", "ncclgen", *argv], env=env, capture_output=True, text=True,
-                              timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ncclgen", *argv], env=env, capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         text = (out.read_text() if out.exists() else "") + proc.stdout + proc.stderr
         assert "WANDB_API_KEY" in text or argv[0] == "explain"

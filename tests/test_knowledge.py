@@ -16,12 +16,13 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ncclgen.lint import knowledge as kb
 
 NAMES = Path(__file__).parent / "golden" / "kb-reference-names.txt"
-NET_PLUGINS = ("aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp")   # descriptor network.net_plugin
+NET_PLUGINS = ("aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp")  # descriptor network.net_plugin
 
 
 def info(name: str) -> kb.VarInfo:
@@ -31,6 +32,7 @@ def info(name: str) -> kb.VarInfo:
 
 
 # -- the data --------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("file", kb.KB_FILES)
 def test_every_row_of_every_file_parses(file):
@@ -56,7 +58,7 @@ def test_files_cite_the_versions_read():
 def test_a_malformed_row_is_reported_with_file_and_line(tmp_path):
     good = Path(kb.kb_dir(), "torch.tsv").read_text().splitlines()
     header_at = next(i for i, line in enumerate(good) if line.startswith("name\t"))
-    bad = good[:header_at + 2] + [good[header_at + 1].replace("\tint\t", "\tinteger\t", 1)]
+    bad = good[: header_at + 2] + [good[header_at + 1].replace("\tint\t", "\tinteger\t", 1)]
     path = tmp_path / "bad.tsv"
     path.write_text("\n".join(bad) + "\n")
     with pytest.raises(ValueError, match=rf"bad\.tsv:{header_at + 3}: type 'integer'"):
@@ -72,12 +74,15 @@ def test_reference_names_are_all_known():
 def test_all_vars_is_loaded_once():
     assert kb.all_vars() is kb.all_vars()
     with pytest.raises(TypeError):
-        kb.all_vars()["NCCL_X"] = None   # read-only view: nobody edits the shared KB by accident
+        kb.all_vars()["NCCL_X"] = None  # read-only view: nobody edits the shared KB by accident
 
 
 def test_defaults_are_valid_values_of_their_own_variable():
-    bad = {n: (v.default, kb.check_value(v, v.default)) for n, v in kb.all_vars().items()
-           if v.default and v.status != "invented" and kb.check_value(v, v.default)}
+    bad = {
+        n: (v.default, kb.check_value(v, v.default))
+        for n, v in kb.all_vars().items()
+        if v.default and v.status != "invented" and kb.check_value(v, v.default)
+    }
     assert bad == {}
 
 
@@ -127,20 +132,23 @@ def test_invented_names_are_flagged():
     assert info("NCCL_MAX_RINGS").replacement == "NCCL_MAX_CTAS"
 
 
-@pytest.mark.parametrize("alias,target", [
-    ("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
-    ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"),
-    ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE"),
-    ("TORCH_NCCL_TRACE_CPP_STACK", "TORCH_FR_CPP_STACK"),
-    ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE"),
-    ("NCCL_MIN_NRINGS", "NCCL_MIN_CTAS"),
-    ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS"),
-])
+@pytest.mark.parametrize(
+    "alias,target",
+    [
+        ("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+        ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"),
+        ("TORCH_NCCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE"),
+        ("TORCH_NCCL_TRACE_CPP_STACK", "TORCH_FR_CPP_STACK"),
+        ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE"),
+        ("NCCL_MIN_NRINGS", "NCCL_MIN_CTAS"),
+        ("NCCL_MAX_NCHANNELS", "NCCL_MAX_CTAS"),
+    ],
+)
 def test_aliases_resolve_to_their_replacement(alias, target):
     a = info(alias)
     assert a.status == "deprecated" and a.replacement == target
     assert info(target).status == "active"
-    assert a.type == info(target).type      # the alias takes the same values
+    assert a.type == info(target).type  # the alias takes the same values
 
 
 def test_removed_and_dead_names():
@@ -148,19 +156,23 @@ def test_removed_and_dead_names():
     # 'see NAME: why', not 'NAME': NCCL_PROTO takes protocol names, so a threshold's value does not carry over
     assert (ll.status, ll.last_version) == ("removed", "2.4.8") and ll.replacement.startswith("see NCCL_PROTO:")
     assert info("NCCL_GRAPH_HELPER_DISABLE").status == "dead"
-    assert info("NCCL_NET_GDR_READ").status == "active"     # not deprecated, despite folklore
+    assert info("NCCL_NET_GDR_READ").status == "active"  # not deprecated, despite folklore
 
 
 # -- value syntax ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("value,why", [
-    ("abc", "not a number: NCCL's strtoll turns it into 0"),
-    ("12abc", "trailing 'abc' is ignored: NCCL reads 12"),
-    ("010", "octal"),
-    ("", "empty"),
-    ("99999999999999999999", "64-bit range"),
-    ("0x", "trailing 'x' is ignored: NCCL reads 0"),
-])
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        ("abc", "not a number: NCCL's strtoll turns it into 0"),
+        ("12abc", "trailing 'abc' is ignored: NCCL reads 12"),
+        ("010", "octal"),
+        ("", "empty"),
+        ("99999999999999999999", "64-bit range"),
+        ("0x", "trailing 'x' is ignored: NCCL reads 0"),
+    ],
+)
 def test_nccl_int_values_that_nccl_misreads(value, why):
     assert why in kb.check_value(info("NCCL_IB_QPS_PER_CONNECTION"), value)
 
@@ -184,17 +196,33 @@ def test_strtoll_reads_every_int64_in_decimal_and_hex(n):
     assert kb.strtoll(("-" if n < 0 else "") + hex(abs(n)))[:2] == (n, "")
 
 
-@pytest.mark.parametrize("name,value,ok", [
-    ("NCCL_IB_TIMEOUT", "22", True), ("NCCL_IB_TIMEOUT", "0", False), ("NCCL_IB_TIMEOUT", "32", False),
-    ("NCCL_IB_GID_INDEX", "-1", True), ("NCCL_IB_GID_INDEX", "255", True), ("NCCL_IB_GID_INDEX", "256", False),
-    ("NCCL_SOCKET_NTHREADS", "16", True), ("NCCL_SOCKET_NTHREADS", "17", False),
-    ("NCCL_SOCKET_NTHREADS", "0", False),
-    ("NCCL_NTHREADS", "96", True), ("NCCL_NTHREADS", "100", False), ("NCCL_NTHREADS", "1024", False),
-    ("NCCL_MAX_CTAS", "64", True), ("NCCL_MAX_CTAS", "65", False),
-    ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", True), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "4", False),
-    ("NCCL_IB_SL", "15", True), ("NCCL_IB_SL", "16", False), ("NCCL_IB_SL", "-1", True),   # 4-bit SL
-    ("NCCL_IB_TC", "255", True), ("NCCL_IB_TC", "256", False), ("NCCL_IB_TC", "-1", True),  # 8-bit TC
-])
+@pytest.mark.parametrize(
+    "name,value,ok",
+    [
+        ("NCCL_IB_TIMEOUT", "22", True),
+        ("NCCL_IB_TIMEOUT", "0", False),
+        ("NCCL_IB_TIMEOUT", "32", False),
+        ("NCCL_IB_GID_INDEX", "-1", True),
+        ("NCCL_IB_GID_INDEX", "255", True),
+        ("NCCL_IB_GID_INDEX", "256", False),
+        ("NCCL_SOCKET_NTHREADS", "16", True),
+        ("NCCL_SOCKET_NTHREADS", "17", False),
+        ("NCCL_SOCKET_NTHREADS", "0", False),
+        ("NCCL_NTHREADS", "96", True),
+        ("NCCL_NTHREADS", "100", False),
+        ("NCCL_NTHREADS", "1024", False),
+        ("NCCL_MAX_CTAS", "64", True),
+        ("NCCL_MAX_CTAS", "65", False),
+        ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "3", True),
+        ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "4", False),
+        ("NCCL_IB_SL", "15", True),
+        ("NCCL_IB_SL", "16", False),
+        ("NCCL_IB_SL", "-1", True),  # 4-bit SL
+        ("NCCL_IB_TC", "255", True),
+        ("NCCL_IB_TC", "256", False),
+        ("NCCL_IB_TC", "-1", True),  # 8-bit TC
+    ],
+)
 def test_ranges(name, value, ok):
     found = kb.classify(info(name), value)
     assert (found is None) == ok, found
@@ -202,31 +230,54 @@ def test_ranges(name, value, ok):
         assert found[0] == "range"
 
 
-@pytest.mark.parametrize("name,value,ok", [
-    ("NCCL_DEBUG", "INFO", True), ("NCCL_DEBUG", "info", True), ("NCCL_DEBUG", "VERBOSE", False),
-    ("NCCL_NET_GDR_LEVEL", "PIX", True), ("NCCL_NET_GDR_LEVEL", "5", True),   # legacy ints (>4 = SYS)
-    ("NCCL_NET_GDR_LEVEL", "pix", False),                                      # strcmp: case-sensitive
-    ("NCCL_P2P_LEVEL", "NVL", True), ("NCCL_P2P_LEVEL", "NVLINK", False),
-    ("NCCL_LAUNCH_MODE", "group", True), ("NCCL_SOCKET_FAMILY", "af_inet", False),
-    ("NCCL_DEBUG_SUBSYS", "INIT,NET", True), ("NCCL_DEBUG_SUBSYS", "^COLL", True),
-    ("NCCL_DEBUG_SUBSYS", "INIT,NETWORK", False),
-    ("NCCL_PROTO", "simple", True), ("NCCL_PROTO", "^LL128", True), ("NCCL_PROTO", "LL,LL128,Simple", True),
-    ("NCCL_PROTO", "LL256", False),
-    ("NCCL_PROTO", "allreduce:simple;broadcast:LL", True), ("NCCL_PROTO", "allreduce:simple;bcast:LL", False),
-    ("NCCL_ALGO", "Ring,Tree", True), ("NCCL_ALGO", "COLLNETCHAIN", True), ("NCCL_ALGO", "ring,mesh", False),
-    ("NCCL_SET_THREAD_NAME", "T", True), ("NCCL_SET_THREAD_NAME", "yes", False),
-    ("TORCH_NCCL_BLOCKING_WAIT", "yes", True), ("TORCH_NCCL_BLOCKING_WAIT", "F", True),
-    ("TORCH_NCCL_BLOCKING_WAIT", "maybe", False),
-    ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "abc", False), ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "0x10", False),
-    ("NCCL_NETDEVS_POLICY", "MAX:2", True), ("NCCL_NETDEVS_POLICY", "MIN:2", False),
-    ("NCCL_CTA_POLICY", "EFFICIENCY|ZERO", True), ("NCCL_CTA_POLICY", "FAST", False),
-    ("NCCL_COMM_ID", "10.0.0.1:29500", True), ("NCCL_COMM_ID", "10.0.0.1", False),
-    ("NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1", True), ("NCCL_IB_HCA", "=^mlx5_1", False),
-    ("NCCL_IB_HCA", "mlx5_0:x", False), ("NCCL_IB_HCA", "mlx5_0,^mlx5_1", False),
-    ("NCCL_IB_HCA", ",".join(f"mlx5_{i}" for i in range(33)), False),
-    ("NCCL_SOCKET_IFNAME", "e", False), ("NCCL_SOCKET_IFNAME", "^docker,lo", True),
-    ("NCCL_SOCKET_IFNAME", ",".join(f"eth{i}" for i in range(17)), False),
-])
+@pytest.mark.parametrize(
+    "name,value,ok",
+    [
+        ("NCCL_DEBUG", "INFO", True),
+        ("NCCL_DEBUG", "info", True),
+        ("NCCL_DEBUG", "VERBOSE", False),
+        ("NCCL_NET_GDR_LEVEL", "PIX", True),
+        ("NCCL_NET_GDR_LEVEL", "5", True),  # legacy ints (>4 = SYS)
+        ("NCCL_NET_GDR_LEVEL", "pix", False),  # strcmp: case-sensitive
+        ("NCCL_P2P_LEVEL", "NVL", True),
+        ("NCCL_P2P_LEVEL", "NVLINK", False),
+        ("NCCL_LAUNCH_MODE", "group", True),
+        ("NCCL_SOCKET_FAMILY", "af_inet", False),
+        ("NCCL_DEBUG_SUBSYS", "INIT,NET", True),
+        ("NCCL_DEBUG_SUBSYS", "^COLL", True),
+        ("NCCL_DEBUG_SUBSYS", "INIT,NETWORK", False),
+        ("NCCL_PROTO", "simple", True),
+        ("NCCL_PROTO", "^LL128", True),
+        ("NCCL_PROTO", "LL,LL128,Simple", True),
+        ("NCCL_PROTO", "LL256", False),
+        ("NCCL_PROTO", "allreduce:simple;broadcast:LL", True),
+        ("NCCL_PROTO", "allreduce:simple;bcast:LL", False),
+        ("NCCL_ALGO", "Ring,Tree", True),
+        ("NCCL_ALGO", "COLLNETCHAIN", True),
+        ("NCCL_ALGO", "ring,mesh", False),
+        ("NCCL_SET_THREAD_NAME", "T", True),
+        ("NCCL_SET_THREAD_NAME", "yes", False),
+        ("TORCH_NCCL_BLOCKING_WAIT", "yes", True),
+        ("TORCH_NCCL_BLOCKING_WAIT", "F", True),
+        ("TORCH_NCCL_BLOCKING_WAIT", "maybe", False),
+        ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "abc", False),
+        ("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "0x10", False),
+        ("NCCL_NETDEVS_POLICY", "MAX:2", True),
+        ("NCCL_NETDEVS_POLICY", "MIN:2", False),
+        ("NCCL_CTA_POLICY", "EFFICIENCY|ZERO", True),
+        ("NCCL_CTA_POLICY", "FAST", False),
+        ("NCCL_COMM_ID", "10.0.0.1:29500", True),
+        ("NCCL_COMM_ID", "10.0.0.1", False),
+        ("NCCL_IB_HCA", "=mlx5_0:1,mlx5_3:1", True),
+        ("NCCL_IB_HCA", "=^mlx5_1", False),
+        ("NCCL_IB_HCA", "mlx5_0:x", False),
+        ("NCCL_IB_HCA", "mlx5_0,^mlx5_1", False),
+        ("NCCL_IB_HCA", ",".join(f"mlx5_{i}" for i in range(33)), False),
+        ("NCCL_SOCKET_IFNAME", "e", False),
+        ("NCCL_SOCKET_IFNAME", "^docker,lo", True),
+        ("NCCL_SOCKET_IFNAME", ",".join(f"eth{i}" for i in range(17)), False),
+    ],
+)
 def test_enums_lists_and_patterns(name, value, ok):
     assert (kb.check_value(info(name), value) is None) == ok
 
@@ -244,6 +295,7 @@ def test_same_value_follows_the_reader():
 
 # -- versions --------------------------------------------------------------------------------------
 
+
 def test_version_tuple():
     assert kb.version_tuple("2.30.7") == (2, 30, 7)
     assert kb.version_tuple("v2.30.7-1") == (2, 30, 7)
@@ -251,16 +303,24 @@ def test_version_tuple():
         kb.version_tuple("2.x")
 
 
-@pytest.mark.parametrize("name,version,read", [
-    ("NCCL_MIN_CTAS", "2.16.5", False), ("NCCL_MIN_CTAS", "2.17.1", True), ("NCCL_MIN_CTAS", "2.17", True),
-    ("NCCL_MIN_CTAS", "2.30.7", True),
-    ("NCCL_SHM_USE_CUDA_MEMCPY", "2.30.7", False), ("NCCL_SHM_USE_CUDA_MEMCPY", "2.30.4", True),
-    ("NCCL_SHM_USE_CUDA_MEMCPY", "2.13.3", False),
-    ("NCCL_IB_GDR_LEVEL", "2.3.7", True), ("NCCL_IB_GDR_LEVEL", "2.4.2", False),
-    ("NCCL_NET_GDR_LEVEL", "2.3.7", False), ("NCCL_NET_GDR_LEVEL", "2.4.2", True),
-    ("NCCL_IB_HCA", "2.3.5", True),                         # older than the first public tag: always
-    ("TORCH_NCCL_BLOCKING_WAIT", "2.3.5", True),            # not gated by the NCCL version
-])
+@pytest.mark.parametrize(
+    "name,version,read",
+    [
+        ("NCCL_MIN_CTAS", "2.16.5", False),
+        ("NCCL_MIN_CTAS", "2.17.1", True),
+        ("NCCL_MIN_CTAS", "2.17", True),
+        ("NCCL_MIN_CTAS", "2.30.7", True),
+        ("NCCL_SHM_USE_CUDA_MEMCPY", "2.30.7", False),
+        ("NCCL_SHM_USE_CUDA_MEMCPY", "2.30.4", True),
+        ("NCCL_SHM_USE_CUDA_MEMCPY", "2.13.3", False),
+        ("NCCL_IB_GDR_LEVEL", "2.3.7", True),
+        ("NCCL_IB_GDR_LEVEL", "2.4.2", False),
+        ("NCCL_NET_GDR_LEVEL", "2.3.7", False),
+        ("NCCL_NET_GDR_LEVEL", "2.4.2", True),
+        ("NCCL_IB_HCA", "2.3.5", True),  # older than the first public tag: always
+        ("TORCH_NCCL_BLOCKING_WAIT", "2.3.5", True),  # not gated by the NCCL version
+    ],
+)
 def test_version_gating(name, version, read):
     assert kb.read_in(info(name), version) is read
 
@@ -304,7 +364,7 @@ def test_kb_covers_the_newest_release_in_the_table():
     mlo = info("NCCL_NET_GDR_MLOPART")
     assert (mlo.status, mlo.last_version) == ("removed", "2.31.2")
     assert kb.read_in(mlo, "2.30.7") and not kb.read_in(mlo, "2.32.3")
-    once = info("NCCL_TOPO_SCATTER_START_NET")     # read by 2.31.2 alone
+    once = info("NCCL_TOPO_SCATTER_START_NET")  # read by 2.31.2 alone
     assert [v for v in versions if kb.read_in(once, v)] == ["2.31.2"]
 
 
@@ -331,10 +391,13 @@ def test_reshard_rows_cite_the_commit_that_introduced_them():
     assert len(reshard) == 8
     for v in reshard:
         assert "master@99932967" in v.source and "v2.30.7 contrib/nccl_m2n" not in v.source, v.name
-        assert kb.lookup("NCCLXFER_" + v.name[len("NCCL_"):]).source.startswith("NVIDIA/nccl v2.30.7-1 contrib/nccl_xfer/")
+        assert kb.lookup("NCCLXFER_" + v.name[len("NCCL_") :]).source.startswith(
+            "NVIDIA/nccl v2.30.7-1 contrib/nccl_xfer/"
+        )
 
 
 # -- suggestions -----------------------------------------------------------------------------------
+
 
 def test_suggest_finds_the_real_name_and_never_an_invented_one():
     assert kb.suggest("NCCL_MIN_CHANNELS")[0] == "NCCL_MIN_NCHANNELS"

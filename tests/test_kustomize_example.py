@@ -20,9 +20,24 @@ from ncclgen.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kustomize"
-BASE_ARGS = ["--cluster", "h100-ib", "--tier", "3", "--workload", "verl-grpo-qwen2-7b", "--name", "grpo",
-             "--volume", "pvc:checkpoints:/checkpoints", "--volume", "hostpath:/lustre/datasets:/data:ro",
-             "--service-account", "verl-trainer", "--secret-env", "WANDB_API_KEY=wandb:api-key"]
+BASE_ARGS = [
+    "--cluster",
+    "h100-ib",
+    "--tier",
+    "3",
+    "--workload",
+    "verl-grpo-qwen2-7b",
+    "--name",
+    "grpo",
+    "--volume",
+    "pvc:checkpoints:/checkpoints",
+    "--volume",
+    "hostpath:/lustre/datasets:/data:ro",
+    "--service-account",
+    "verl-trainer",
+    "--secret-env",
+    "WANDB_API_KEY=wandb:api-key",
+]
 
 
 def kubectl() -> str:
@@ -39,21 +54,26 @@ def test_base_is_a_fresh_render(tmp_path, monkeypatch, capsys):
     for key in ("NCCLGEN_CLUSTER", "NCCLGEN_TIER", "NCCLGEN_WORKLOAD", "NCCLGEN_CLUSTERS"):
         monkeypatch.delenv(key, raising=False)
     assert main(["k8s", *BASE_ARGS, "-o", str(tmp_path / "job.yaml")]) == 0
-    assert (tmp_path / "job.yaml").read_text() == (EXAMPLE / "base" / "job.yaml").read_text(), \
+    assert (tmp_path / "job.yaml").read_text() == (EXAMPLE / "base" / "job.yaml").read_text(), (
         "examples/kustomize/base/job.yaml is stale; regenerate: bash examples/regen.sh"
+    )
     readme = (EXAMPLE / "README.md").read_text()
-    for arg in BASE_ARGS[BASE_ARGS.index("--name"):]:
+    for arg in BASE_ARGS[BASE_ARGS.index("--name") :]:
         assert arg in readme
 
 
 def test_overlay_with_real_kubectl_kustomize():
-    proc = subprocess.run([kubectl(), "kustomize", str(EXAMPLE / "overlays" / "team-a")], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [kubectl(), "kustomize", str(EXAMPLE / "overlays" / "team-a")], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     base = docs_of((EXAMPLE / "base" / "job.yaml").read_text())
     docs = docs_of(proc.stdout)
-    assert sorted((d["kind"], d["metadata"]["name"]) for d in docs) == \
-        sorted((d["kind"], d["metadata"]["name"]) for d in base) == [("ConfigMap", "grpo-ncclgen"), ("RayJob", "grpo")]
+    assert (
+        sorted((d["kind"], d["metadata"]["name"]) for d in docs)
+        == sorted((d["kind"], d["metadata"]["name"]) for d in base)
+        == [("ConfigMap", "grpo-ncclgen"), ("RayJob", "grpo")]
+    )
     for d in docs:
         kv.validate(d)
         assert d["metadata"]["namespace"] == "team-a"
@@ -66,10 +86,12 @@ def test_overlay_with_real_kubectl_kustomize():
     assert len(pods) == 2
     for t in pods:
         for c in t["spec"]["containers"]:
-            assert c["image"] == "registry.example.com/mirror/verl:vllm024.dev2"   # the pinned tag kept
+            assert c["image"] == "registry.example.com/mirror/verl:vllm024.dev2"  # the pinned tag kept
         assert t["spec"]["serviceAccountName"] == "verl-trainer"
     # Nothing else changed: the overlay's edits are the only differences from the base.
     base_job = next(d for d in base if d["kind"] == "RayJob")
     assert job["spec"]["entrypoint"] == base_job["spec"]["entrypoint"]
-    assert next(d for d in docs if d["kind"] == "ConfigMap")["data"] == \
-        next(d for d in base if d["kind"] == "ConfigMap")["data"]
+    assert (
+        next(d for d in docs if d["kind"] == "ConfigMap")["data"]
+        == next(d for d in base if d["kind"] == "ConfigMap")["data"]
+    )

@@ -14,14 +14,25 @@ ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ncclgen"
 # Lower numbers are lower layers. Shared utilities sit at 0.
 LAYERS = {
-    "__init__": 0, "__main__": 7, "errors": 0, "datapaths": 0, "output": 0,
-    "load": 1, "plan": 2, "lint": 3, "render": 4, "node": 4, "scaffold": 4, "pipeline": 5, "cli": 6,
+    "__init__": 0,
+    "__main__": 7,
+    "errors": 0,
+    "datapaths": 0,
+    "output": 0,
+    "load": 1,
+    "plan": 2,
+    "lint": 3,
+    "render": 4,
+    "node": 4,
+    "scaffold": 4,
+    "pipeline": 5,
+    "cli": 6,
 }
 
 
 def _layer(parts: tuple[str, ...]) -> str:
     """The layer of an ncclgen sub-path; names imported from the package root (`__version__`) are root's."""
-    if not parts or not (PKG / parts[0]).exists() and not (PKG / f"{parts[0]}.py").exists():
+    if not parts or (not (PKG / parts[0]).exists() and not (PKG / f"{parts[0]}.py").exists()):
         return "__init__"
     return parts[0]
 
@@ -43,8 +54,9 @@ def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
                 continue
             out += [(tuple(p for p in n if p), node.lineno) for n in names]
         elif isinstance(node, ast.Import):
-            out += [(tuple(a.name.split(".")[1:]), node.lineno) for a in node.names
-                    if a.name.split(".")[0] == "ncclgen"]
+            out += [
+                (tuple(a.name.split(".")[1:]), node.lineno) for a in node.names if a.name.split(".")[0] == "ncclgen"
+            ]
     return out
 
 
@@ -57,7 +69,7 @@ def test_no_module_imports_from_a_layer_above():
             continue
         for target, line in _imports(path):
             theirs = _layer(target)
-            if theirs == "jobside":      # embedded text, read through jobside.source()
+            if theirs == "jobside":  # embedded text, read through jobside.source()
                 continue
             assert theirs in LAYERS, f"{path.relative_to(ROOT)}:{line}: unknown layer {theirs!r} (add it to LAYERS)"
             assert mine in LAYERS, f"{path.relative_to(ROOT)}: unknown layer {mine!r} (add it to LAYERS)"

@@ -20,16 +20,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import goldens
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ncclgen.load import descriptor
 from ncclgen import lint
 from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.lint.knowledge import matches, parse_if_list
+from ncclgen.load import descriptor
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = "examples/seed-article.env"
@@ -48,8 +48,15 @@ def variant(net=None, nccl=None) -> descriptor.Descriptor:
 
 
 ROCE = variant({"fabric": "roce", "roce": descriptor.Roce(gid_index=3)})
-EFA = variant({"fabric": "efa", "compute": (), "storage": (), "net_plugin": "aws-ofi-nccl",
-               "efa": descriptor.Efa(devices_per_node=32, gbps_per_device=100)})
+EFA = variant(
+    {
+        "fabric": "efa",
+        "compute": (),
+        "storage": (),
+        "net_plugin": "aws-ofi-nccl",
+        "efa": descriptor.Efa(devices_per_node=32, gbps_per_device=100),
+    }
+)
 TCP = variant({"fabric": "tcp", "compute": (), "storage": ()})
 
 
@@ -63,6 +70,7 @@ def codes(findings, variable=None) -> list[tuple[str, str]]:
 
 
 # -- rules: each fires, and does not fire where it must not -------------------------------------------
+
 
 def test_unknown_nccl_variable_is_an_error_with_did_you_mean():
     [f] = run({"NCCL_SOCKET_IFNAM": "eth0"})
@@ -79,7 +87,7 @@ def test_invented_variable_names_the_real_mechanism():
     [f] = run({"NCCL_TIMEOUT": "1800"})
     assert (f.code, f.severity) == ("NG002", "error")
     assert "init_process_group(timeout=timedelta(seconds=1800))" in f.fix
-    assert "nccl_timeout" not in f.fix     # verl >= 0.8 reads no timeout key (ncclgen/data/verl)
+    assert "nccl_timeout" not in f.fix  # verl >= 0.8 reads no timeout key (ncclgen/data/verl)
     assert codes(run({"NCCL_FP16_ENABLE": "1"})) == [("NG002", "error")]
     assert "framework" in run({"NCCL_FP16_ENABLE": "1"})[0].fix
     assert run({"NCCL_MAX_RINGS": "8"})[0].fix == "use NCCL_MAX_CTAS=8"
@@ -107,8 +115,11 @@ def test_deprecated_alias_is_a_warning_with_replacement():
     [f] = run({"NCCL_ASYNC_ERROR_HANDLING": "1"})
     # Same value under the new name (a valid value with the same meaning), and it says that ncclgen's own
     # tier 1 pins a different one, so following the fix next to ncclgen's output is not a surprise.
-    assert (f.code, f.fix) == ("NG004", "use TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (keeps this value's meaning; "
-                                        "ncclgen's tier 1 writes 3: see ncclgen explain)")
+    assert (f.code, f.fix) == (
+        "NG004",
+        "use TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (keeps this value's meaning; "
+        "ncclgen's tier 1 writes 3: see ncclgen explain)",
+    )
     assert run({"NCCL_MIN_CTAS": "4", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}) == []
 
 
@@ -143,17 +154,16 @@ def test_out_of_range():
 
 def test_socket_threads_times_sockets_over_64():
     [f] = [f for f in run({"NCCL_SOCKET_NTHREADS": "8", "NCCL_NSOCKS_PERTHREAD": "16"}) if f.code == "NG008"]
-    assert (f.severity, f.variable, f.line, f.fix) == ("warning", "NCCL_NSOCKS_PERTHREAD", 2,
-                                                       "NCCL_NSOCKS_PERTHREAD=8")
+    assert (f.severity, f.variable, f.line, f.fix) == ("warning", "NCCL_NSOCKS_PERTHREAD", 2, "NCCL_NSOCKS_PERTHREAD=8")
     assert run({"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "8"}) == []
 
 
 def test_value_equal_to_the_default_is_info():
     [f] = run({"NCCL_IB_DISABLE": "0"})
     assert (f.code, f.severity) == ("NG009", "info")
-    assert codes(run({"NCCL_BUFFSIZE": "0x400000"})) == [("NG009", "info")]   # strtoll: same 4 MiB
+    assert codes(run({"NCCL_BUFFSIZE": "0x400000"})) == [("NG009", "info")]  # strtoll: same 4 MiB
     assert run({"NCCL_IB_DISABLE": "1"}) == []
-    assert run({"NCCL_CUMEM_ENABLE": "1"}) == []        # auto default: forcing it is not a no-op
+    assert run({"NCCL_CUMEM_ENABLE": "1"}) == []  # auto default: forcing it is not a no-op
 
 
 def test_buffsize_below_default_is_called_memory_saving():
@@ -167,7 +177,7 @@ def test_socket_knobs_on_verbs_and_efa_fabrics():
     for cluster in (H100, ROCE, EFA):
         assert codes(run({"NCCL_SOCKET_NTHREADS": "4"}, cluster)) == [("NG011", "warning")]
     assert run({"NCCL_SOCKET_NTHREADS": "4"}, TCP) == []
-    assert run({"NCCL_SOCKET_NTHREADS": "4"}) == []          # no --cluster: fabric unknown
+    assert run({"NCCL_SOCKET_NTHREADS": "4"}) == []  # no --cluster: fabric unknown
 
 
 def test_ib_knobs_on_efa_and_tcp():
@@ -210,6 +220,7 @@ def test_duplicate_assignment():
 
 # -- NCCL_IB_HCA / NCCL_SOCKET_IFNAME against the descriptor ------------------------------------------
 
+
 def hca(value, cluster=H100):
     return [f for f in run({"NCCL_IB_HCA": value}, cluster) if f.code == "NG012"]
 
@@ -232,15 +243,17 @@ def test_ib_hca_unknown_name_and_wrong_port():
     [f] = [f for f in hca("=mlx5_0:1,mlx5_99,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1")]
     assert f.severity == "error" and "mlx5_99 matches no HCA port" in f.message
     found = hca(EXACT_RAILS.replace("mlx5_0:1", "mlx5_0:2"))
-    assert {(f.severity, "mlx5_0:2" in f.message or "mlx5_0:1" in f.message) for f in found} == \
-        {("error", True), ("warning", True)}
+    assert {(f.severity, "mlx5_0:2" in f.message or "mlx5_0:1" in f.message) for f in found} == {
+        ("error", True),
+        ("warning", True),
+    }
 
 
 def test_ib_hca_clean_forms():
     assert hca(EXACT_RAILS) == []
     assert hca("^=mlx5_1,mlx5_2,mlx5_7,mlx5_8") == []
     assert hca(EXACT_RAILS, ROCE) == []
-    assert hca("mlx5", EFA) == []          # EFA: reported once as a transport mismatch (NG011)
+    assert hca("mlx5", EFA) == []  # EFA: reported once as a transport mismatch (NG011)
 
 
 def socket(value, cluster=H100):
@@ -265,6 +278,7 @@ def test_socket_ifname_clean_forms():
 
 # -- the grammar itself (NCCL v2.30.7 src/misc/utils.cc:189-244) ------------------------------------
 
+
 def test_parse_if_list():
     assert parse_if_list("mlx5") == (False, False, [("mlx5", -1)])
     assert parse_if_list("=mlx5_0:1,mlx5_1:1") == (False, True, [("mlx5_0", 1), ("mlx5_1", 1)])
@@ -273,43 +287,55 @@ def test_parse_if_list():
     assert parse_if_list("mlx5_0::0:0,,:1") == (False, False, [("mlx5_0", -1)])
 
 
-@pytest.mark.parametrize("value,device,port,hit", [
-    ("mlx5", "mlx5_10", 1, True),
-    ("mlx5_1", "mlx5_10", 1, True),          # prefix: mlx5_1 also matches mlx5_10..19
-    ("=mlx5_1", "mlx5_10", 1, False),
-    ("=mlx5_0:1,mlx5_1:1", "mlx5_0", 1, True),
-    ("=mlx5_0:1,mlx5_1:1", "mlx5_0", 2, False),
-    ("=mlx5_0:1", "mlx5_0", -1, True),       # IP interfaces are matched with port -1
-    ("^=mlx5_1,mlx5_4", "mlx5_1", 1, False),
-    ("^=mlx5_1,mlx5_4", "mlx5_10", 1, True),
-    ("^mlx5_1", "mlx5_10", 1, False),
-    ("=^mlx5_1", "mlx5_1", 1, False),       # wrong order: looks for a device named ^mlx5_1
-    ("", "mlx5_0", 1, True),                 # empty list matches everything
-    ("^", "mlx5_0", 1, False),               # ... so excluding it selects nothing
-])
+@pytest.mark.parametrize(
+    "value,device,port,hit",
+    [
+        ("mlx5", "mlx5_10", 1, True),
+        ("mlx5_1", "mlx5_10", 1, True),  # prefix: mlx5_1 also matches mlx5_10..19
+        ("=mlx5_1", "mlx5_10", 1, False),
+        ("=mlx5_0:1,mlx5_1:1", "mlx5_0", 1, True),
+        ("=mlx5_0:1,mlx5_1:1", "mlx5_0", 2, False),
+        ("=mlx5_0:1", "mlx5_0", -1, True),  # IP interfaces are matched with port -1
+        ("^=mlx5_1,mlx5_4", "mlx5_1", 1, False),
+        ("^=mlx5_1,mlx5_4", "mlx5_10", 1, True),
+        ("^mlx5_1", "mlx5_10", 1, False),
+        ("=^mlx5_1", "mlx5_1", 1, False),  # wrong order: looks for a device named ^mlx5_1
+        ("", "mlx5_0", 1, True),  # empty list matches everything
+        ("^", "mlx5_0", 1, False),  # ... so excluding it selects nothing
+    ],
+)
 def test_matches(value, device, port, hit):
     assert matches(value, device, port) is hit
 
 
 # -- inputs ----------------------------------------------------------------------------------------
 
+
 def test_shell_and_dotenv_forms():
-    text = "\n".join([
-        "# comment",
-        "export NCCL_DEBUG=INFO",
-        "NCCL_IB_TIMEOUT='22'   # trailing comment",
-        'export NCCL_SOCKET_IFNAME="=bond0" NCCL_IB_HCA=mlx5',
-        "NCCL_ALGO=Ring python train.py --x=1",
-        "export NCCL_TOPO_FILE=$HOME/topo.xml",
-        "export PATH=/usr/bin",
-        "export -n NCCL_PROTO",
-        "NCCL_PROTO=\\",
-        "Simple",
-    ])
+    text = "\n".join(
+        [
+            "# comment",
+            "export NCCL_DEBUG=INFO",
+            "NCCL_IB_TIMEOUT='22'   # trailing comment",
+            'export NCCL_SOCKET_IFNAME="=bond0" NCCL_IB_HCA=mlx5',
+            "NCCL_ALGO=Ring python train.py --x=1",
+            "export NCCL_TOPO_FILE=$HOME/topo.xml",
+            "export PATH=/usr/bin",
+            "export -n NCCL_PROTO",
+            "NCCL_PROTO=\\",
+            "Simple",
+        ]
+    )
     assert lint.parse_text(text, "x.env") == [
-        ("NCCL_DEBUG", "INFO", 2), ("NCCL_IB_TIMEOUT", "22", 3), ("NCCL_SOCKET_IFNAME", "=bond0", 4),
-        ("NCCL_IB_HCA", "mlx5", 4), ("NCCL_ALGO", "Ring", 5), ("NCCL_TOPO_FILE", None, 6),
-        ("PATH", "/usr/bin", 7), ("NCCL_PROTO", "Simple", 9)]
+        ("NCCL_DEBUG", "INFO", 2),
+        ("NCCL_IB_TIMEOUT", "22", 3),
+        ("NCCL_SOCKET_IFNAME", "=bond0", 4),
+        ("NCCL_IB_HCA", "mlx5", 4),
+        ("NCCL_ALGO", "Ring", 5),
+        ("NCCL_TOPO_FILE", None, 6),
+        ("PATH", "/usr/bin", 7),
+        ("NCCL_PROTO", "Simple", 9),
+    ]
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r\n"), max_size=40))
@@ -318,64 +344,77 @@ def test_values_quoted_by_ncclgen_env_read_back_exactly(value):
 
 
 def test_sbatch_script_reads_only_line_start_assignments():
-    text = "\n".join([
-        "#!/bin/bash",
-        "#SBATCH --nodes=2",
-        "export NCCL_DEBUG=WARN",
-        'srun bash -c "export NCCL_IB_TIMEOUT=99; python x.py"',
-        "cat > run.sh <<'EOF'",
-        "NCCL_IB_TIMEOUT=abc",
-        "EOF",
-        "  export NCCL_MIN_CTAS=8",
-        'X="multi',
-        'line"',
-        "export NCCL_BUFFSIZE=8388608",
-    ])
-    assert lint.parse_text(text, "job.sh") == [("NCCL_DEBUG", "WARN", 3), ("NCCL_MIN_CTAS", "8", 8),
-                                               ("X", "multi\nline", 9), ("NCCL_BUFFSIZE", "8388608", 11)]
+    text = "\n".join(
+        [
+            "#!/bin/bash",
+            "#SBATCH --nodes=2",
+            "export NCCL_DEBUG=WARN",
+            'srun bash -c "export NCCL_IB_TIMEOUT=99; python x.py"',
+            "cat > run.sh <<'EOF'",
+            "NCCL_IB_TIMEOUT=abc",
+            "EOF",
+            "  export NCCL_MIN_CTAS=8",
+            'X="multi',
+            'line"',
+            "export NCCL_BUFFSIZE=8388608",
+        ]
+    )
+    assert lint.parse_text(text, "job.sh") == [
+        ("NCCL_DEBUG", "WARN", 3),
+        ("NCCL_MIN_CTAS", "8", 8),
+        ("X", "multi\nline", 9),
+        ("NCCL_BUFFSIZE", "8388608", 11),
+    ]
 
 
 def test_kubernetes_manifest_env_lists_in_every_document():
-    text = "\n".join([
-        "apiVersion: v1",
-        "kind: ConfigMap",
-        "---",
-        "apiVersion: kubeflow.org/v1",
-        "kind: PyTorchJob",
-        "spec:",
-        "  pytorchReplicaSpecs:",
-        "    Worker:",
-        "      template:",
-        "        spec:",
-        "          containers:",
-        "          - name: t",
-        "            env:",
-        "            - name: NCCL_DEBUG",
-        "              value: INFO",
-        "            - {name: NCCL_IB_TIMEOUT, value: \"40\"}",
-        "            - name: MY_POD_IP",
-        "              valueFrom: {fieldRef: {fieldPath: status.podIP}}",
-    ])
-    assert lint.parse_text(text, "job.yaml") == [("NCCL_DEBUG", "INFO", 14), ("NCCL_IB_TIMEOUT", "40", 16),
-                                                 ("MY_POD_IP", None, 17)]
+    text = "\n".join(
+        [
+            "apiVersion: v1",
+            "kind: ConfigMap",
+            "---",
+            "apiVersion: kubeflow.org/v1",
+            "kind: PyTorchJob",
+            "spec:",
+            "  pytorchReplicaSpecs:",
+            "    Worker:",
+            "      template:",
+            "        spec:",
+            "          containers:",
+            "          - name: t",
+            "            env:",
+            "            - name: NCCL_DEBUG",
+            "              value: INFO",
+            '            - {name: NCCL_IB_TIMEOUT, value: "40"}',
+            "            - name: MY_POD_IP",
+            "              valueFrom: {fieldRef: {fieldPath: status.podIP}}",
+        ]
+    )
+    assert lint.parse_text(text, "job.yaml") == [
+        ("NCCL_DEBUG", "INFO", 14),
+        ("NCCL_IB_TIMEOUT", "40", 16),
+        ("MY_POD_IP", None, 17),
+    ]
     [f] = lint.lint_text(text, "job.yaml")
     assert (f.code, f.line, f.file) == ("NG007", 16, "job.yaml")
 
 
 def test_each_env_list_of_a_manifest_is_its_own_environment():
-    text = "\n".join([
-        "apiVersion: v1",
-        "kind: ConfigMap",
-        "data:",
-        "  setup.sh: |",
-        "    export NCCL_TIMEOUT=10",        # a script inside a manifest is data, not this file's env
-        "---",
-        "kind: RayJob",
-        "spec:",
-        "  head: {env: [{name: NCCL_DEBUG, value: WARN}]}",
-        "  workers:",
-        "  - env: [{name: NCCL_DEBUG, value: WARN}, {name: NCCL_DEBUG, value: INFO}]",
-    ])
+    text = "\n".join(
+        [
+            "apiVersion: v1",
+            "kind: ConfigMap",
+            "data:",
+            "  setup.sh: |",
+            "    export NCCL_TIMEOUT=10",  # a script inside a manifest is data, not this file's env
+            "---",
+            "kind: RayJob",
+            "spec:",
+            "  head: {env: [{name: NCCL_DEBUG, value: WARN}]}",
+            "  workers:",
+            "  - env: [{name: NCCL_DEBUG, value: WARN}, {name: NCCL_DEBUG, value: INFO}]",
+        ]
+    )
     assert lint.detect(text) == "manifest"
     found = lint.lint_text(text, "job.yaml")
     assert [(f.code, f.line) for f in found] == [("NG016", 11)]
@@ -390,14 +429,17 @@ def test_json_from_ncclgen_env(capsys):
     assert not [f for f in lint.lint_text(text, "env.json", H100) if f.severity == "error"]
 
 
-@pytest.mark.parametrize("text,needle", [
-    ('X="open\n', "x:1: unclosed quote"),
-    ('{"env": [}', "x:1:10: JSON syntax error"),
-    ('{"envs": []}', 'x: env: expected a JSON object with an "env" list'),
-    ('{"env": [{"name": "A", "value": [1]}]}', "x:1: env[0].value: expected a string value"),
-    ("apiVersion: v1\nkind: Pod\nspec: [", "x:4:1: YAML syntax error"),
-    ("kind: x\nspec: " + "[" * 100, "nested more than 64 levels"),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('X="open\n', "x:1: unclosed quote"),
+        ('{"env": [}', "x:1:10: JSON syntax error"),
+        ('{"envs": []}', 'x: env: expected a JSON object with an "env" list'),
+        ('{"env": [{"name": "A", "value": [1]}]}', "x:1: env[0].value: expected a string value"),
+        ("apiVersion: v1\nkind: Pod\nspec: [", "x:4:1: YAML syntax error"),
+        ("kind: x\nspec: " + "[" * 100, "nested more than 64 levels"),
+    ],
+)
 def test_bad_input_is_one_user_error(text, needle):
     with pytest.raises(UserError) as exc:
         lint.parse_text(text, "x")
@@ -405,13 +447,17 @@ def test_bad_input_is_one_user_error(text, needle):
 
 
 def test_lint_environ_checks_only_relevant_names():
-    found = lint.lint_environ({"HOME": "/root", "NCCL_TIMEOUT": "10", "NCCL_DEBUG": "WARN",
-                               "NCCL_IB_DISABLE": "0"}, H100)
-    assert [(f.variable, f.code, f.line) for f in found] == [("NCCL_IB_DISABLE", "NG009", None),
-                                                              ("NCCL_TIMEOUT", "NG002", None)]
+    found = lint.lint_environ(
+        {"HOME": "/root", "NCCL_TIMEOUT": "10", "NCCL_DEBUG": "WARN", "NCCL_IB_DISABLE": "0"}, H100
+    )
+    assert [(f.variable, f.code, f.line) for f in found] == [
+        ("NCCL_IB_DISABLE", "NG009", None),
+        ("NCCL_TIMEOUT", "NG002", None),
+    ]
 
 
 # -- the CLI ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def at_root(monkeypatch):
@@ -430,10 +476,18 @@ def test_seed_article_flags_every_false_or_misleading_setting(at_root, capsys):
     main(["lint", "--cluster", "h100-ib", "--format", "json", SEED])
     doc = json.loads(capsys.readouterr().out)
     flagged = {f["variable"]: f["code"] for f in doc["findings"]}
-    assert flagged == {"NCCL_TIMEOUT": "NG002", "NCCL_IB_DISABLE": "NG009", "NCCL_IB_HCA": "NG012",
-                       "NCCL_BUFFSIZE": "NG010", "NCCL_FP16_ENABLE": "NG002", "NCCL_FP16_BIAS_CORRECTION": "NG002",
-                       "NCCL_MAX_RINGS": "NG002", "NCCL_MIN_NRINGS": "NG004", "NCCL_SOCKET_NTHREADS": "NG011",
-                       "NCCL_NSOCKS_PERTHREAD": "NG011"}     # NCCL_DEBUG=INFO is real and valid
+    assert flagged == {
+        "NCCL_TIMEOUT": "NG002",
+        "NCCL_IB_DISABLE": "NG009",
+        "NCCL_IB_HCA": "NG012",
+        "NCCL_BUFFSIZE": "NG010",
+        "NCCL_FP16_ENABLE": "NG002",
+        "NCCL_FP16_BIAS_CORRECTION": "NG002",
+        "NCCL_MAX_RINGS": "NG002",
+        "NCCL_MIN_NRINGS": "NG004",
+        "NCCL_SOCKET_NTHREADS": "NG011",
+        "NCCL_NSOCKS_PERTHREAD": "NG011",
+    }  # NCCL_DEBUG=INFO is real and valid
     assert (doc["errors"], doc["warnings"], doc["checked"]) == (5, 4, 11)
     assert all(f["file"] == SEED and f["line"] and f["rule"] for f in doc["findings"])
 
@@ -447,10 +501,15 @@ def test_clean_input_exits_0_and_stdin_works(monkeypatch, capsys):
 def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
     bad = tmp_path / "bad.env"
     bad.write_bytes(b"NCCL_DEBUG=\x00INFO\n")
-    for args in ([str(bad)], [str(tmp_path)], [str(tmp_path / "missing.env")],
-                 ["--cluster", "no-such-cluster", str(bad)]):
-        proc = subprocess.run([sys.executable, "-m", "ncclgen", "lint", *args], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=60)
+    for args in (
+        [str(bad)],
+        [str(tmp_path)],
+        [str(tmp_path / "missing.env")],
+        ["--cluster", "no-such-cluster", str(bad)],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ncclgen", "lint", *args], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        )
         assert proc.returncode == 2 and proc.stdout == "", proc
         assert proc.stderr.startswith("ncclgen: error: ") and proc.stderr.count("\n") == 1, proc.stderr
 
@@ -458,11 +517,14 @@ def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
 def test_lint_imports_neither_kubernetes_nor_torch(tmp_path):
     env_file = tmp_path / "a.env"
     env_file.write_text("NCCL_DEBUG=WARN\n")
-    code = ("import sys; from ncclgen.cli import main; rc = main(['lint', '--cluster', 'h100-ib', sys.argv[1]]); "
-            "heavy = [m for m in ('kubernetes', 'torch', 'ray') if m in sys.modules]; "
-            "sys.exit(f'imported {heavy}' if heavy else rc)")
-    proc = subprocess.run([sys.executable, "-c", code, str(env_file)], capture_output=True, text=True, cwd=ROOT,
-                          timeout=60)
+    code = (
+        "import sys; from ncclgen.cli import main; rc = main(['lint', '--cluster', 'h100-ib', sys.argv[1]]); "
+        "heavy = [m for m in ('kubernetes', 'torch', 'ray') if m in sys.modules]; "
+        "sys.exit(f'imported {heavy}' if heavy else rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(env_file)], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -472,7 +534,7 @@ def test_lint_uses_the_project_cluster_and_says_so(tmp_path, monkeypatch, capsys
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NCCLGEN_CLUSTER", raising=False)
     (tmp_path / "job.env").write_text("NCCL_IB_HCA=mlx5\n")
-    assert main(["lint", "job.env"]) == 0          # no project: the KB's newest NCCL, no HCAs to match
+    assert main(["lint", "job.env"]) == 0  # no project: the KB's newest NCCL, no HCAs to match
     assert "checked against NCCL 2.32.3:" in capsys.readouterr().out
     (tmp_path / "ncclgen.yaml").write_text("cluster: h100-ib\n")
     assert main(["lint", "job.env"]) == 1
@@ -482,15 +544,14 @@ def test_lint_uses_the_project_cluster_and_says_so(tmp_path, monkeypatch, capsys
     monkeypatch.setenv("NCCLGEN_CLUSTER", "local-ci")
     main(["lint", "job.env"])
     assert "checked against local-ci (NCCL 2.30.7, from NCCLGEN_CLUSTER):" in capsys.readouterr().out
-    assert main(["lint", "--cluster", "h100-ib", "job.env"]) == 1     # the flag wins, and needs no origin
+    assert main(["lint", "--cluster", "h100-ib", "job.env"]) == 1  # the flag wins, and needs no origin
     assert "checked against h100-ib (NCCL 2.30.7):" in capsys.readouterr().out
 
 
 def test_names_of_newer_and_older_releases_follow_the_target_version():
     """A 2.32.3 name is fine for 2.32.3 and too new for 2.30.7; a name 2.32.3 dropped is the reverse."""
-    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"})) == []                       # the KB's NCCL: 2.32.3
-    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"}, H100)) == [("NG014", "error")]   # h100-ib: 2.30.7
+    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"})) == []  # the KB's NCCL: 2.32.3
+    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"}, H100)) == [("NG014", "error")]  # h100-ib: 2.30.7
     assert codes(run({"NCCL_NET_GDR_MLOPART": "1"})) == [("NG003", "error")]
     assert codes(run({"NCCL_NET_GDR_MLOPART": "1"}, H100)) == [("NG003", "info")]
     assert codes(run({"NCCL_IB_RAIL_POLICY": "x"}, variant(nccl="2.32.3"))) == []
-

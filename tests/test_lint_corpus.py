@@ -5,7 +5,7 @@ one, against a bundled cluster descriptor."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ def rows() -> list[dict]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def cluster(name: str):
     return None if name == "-" else descriptor.load_cluster(name)
 
@@ -46,9 +46,12 @@ def test_every_setting_gets_its_verdict(row):
     got = sorted({f"{f.code}:{f.severity}" for f in findings})
     want = [] if row["expected"] == "clean" else sorted(set(row["expected"].split(",")))
     assert got == want, [(f.code, f.severity, f.message) for f in findings]
-    for f in findings:   # a fix that writes NAME=VALUE gives a valid value: it is itself free of errors
+    for f in findings:  # a fix that writes NAME=VALUE gives a valid value: it is itself free of errors
         m = re.match(r"(?:use )?([A-Z][A-Z0-9_]*)=(\S+)", f.fix)
         if m:
-            again = [g for g in lint.lint_pairs([(m.group(1), m.group(2).rstrip(","), 1)], cluster(row["cluster"]))
-                     if g.severity == "error"]
+            again = [
+                g
+                for g in lint.lint_pairs([(m.group(1), m.group(2).rstrip(","), 1)], cluster(row["cluster"]))
+                if g.severity == "error"
+            ]
             assert again == [], (f.fix, again)

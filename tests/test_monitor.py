@@ -15,20 +15,41 @@ import sys
 import time
 
 import pytest
-
 from fake_nvml import FakeGpu, FakeNvml
+
 from ncclgen.cli import main
 from ncclgen.node import monitor
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-KEYS = ["timestamp", "hostname", "gpu", "util_gpu_pct", "util_mem_pct", "mem_used_bytes", "mem_total_bytes",
-        "power_w", "pcie_tx_kBps", "pcie_rx_kBps", "nvlink_tx_KiBps", "nvlink_rx_KiBps"]
+KEYS = [
+    "timestamp",
+    "hostname",
+    "gpu",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "mem_used_bytes",
+    "mem_total_bytes",
+    "power_w",
+    "pcie_tx_kBps",
+    "pcie_rx_kBps",
+    "nvlink_tx_KiBps",
+    "nvlink_rx_KiBps",
+]
 
 
 def two_gpus() -> FakeNvml:
-    return FakeNvml([FakeGpu(name="NVIDIA H100 80GB HBM3", bus_id="0000:1b:00.0", nvlinks=18, util=[90, 40, 100],
-                             pcie_kBps=(1000, 2000)),
-                     FakeGpu(name="NVIDIA H100 80GB HBM3", bus_id="0000:43:00.0", util=None, power_mw=None)])
+    return FakeNvml(
+        [
+            FakeGpu(
+                name="NVIDIA H100 80GB HBM3",
+                bus_id="0000:1b:00.0",
+                nvlinks=18,
+                util=[90, 40, 100],
+                pcie_kBps=(1000, 2000),
+            ),
+            FakeGpu(name="NVIDIA H100 80GB HBM3", bus_id="0000:43:00.0", util=None, power_mw=None),
+        ]
+    )
 
 
 def test_samples_every_gpu_with_nulls_for_unsupported_metrics(tmp_path):
@@ -45,8 +66,13 @@ def test_samples_every_gpu_with_nulls_for_unsupported_metrics(tmp_path):
     assert (g0[0]["power_w"], g0[0]["pcie_tx_kBps"], g0[0]["pcie_rx_kBps"]) == (700.0, 1000, 2000)
     assert g0[0]["mem_used_bytes"] == 10 << 30 and g0[0]["mem_total_bytes"] == 80 << 30
     # no utilisation, power, PCIe counters or NVLink on GPU 1: recorded as null, not skipped
-    assert all(r["util_gpu_pct"] is None and r["power_w"] is None and r["pcie_tx_kBps"] is None
-               and r["nvlink_tx_KiBps"] is None for r in g1)
+    assert all(
+        r["util_gpu_pct"] is None
+        and r["power_w"] is None
+        and r["pcie_tx_kBps"] is None
+        and r["nvlink_tx_KiBps"] is None
+        for r in g1
+    )
     # NVLink: a rate needs two readings; 18 links x 1 MiB per sample over about 0.05 s
     assert g0[0]["nvlink_tx_KiBps"] is None
     rates = [r["nvlink_rx_KiBps"] for r in g0[1:]]
@@ -77,8 +103,12 @@ sys.exit(main(sys.argv[1:]))
 def test_signal_stops_cleanly_with_the_file_flushed(tmp_path, sig):
     """As a background step of a Slurm job: killed at job end, exit 0, every line complete."""
     out = tmp_path / "m.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, "monitor", "--interval", "0.1", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, "monitor", "--interval", "0.1", "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < 4):
         time.sleep(0.05)
@@ -86,7 +116,7 @@ def test_signal_stops_cleanly_with_the_file_flushed(tmp_path, sig):
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0 and err == ""
     lines = out.read_text().splitlines()
-    assert len(lines) >= 4 and len(lines) % 2 == 0            # whole samples only
+    assert len(lines) >= 4 and len(lines) % 2 == 0  # whole samples only
     assert [json.loads(line)["gpu"] for line in lines] == [0, 1] * (len(lines) // 2)
 
 
@@ -111,20 +141,36 @@ def test_cli_writes_to_stdout_and_refuses_a_missing_folder(tmp_path, monkeypatch
 
 # -- summary -----------------------------------------------------------------------------------------
 
+
 def write_jsonl(path, host, series: dict[int, list]):
     with open(path, "w") as fh:
         for i in range(max(len(v) for v in series.values())):
             for gpu, values in series.items():
                 if i < len(values):
-                    fh.write(json.dumps({"timestamp": f"2025-01-01T00:00:{i:02d}.000Z", "hostname": host, "gpu": gpu,
-                                         "util_gpu_pct": values[i]}) + "\n")
+                    fh.write(
+                        json.dumps(
+                            {
+                                "timestamp": f"2025-01-01T00:00:{i:02d}.000Z",
+                                "hostname": host,
+                                "gpu": gpu,
+                                "util_gpu_pct": values[i],
+                            }
+                        )
+                        + "\n"
+                    )
 
 
 def expected(values):
     known = [v for v in values if v is not None]
     q = statistics.quantiles(known, n=20, method="inclusive")
-    return {"samples": len(values), "with_util": len(known), "mean": statistics.fmean(known), "p5": q[0],
-            "p95": q[18], "above_target": sum(v > 85 for v in known) / len(known)}
+    return {
+        "samples": len(values),
+        "with_util": len(known),
+        "mean": statistics.fmean(known),
+        "p5": q[0],
+        "p95": q[18],
+        "above_target": sum(v > 85 for v in known) / len(known),
+    }
 
 
 SERIES_A = {0: [100, 97, 85, 86, 12, 0, 99, 93, 88, 91, 100, 84], 1: [50, None, 60, 70, 80, 90, 95]}
@@ -148,8 +194,13 @@ def test_summary_cli_prints_the_same_numbers(tmp_path, capsys):
     assert out[0].split() == ["HOST", "GPU", "SAMPLES", "MEAN%", "P5%", "P95%", ">85%"]
     for line, values in zip(out[1:3], [SERIES_A[0], SERIES_A[1]]):
         e = expected(values)
-        assert line.split()[2:] == [f"{e['with_util']}/{e['samples']}", f"{e['mean']:.1f}", f"{e['p5']:.1f}",
-                                    f"{e['p95']:.1f}", f"{e['above_target'] * 100:.1f}"]
+        assert line.split()[2:] == [
+            f"{e['with_util']}/{e['samples']}",
+            f"{e['mean']:.1f}",
+            f"{e['p5']:.1f}",
+            f"{e['p95']:.1f}",
+            f"{e['above_target'] * 100:.1f}",
+        ]
     assert "target: above 85%" in out[-1]
 
 
@@ -160,13 +211,19 @@ def test_summary_of_a_gpu_without_utilisation(tmp_path):
     assert monitor.render_summary([row]).splitlines()[1].split() == ["h", "0", "0/2", "-", "-", "-", "-"]
 
 
-@pytest.mark.parametrize("content, where, message", [
-    ('{"hostname": "h", "gpu": 0, "util_gpu_pct": 5}\n\n{"hostname": "h", "gpu": 0, "util_gpu_pct": 5\n', ":3:",
-     "not JSON"),
-    ('{"hostname": "h", "util_gpu_pct": 5}\n', ":1:", "expected an object with hostname and gpu"),
-    ('{"hostname": "h", "gpu": 0, "util_gpu_pct": "high"}\n', ":1:", "util_gpu_pct is 'high'"),
-    ("\n", "", "no samples in"),
-])
+@pytest.mark.parametrize(
+    "content, where, message",
+    [
+        (
+            '{"hostname": "h", "gpu": 0, "util_gpu_pct": 5}\n\n{"hostname": "h", "gpu": 0, "util_gpu_pct": 5\n',
+            ":3:",
+            "not JSON",
+        ),
+        ('{"hostname": "h", "util_gpu_pct": 5}\n', ":1:", "expected an object with hostname and gpu"),
+        ('{"hostname": "h", "gpu": 0, "util_gpu_pct": "high"}\n', ":1:", "util_gpu_pct is 'high'"),
+        ("\n", "", "no samples in"),
+    ],
+)
 def test_summary_bad_input_is_one_line_exit_2(tmp_path, capsys, content, where, message):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
@@ -177,7 +234,7 @@ def test_summary_bad_input_is_one_line_exit_2(tmp_path, capsys, content, where, 
 
 def test_summary_missing_file(tmp_path, capsys):
     assert main(["monitor", "summary", str(tmp_path / "none.jsonl")]) == 2
-    assert "none.jsonl: no such file" in capsys.readouterr().err   # the same words as for a descriptor
+    assert "none.jsonl: no such file" in capsys.readouterr().err  # the same words as for a descriptor
 
 
 @pytest.mark.parametrize("command", ["discover", "doctor", "bench", "monitor", "monitor summary"])

@@ -15,7 +15,7 @@ def test_regular_file_is_replaced_atomically(tmp_path):
     target.write_text("old")
     emit("new\n", str(target), mode=0o755)
     assert target.read_text() == "new\n" and stat.S_IMODE(target.stat().st_mode) == 0o755
-    assert [p.name for p in tmp_path.iterdir()] == ["job.sh"]       # no temp file left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["job.sh"]  # no temp file left behind
 
 
 def test_devices_are_written_not_replaced():
@@ -34,6 +34,7 @@ def test_fifo_receives_the_text(tmp_path):
 
 def test_failed_render_leaves_no_file(tmp_path):
     out = tmp_path / "job.sh"
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", "slurm", "--cluster", "nope", "-o", str(out)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "slurm", "--cluster", "nope", "-o", str(out)], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and not out.exists() and list(tmp_path.iterdir()) == []

@@ -31,16 +31,19 @@ def checks(script: str) -> str:
 
 
 def test_only_the_name_is_written_and_a_missing_value_stops_the_job(capsys):
-    rc, out, err = render(capsys, "--pass-env", "WANDB_API_KEY", "--pass-env", "HF_TOKEN",
-                          "--pass-env", "WANDB_API_KEY")
+    rc, out, err = render(
+        capsys, "--pass-env", "WANDB_API_KEY", "--pass-env", "HF_TOKEN", "--pass-env", "WANDB_API_KEY"
+    )
     assert rc == 0, err
-    assert re.search(r"^# Regenerate: .* --pass-env WANDB_API_KEY --pass-env HF_TOKEN --pass-env WANDB_API_KEY$",
-                     out, re.M)
+    assert re.search(
+        r"^# Regenerate: .* --pass-env WANDB_API_KEY --pass-env HF_TOKEN --pass-env WANDB_API_KEY$", out, re.M
+    )
     code = "set -euo pipefail\n" + checks(out) + "\necho started\n"
-    assert code.count("WANDB_API_KEY:-") == 1                    # a repeated name is checked once
+    assert code.count("WANDB_API_KEY:-") == 1  # a repeated name is checked once
     base = {"PATH": os.environ["PATH"]}
-    ok = subprocess.run(["bash", "-c", code], env={**base, "WANDB_API_KEY": "v", "HF_TOKEN": "t"},
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        ["bash", "-c", code], env={**base, "WANDB_API_KEY": "v", "HF_TOKEN": "t"}, capture_output=True, text=True
+    )
     assert (ok.returncode, ok.stdout, ok.stderr) == (0, "started\n", "")
     for env, missing in (({"HF_TOKEN": "t"}, "WANDB_API_KEY"), ({"WANDB_API_KEY": "v", "HF_TOKEN": ""}, "HF_TOKEN")):
         bad = subprocess.run(["bash", "-c", code], env={**base, **env}, capture_output=True, text=True)
@@ -57,11 +60,14 @@ def test_script_with_pass_env_is_shellcheck_clean(tmp_path, capsys):
     assert proc.returncode == 0, proc.stdout
 
 
-@pytest.mark.parametrize("name, message", [
-    ("NCCL_DEBUG", "--pass-env NCCL_DEBUG: the script sets NCCL_DEBUG itself"),
-    ("1X", "--pass-env '1X': expected an environment variable name"),
-    ("A=B", "--pass-env 'A=B': expected an environment variable name"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("NCCL_DEBUG", "--pass-env NCCL_DEBUG: the script sets NCCL_DEBUG itself"),
+        ("1X", "--pass-env '1X': expected an environment variable name"),
+        ("A=B", "--pass-env 'A=B': expected an environment variable name"),
+    ],
+)
 def test_refused_names(capsys, name, message):
     rc, out, err = render(capsys, "--pass-env", name)
     assert rc == 2 and out == "" and message in err and err.count("\n") == 1, err

@@ -20,9 +20,30 @@ VALUE = "s3cr3t $(not run) `nor this` 'quoted', with commas"
 
 def _render(workload, tmp_path):
     script = tmp_path / "job.sh"
-    r = subprocess.run([sys.executable, "-m", "ncclgen", "slurm", "--cluster", "local-ci", "--tier", "1",
-                        "--workload", str(workload), "--partition", "debug", "--pass-env", NAME,
-                        "-o", str(script)], capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncclgen",
+            "slurm",
+            "--cluster",
+            "local-ci",
+            "--tier",
+            "1",
+            "--workload",
+            str(workload),
+            "--partition",
+            "debug",
+            "--pass-env",
+            NAME,
+            "-o",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0 and script.is_file(), r.stderr
     return script
 
@@ -34,7 +55,7 @@ def test_passed_variable_reaches_every_rank_and_no_file(slurm_cluster, tmp_path,
     script = _render(wl, tmp_path)
     assert VALUE not in script.read_text() and NAME in script.read_text()
 
-    monkeypatch.setenv(NAME, VALUE)          # the submitter's environment (slurm_cluster.env copies it)
+    monkeypatch.setenv(NAME, VALUE)  # the submitter's environment (slurm_cluster.env copies it)
     job, result, _ = _run_job(slurm_cluster, script, tmp_path)
     log = _log(tmp_path, job)
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
@@ -47,6 +68,8 @@ def test_passed_variable_reaches_every_rank_and_no_file(slurm_cluster, tmp_path,
     log = _log(tmp_path, job)
     assert (result.state, result.exit_code) == ("FAILED", 2), result.raw + "\n" + log
     errors = [ln for ln in log.splitlines() if "ncclgen: ERROR" in ln]
-    assert errors == [f"ncclgen: ERROR: --pass-env {NAME}: {NAME} is empty or not set in the job environment "
-                      "(export it before sbatch, which passes the submission environment unless --export says "
-                      "otherwise)"], log
+    assert errors == [
+        f"ncclgen: ERROR: --pass-env {NAME}: {NAME} is empty or not set in the job environment "
+        "(export it before sbatch, which passes the submission environment unless --export says "
+        "otherwise)"
+    ], log

@@ -10,11 +10,11 @@ import textwrap
 
 import pytest
 
-from ncclgen.load import descriptor, workload
 from ncclgen import plan
-from ncclgen.plan import rules
 from ncclgen.cli import main
+from ncclgen.load import descriptor, workload
 from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.plan import rules
 
 CLUSTERS = sorted(descriptor.available())
 WORKLOADS = sorted(workload.bundled())
@@ -34,8 +34,13 @@ def write(tmp_path, name: str, text: str) -> str:
 
 def run_cli(*args, cwd=None, env=None):
     """The real console entry point in a subprocess: exit status, stdout, stderr."""
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", *args], capture_output=True, text=True,
-                          cwd=cwd, env={**os.environ, **(env or {})})
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -116,37 +121,43 @@ def test_no_timeout_knob_is_appended_and_explain_states_verls_own():
 
 
 def test_derived_overrides_must_not_be_typed_twice(tmp_path):
-    path = write(tmp_path, "w.yaml", """\
+    path = write(
+        tmp_path,
+        "w.yaml",
+        """\
         name: twice
         description: d
         launcher: ray
         framework: verl
         verl: "0.9.1"
         command: [python3, -m, verl.trainer.main_ppo, trainer.nnodes=2]
-    """)
+    """,
+    )
     rc, out, err = run_cli("env", "--workload", path)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "w.yaml:6" in err and "command[3]" in err and "derived" in err
     rc, out, err = run_cli("env", "--workload", "verl-sft", "--", "trainer.n_gpus_per_node=4")
-    assert rc == 0      # derived only for Ray drivers; torchrun's SFT takes it as a plain override
+    assert rc == 0  # derived only for Ray drivers; torchrun's SFT takes it as a plain override
     rc, out, err = run_cli("env", "--", "trainer.n_gpus_per_node=4")
     assert rc == 2 and out == "" and err.count("\n") == 1 and "-- trainer.n_gpus_per_node=4" in err
 
 
 def test_version_gating_of_channel_counts(tmp_path):
-    old = H100.__class__(**{**H100.__dict__, "software": H100.software.__class__(
-        nccl="2.16.5", torch="2.1.0", cuda="12.1")})
+    old = H100.__class__(
+        **{**H100.__dict__, "software": H100.software.__class__(nccl="2.16.5", torch="2.1.0", cuda="12.1")}
+    )
     env_old = plan.build(old, GRPO, 3).env_dict()
     env_new = plan.build(H100, GRPO, 3).env_dict()
     assert "NCCL_MIN_NCHANNELS" in env_old and "NCCL_MIN_CTAS" not in env_old
     assert "NCCL_MIN_CTAS" in env_new and "NCCL_MIN_NCHANNELS" not in env_new
-    assert env_new["NCCL_MIN_CTAS"] == "16"   # two per rail, 8 rails
+    assert env_new["NCCL_MIN_CTAS"] == "16"  # two per rail, 8 rails
 
 
 def test_socket_threads_only_on_the_tcp_transport():
     assert "NCCL_SOCKET_NTHREADS" not in plan.build(H100, GRPO, 3).env_dict()
-    tcp = H100.__class__(**{**H100.__dict__, "network": H100.network.__class__(
-        fabric="tcp", bootstrap_interfaces=("eth0",))})
+    tcp = H100.__class__(
+        **{**H100.__dict__, "network": H100.network.__class__(fabric="tcp", bootstrap_interfaces=("eth0",))}
+    )
     env = plan.build(tcp, GRPO, 3).env_dict()
     assert env["NCCL_SOCKET_NTHREADS"] == "4" and env["NCCL_NSOCKS_PERTHREAD"] == "4"
     assert int(env["NCCL_SOCKET_NTHREADS"]) * int(env["NCCL_NSOCKS_PERTHREAD"]) <= 64
@@ -159,9 +170,9 @@ def test_megatron_and_large_model_rules():
     t1, t2 = plan.build(H100, big, 1).env_dict(), plan.build(H100, big, 2).env_dict()
     assert t1["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
     assert t2["NCCL_NVLS_ENABLE"] == "0"
-    assert int(t2["NCCL_BUFFSIZE"]) > 4 * 1024 * 1024        # never below NCCL's 4 MiB default here
+    assert int(t2["NCCL_BUFFSIZE"]) > 4 * 1024 * 1024  # never below NCCL's 4 MiB default here
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in plan.build(H100, GRPO, 3).env_dict()
-    assert "NCCL_BUFFSIZE" not in plan.build(H100, GRPO, 3).env_dict()   # 7B keeps the default
+    assert "NCCL_BUFFSIZE" not in plan.build(H100, GRPO, 3).env_dict()  # 7B keeps the default
 
 
 def test_debug_flag_switches_to_info_with_net_logging():
@@ -174,7 +185,9 @@ def test_binding_follows_the_gpu_numa_node_and_is_applied_only_at_tier_3():
     p1, p3 = plan.build(H100, GRPO, 1), plan.build(H100, GRPO, 3)
     assert not p1.launch.bind and p3.launch.bind
     assert [(b.local_rank, b.numa, b.cpus) for b in p3.binding][3:5] == [
-        (3, 0, "0-55,112-167"), (4, 1, "56-111,168-223")]
+        (3, 0, "0-55,112-167"),
+        (4, 1, "56-111,168-223"),
+    ]
     assert "NCCL_IGNORE_CPU_AFFINITY" in p3.env_dict() and "NCCL_IGNORE_CPU_AFFINITY" not in p1.env_dict()
 
 
@@ -191,8 +204,12 @@ def test_vendor_settings_win_over_generic_rules():
 
     from ncclgen.load.descriptor import EnvSetting
 
-    vendor = replace(H100, vendor_env=(EnvSetting(name="NCCL_IB_QPS_PER_CONNECTION", value="16",
-                                                  reason="vendor says", source="site", tier=1),))
+    vendor = replace(
+        H100,
+        vendor_env=(
+            EnvSetting(name="NCCL_IB_QPS_PER_CONNECTION", value="16", reason="vendor says", source="site", tier=1),
+        ),
+    )
     by = {e.name: e for e in plan.build(vendor, GRPO, 3).env}
     assert by["NCCL_IB_QPS_PER_CONNECTION"].value == "16" and str(by["NCCL_IB_QPS_PER_CONNECTION"].origin) == "vendor"
 
@@ -209,18 +226,21 @@ def test_explain_states_the_p2p_chunk_size_that_takes_effect():
     assert "takes effect" not in fits["NCCL_P2P_NET_CHUNKSIZE"].reason
 
 
-@pytest.mark.parametrize("args, expect", [
-    (["--tier", "0"], "--tier"),
-    (["--tier", "4"], "--tier"),
-    (["--tier", "x"], "--tier"),
-    (["--set", "NO_EQUALS"], "NAME=VALUE"),
-    (["--set", "1BAD=x"], "NAME=VALUE"),
-    (["--set", "NCCL_TIMEOUT=1800"], "NCCL_TIMEOUT"),
-    (["--set", "NCCL_IB_TIMEOUT=abc"], "NCCL_IB_TIMEOUT"),
-    (["--workload", "nope"], "unknown workload"),
-    (["--cluster", "nope"], "unknown cluster"),
-    (["--nodes", "0"], "--nodes"),
-])
+@pytest.mark.parametrize(
+    "args, expect",
+    [
+        (["--tier", "0"], "--tier"),
+        (["--tier", "4"], "--tier"),
+        (["--tier", "x"], "--tier"),
+        (["--set", "NO_EQUALS"], "NAME=VALUE"),
+        (["--set", "1BAD=x"], "NAME=VALUE"),
+        (["--set", "NCCL_TIMEOUT=1800"], "NCCL_TIMEOUT"),
+        (["--set", "NCCL_IB_TIMEOUT=abc"], "NCCL_IB_TIMEOUT"),
+        (["--workload", "nope"], "unknown workload"),
+        (["--cluster", "nope"], "unknown cluster"),
+        (["--nodes", "0"], "--nodes"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(args, expect):
     rc, out, err = run_cli("env", *args)
     assert rc == 2 and out == "", (args, out)
@@ -228,8 +248,11 @@ def test_bad_input_is_one_line_and_exit_2(args, expect):
 
 
 def test_malformed_workload_yaml(tmp_path):
-    for text, where in [("name: [unclosed\n", "w.yaml:2"), ("- a\n- b\n", "expected a mapping"),
-                        ("name: x\ndescription: d\nlauncher: mpirun\ncommand: [a]\n", "launcher")]:
+    for text, where in [
+        ("name: [unclosed\n", "w.yaml:2"),
+        ("- a\n- b\n", "expected a mapping"),
+        ("name: x\ndescription: d\nlauncher: mpirun\ncommand: [a]\n", "launcher"),
+    ]:
         path = write(tmp_path, "w.yaml", text)
         rc, out, err = run_cli("env", "--workload", path)
         assert rc == 2 and where in err and err.count("\n") == 1, (text, err)
@@ -241,8 +264,13 @@ def test_shell_format_is_safe_to_source_for_any_value(tmp_path):
     assert rc == 0, err
     script = tmp_path / "env.sh"
     script.write_text(out)
-    dump = subprocess.run(["bash", "-c", 'set -eu; source ./env.sh; printf %s "$NCCL_DEBUG_FILE"'],
-                          capture_output=True, text=True, cwd=tmp_path, check=True).stdout
+    dump = subprocess.run(
+        ["bash", "-c", 'set -eu; source ./env.sh; printf %s "$NCCL_DEBUG_FILE"'],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    ).stdout
     assert dump == hostile
     assert not (tmp_path / "PWNED").exists() and not (tmp_path / "PWNED2").exists()
 
@@ -267,10 +295,9 @@ def test_project_defaults_precedence(tmp_path):
     doc = json.loads(run_cli("env", "--format", "json", cwd=tmp_path)[1])
     assert (doc["tier"], doc["workload"]) == (2, "verl-sft")
     doc = json.loads(run_cli("env", "--format", "json", cwd=tmp_path, env={"NCCLGEN_TIER": "3"})[1])
-    assert doc["tier"] == 3                                    # env var beats ncclgen.yaml
-    doc = json.loads(run_cli("env", "--format", "json", "--tier", "1", cwd=tmp_path,
-                             env={"NCCLGEN_TIER": "3"})[1])
-    assert doc["tier"] == 1                                    # flag beats both
+    assert doc["tier"] == 3  # env var beats ncclgen.yaml
+    doc = json.loads(run_cli("env", "--format", "json", "--tier", "1", cwd=tmp_path, env={"NCCLGEN_TIER": "3"})[1])
+    assert doc["tier"] == 1  # flag beats both
     (tmp_path / "ncclgen.yaml").write_text("tier: 5\n")
     rc, out, err = run_cli("env", cwd=tmp_path)
     assert rc == 2 and "ncclgen.yaml:1:7: tier: expected a value <= 3" in err

@@ -9,10 +9,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import k8s_validate as kv
 import pytest
 import yaml
 
-import k8s_validate as kv
 from ncclgen import lint, plan
 from ncclgen.errors import UserError
 from ncclgen.load import descriptor, plugins, views
@@ -40,7 +40,7 @@ def pod_templates(docs):
 @pytest.mark.parametrize("cluster,target", CASES)
 def test_render_contains_the_vendors_required_elements(cluster, target):
     want = REQUIRED[cluster][target]
-    assert want["source"]            # every expectation cites the vendor file it was read from
+    assert want["source"]  # every expectation cites the vendor file it was read from
     p = build(cluster, target, want.get("tier", 1))
     env = p.env_dict()
     for name, value in want.get("env", {}).items():
@@ -89,12 +89,12 @@ def test_pod_view_renders_valid_manifests_for_every_preset(cluster):
         for d in render_k8s.documents(build(cluster, "pod", 3), kind=kind):
             kv.validate(d)
     desc = descriptor.load_cluster(cluster)
-    sft = plan.build(desc, load_workload("verl-sft"), 3, target="pod")      # torchrun: a TrainJob too
+    sft = plan.build(desc, load_workload("verl-sft"), 3, target="pod")  # torchrun: a TrainJob too
     docs = render_k8s.documents(sft, kind="trainjob")
     for d in docs:
         kv.validate(d)
     text = yaml.safe_dump_all(docs)
-    for s in views.view(desc, "pod").kubernetes.sidecars:       # the platform's sidecars reach every kind
+    for s in views.view(desc, "pod").kubernetes.sidecars:  # the platform's sidecars reach every kind
         assert f"name: {s.name}" in text
 
 
@@ -123,13 +123,14 @@ def test_every_plugin_preset_fails_loudly_when_its_plugin_is_missing():
                 assert desc.network.fabric in ("infiniband", "roce") and "NCCL_NET" not in env
             files = views.plugin_files(p.cluster)
             assert files and all(f.startswith(p.cluster.network.plugin_dir + "/") for f in files)
-            assert all(str(e.origin).startswith("plugin ") for e in p.env if e.name in ("LD_LIBRARY_PATH",
-                                                                                           "NCCL_NET_PLUGIN"))
+            assert all(
+                str(e.origin).startswith("plugin ") for e in p.env if e.name in ("LD_LIBRARY_PATH", "NCCL_NET_PLUGIN")
+            )
     assert seen == {"tcpxo", "aws-ofi-nccl", "rdma-sharp"}
 
 
 def test_registered_names_are_the_plugins_own():
-    assert plugins.get("tcpxo").net_name == "FasTrak"          # fastrak_plugin.cc:359
+    assert plugins.get("tcpxo").net_name == "FasTrak"  # fastrak_plugin.cc:359
     assert plugins.get("aws-ofi-nccl").net_name == "Libfabric"  # nccl_ofi_interface_nvidia.cpp:662
 
 
@@ -147,15 +148,17 @@ def test_plugin_only_variables_leave_with_their_plugin(tmp_path):
 def test_oci_vendor_omit_drops_the_generic_min_ctas_rule():
     env = build("oci-bm-gpu-h100-8", "host", 3).env_dict()
     assert "NCCL_MIN_CTAS" not in env
-    assert build("dgx-h100", "host", 3).env_dict()["NCCL_MIN_CTAS"] == "16"   # the rule still applies elsewhere
+    assert build("dgx-h100", "host", 3).env_dict()["NCCL_MIN_CTAS"] == "16"  # the rule still applies elsewhere
 
 
 def test_unconfirmed_bootstrap_says_so_where_it_reaches_the_env():
     p = build("dgx-h100", "host")
     by = {e.name: e for e in p.env}
     assert "site fact to confirm" in by["NCCL_SOCKET_IFNAME"].reason
-    assert "site fact to confirm" not in {e.name: e for e in build("oci-bm-gpu-h100-8", "host").env}[
-        "NCCL_SOCKET_IFNAME"].reason
+    assert (
+        "site fact to confirm"
+        not in {e.name: e for e in build("oci-bm-gpu-h100-8", "host").env}["NCCL_SOCKET_IFNAME"].reason
+    )
 
 
 def descriptor_file(tmp_path, base: str, replace_from: str, replace_to: str) -> str:
@@ -169,7 +172,7 @@ def descriptor_file(tmp_path, base: str, replace_from: str, replace_to: str) -> 
 def test_cloud_pod_without_pod_interface_names_is_refused(tmp_path):
     path = descriptor_file(tmp_path, "gcp-a3-mega", "  bootstrap_interfaces: [eth0]\n", "")
     desc = descriptor.load(path)
-    build(desc, "host")                       # the host view needs no pod names
+    build(desc, "host")  # the host view needs no pod names
     with pytest.raises(UserError, match="declare kubernetes.bootstrap_interfaces"):
         build(desc, "pod")
 
@@ -179,8 +182,14 @@ def test_topology_file_must_reach_the_pod(tmp_path):
     desc = descriptor.load(descriptor_file(tmp_path, "azure-nd-h100-v5", old, ""))
     with pytest.raises(UserError, match="is a file on the node, not in the pod"):
         build(desc, "pod")
-    desc = descriptor.load(descriptor_file(tmp_path, "azure-nd-h100-v5", old, old.replace(
-        "    config_map: ndv5-topology\n", "    host_path: /opt/microsoft/ndv5-topo.xml\n")))
+    desc = descriptor.load(
+        descriptor_file(
+            tmp_path,
+            "azure-nd-h100-v5",
+            old,
+            old.replace("    config_map: ndv5-topology\n", "    host_path: /opt/microsoft/ndv5-topo.xml\n"),
+        )
+    )
     docs = render_k8s.documents(build(desc, "pod"))
     spec = pod_templates(docs)[0]["spec"]
     vol = next(v for v in spec["volumes"] if v["name"] == views.TOPO_VOLUME)
@@ -211,8 +220,10 @@ def test_lint_pod_env_with_host_only_names_is_an_error():
         """)
     gcp = descriptor.load_cluster("gcp-a3-mega")
     found = [f for f in lint.lint_text(manifest, "pod.yaml", gcp) if f.code == "NG017"]
-    assert [(f.variable, f.severity) for f in found] == [("NCCL_SOCKET_IFNAME", "error"),
-                                                         ("NCCL_FASTRAK_IFNAME", "error")]
+    assert [(f.variable, f.severity) for f in found] == [
+        ("NCCL_SOCKET_IFNAME", "error"),
+        ("NCCL_FASTRAK_IFNAME", "error"),
+    ]
     assert "enp6s0" in found[1].message and "eth2" not in found[1].message.split("uses")[0]
     # The same names in an env file (a Slurm job on the VM) are right.
     env_file = "export NCCL_SOCKET_IFNAME==enp0s12\nexport NCCL_FASTRAK_IFNAME=enp6s0\n"
@@ -224,11 +235,11 @@ def test_lint_pod_env_with_host_only_names_is_an_error():
 
 def test_lint_plugin_only_variable_without_its_plugin_is_a_warning():
     manifest = "env:\n- {name: SHARP_COLL_LOG_LEVEL, value: '3'}\n"
-    azure = descriptor.load_cluster("azure-nd-h100-v5")       # its pods carry no SHARP plugin
+    azure = descriptor.load_cluster("azure-nd-h100-v5")  # its pods carry no SHARP plugin
     pod = [f for f in lint.lint_text(manifest, "pod.yaml", azure) if f.variable == "SHARP_COLL_LOG_LEVEL"]
     assert [(f.code, f.severity) for f in pod] == [("NG011", "warning")]
     host = lint.lint_text("export SHARP_COLL_LOG_LEVEL=3\n", "job.env", azure)
-    assert not [f for f in host if f.code == "NG011"]           # the HPC image's host loads it
+    assert not [f for f in host if f.code == "NG011"]  # the HPC image's host loads it
 
 
 def test_slurm_script_puts_the_plugin_folder_in_front_of_the_loader_path():
@@ -243,8 +254,9 @@ def test_slurm_script_puts_the_plugin_folder_in_front_of_the_loader_path():
     line = next(ln for ln in script.splitlines() if ln.startswith("export LD_LIBRARY_PATH="))
     for before, after in (("", "/var/lib/tcpxo/lib64"), ("/opt/x", "/var/lib/tcpxo/lib64:/opt/x")):
         env = {"PATH": "/usr/bin:/bin", **({"LD_LIBRARY_PATH": before} if before else {})}
-        out = subprocess.run(["bash", "-c", f'{line}\nprintf %s "$LD_LIBRARY_PATH"'], env=env,
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            ["bash", "-c", f'{line}\nprintf %s "$LD_LIBRARY_PATH"'], env=env, capture_output=True, text=True, check=True
+        ).stdout
         assert out == after
     assert "export NCCL_NET='FasTrak'" in script
     # A pod's loader path is the container's own, exactly Google's value.
@@ -266,16 +278,22 @@ def test_pyxis_container_gets_the_tcpxo_folder_mounted():
     p = build("gcp-a3-mega", "host")
     script = render_slurm.render_plan(p, render_slurm.Options(container_image="nvcr.io#nvidia/pytorch:25.01-py3"))
     assert "--container-mounts=/var/lib/tcpxo/lib64:/var/lib/tcpxo/lib64" in script
-    assert "--container-mounts" not in render_slurm.render_plan(build("aws-p5", "host"), render_slurm.Options(
-        container_image="nvcr.io#nvidia/pytorch:25.01-py3"))   # AWS's images carry aws-ofi-nccl themselves
+    assert "--container-mounts" not in render_slurm.render_plan(
+        build("aws-p5", "host"), render_slurm.Options(container_image="nvcr.io#nvidia/pytorch:25.01-py3")
+    )  # AWS's images carry aws-ofi-nccl themselves
 
 
 def test_sidecar_mount_of_an_undeclared_volume_is_refused(tmp_path):
     text = Path(descriptor.available()["oci-bm-gpu-h100-8"]).read_text()
     path = tmp_path / "oke-sidecar.yaml"
-    path.write_text(text.replace("  source: oke-hostnet\n# Oracle", "  sidecars:\n    - name: probe\n"
-                                 "      image: busybox\n      mounts: [{volume: devinf, path: /x}, "
-                                 "{volume: nope, path: /y}]\n  source: oke-hostnet\n# Oracle"))
+    path.write_text(
+        text.replace(
+            "  source: oke-hostnet\n# Oracle",
+            "  sidecars:\n    - name: probe\n"
+            "      image: busybox\n      mounts: [{volume: devinf, path: /x}, "
+            "{volume: nope, path: /y}]\n  source: oke-hostnet\n# Oracle",
+        )
+    )
     desc = descriptor.load(str(path))
     with pytest.raises(UserError, match="probe mounts volume 'nope'"):
         build(desc, "pod")

@@ -20,8 +20,7 @@ def test_volume_forms_and_stable_names():
     assert v.volume() == {"name": "pvc-train-data", "persistentVolumeClaim": {"claimName": "train-data"}}
     assert v.mount() == {"name": "pvc-train-data", "mountPath": "/data"}
     h = podspec.parse_volume("hostpath:/lustre/models:/lustre/models:ro")
-    assert h.volume() == {"name": "hostpath-lustre-models",
-                          "hostPath": {"path": "/lustre/models", "type": "Directory"}}
+    assert h.volume() == {"name": "hostpath-lustre-models", "hostPath": {"path": "/lustre/models", "type": "Directory"}}
     assert h.mount() == {"name": "hostpath-lustre-models", "mountPath": "/lustre/models", "readOnly": True}
     c = podspec.parse_volume("configmap:hydra-conf:/conf")
     assert c.volume() == {"name": "configmap-hydra-conf", "configMap": {"name": "hydra-conf"}}
@@ -34,21 +33,24 @@ def test_volume_forms_and_stable_names():
     assert len(long.name) <= 63 and long.name == podspec.parse_volume("hostpath:/" + "x" * 300 + ":/y").name
 
 
-@pytest.mark.parametrize("text, message", [
-    ("pvc:Data:/d", "is not a DNS-1123 subdomain"),
-    ("pvc:d_x:/d", "is not a DNS-1123 subdomain"),
-    ("configmap:-c:/d", "is not a DNS-1123 subdomain"),
-    ("pvc:d:rel/path", "must be an absolute path"),
-    ("hostpath:lustre:/d", "must be an absolute path"),
-    ("pvc:d:/a/../b", "must not contain '..'"),
-    ("pvc:d:/", "root"),
-    ("pvc:d:/dev/shm", "overlaps /dev/shm"),
-    ("pvc:d:/etc", "overlaps /etc/ncclgen"),
-    ("nfs:server:/d", "expected pvc:CLAIM"),
-    ("pvc:d", "expected pvc:CLAIM"),
-    ("pvc:d:/x:rw", "expected pvc:CLAIM"),
-    ("pvc:d:/x\ny", "control character"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("pvc:Data:/d", "is not a DNS-1123 subdomain"),
+        ("pvc:d_x:/d", "is not a DNS-1123 subdomain"),
+        ("configmap:-c:/d", "is not a DNS-1123 subdomain"),
+        ("pvc:d:rel/path", "must be an absolute path"),
+        ("hostpath:lustre:/d", "must be an absolute path"),
+        ("pvc:d:/a/../b", "must not contain '..'"),
+        ("pvc:d:/", "root"),
+        ("pvc:d:/dev/shm", "overlaps /dev/shm"),
+        ("pvc:d:/etc", "overlaps /etc/ncclgen"),
+        ("nfs:server:/d", "expected pvc:CLAIM"),
+        ("pvc:d", "expected pvc:CLAIM"),
+        ("pvc:d:/x:rw", "expected pvc:CLAIM"),
+        ("pvc:d:/x\ny", "control character"),
+    ],
+)
 def test_bad_volume(text, message):
     with pytest.raises(podspec.Invalid, match=message):
         podspec.parse_volume(text)
@@ -64,14 +66,17 @@ def test_duplicate_and_nested_mounts_refused():
         podspec.check_volumes([podspec.parse_volume(t) for t in ("pvc:a:/x", "pvc:a:/y")])
 
 
-@pytest.mark.parametrize("text, message", [
-    ("WANDB_API_KEY", "expected NAME=SECRET:KEY"),
-    ("WANDB_API_KEY=wandb", "expected NAME=SECRET:KEY"),
-    ("1X=s:k", "not an environment variable name"),
-    ("X=S:k", "not a DNS-1123 subdomain"),
-    ("X=s:k/y", "not a valid key"),
-    ("X=s:", "not a valid key"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("WANDB_API_KEY", "expected NAME=SECRET:KEY"),
+        ("WANDB_API_KEY=wandb", "expected NAME=SECRET:KEY"),
+        ("1X=s:k", "not an environment variable name"),
+        ("X=S:k", "not a DNS-1123 subdomain"),
+        ("X=s:k/y", "not a valid key"),
+        ("X=s:", "not a valid key"),
+    ],
+)
 def test_bad_secret_env(text, message):
     with pytest.raises(podspec.Invalid, match=message):
         podspec.parse_secret_env(text)
@@ -83,34 +88,51 @@ def test_secret_env_is_a_reference():
 
 
 def test_merge_command_line_over_descriptor():
-    base = podspec.PodSettings(labels={"team": "a"}, service_account="sa1", image_pull_secrets=("reg",),
-                               volumes=(podspec.parse_volume("pvc:data:/data"),))
-    got = podspec.merge(base, volumes=["hostpath:/lustre:/lustre"], service_account="sa2",
-                        labels=["team=b", "kueue.x-k8s.io/queue-name=gpu"], annotations=["a.io/x=$(y) `z`"],
-                        image_pull_secrets=["reg", "reg2"], secret_env=["K=s:k"], priority_class="high")
+    base = podspec.PodSettings(
+        labels={"team": "a"},
+        service_account="sa1",
+        image_pull_secrets=("reg",),
+        volumes=(podspec.parse_volume("pvc:data:/data"),),
+    )
+    got = podspec.merge(
+        base,
+        volumes=["hostpath:/lustre:/lustre"],
+        service_account="sa2",
+        labels=["team=b", "kueue.x-k8s.io/queue-name=gpu"],
+        annotations=["a.io/x=$(y) `z`"],
+        image_pull_secrets=["reg", "reg2"],
+        secret_env=["K=s:k"],
+        priority_class="high",
+    )
     assert [v.name for v in got.volumes] == ["pvc-data", "hostpath-lustre"]
     assert got.labels == {"team": "b", "kueue.x-k8s.io/queue-name": "gpu"}
     assert got.annotations == {"a.io/x": "$(y) `z`"}
-    assert got.pod_spec() == {"serviceAccountName": "sa2", "priorityClassName": "high",
-                              "imagePullSecrets": [{"name": "reg"}, {"name": "reg2"}]}
+    assert got.pod_spec() == {
+        "serviceAccountName": "sa2",
+        "priorityClassName": "high",
+        "imagePullSecrets": [{"name": "reg"}, {"name": "reg2"}],
+    }
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"volumes": ["pvc:x:/data"]}, "^--volume: mount path /data is used twice"),
-    ({"labels": ["team"]}, "^--label: --label 'team': expected KEY=VALUE"),
-    ({"labels": ["a/b/c=x"]}, "^--label: label key 'a/b/c'"),
-    ({"labels": ["x=" + "v" * 64]}, "^--label x: value"),
-    ({"labels": ["x=-v"]}, "is not a label value"),
-    ({"labels": ["app.kubernetes.io/name=x"]}, "ncclgen sets this label itself"),
-    ({"annotations": ["=x"]}, "^--annotation: annotation key ''"),
-    ({"annotations": ["k=" + "v" * (256 * 1024)]}, "256 KiB"),
-    ({"secret_env": ["NCCL_DEBUG=s:k"]}, "the plan already sets NCCL_DEBUG"),
-    ({"secret_env": ["K=s:k", "K=t:k"]}, "set twice"),
-    ({"service_account": "My_SA"}, "^--service-account: ServiceAccount name 'My_SA'"),
-    ({"priority_class": "a..b"}, "^--priority-class: PriorityClass name"),
-    ({"scheduler_name": "Volcano"}, "^--scheduler-name: scheduler name"),
-    ({"image_pull_secrets": ["reg/x"]}, "^--image-pull-secret: Secret name"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"volumes": ["pvc:x:/data"]}, "^--volume: mount path /data is used twice"),
+        ({"labels": ["team"]}, "^--label: --label 'team': expected KEY=VALUE"),
+        ({"labels": ["a/b/c=x"]}, "^--label: label key 'a/b/c'"),
+        ({"labels": ["x=" + "v" * 64]}, "^--label x: value"),
+        ({"labels": ["x=-v"]}, "is not a label value"),
+        ({"labels": ["app.kubernetes.io/name=x"]}, "ncclgen sets this label itself"),
+        ({"annotations": ["=x"]}, "^--annotation: annotation key ''"),
+        ({"annotations": ["k=" + "v" * (256 * 1024)]}, "256 KiB"),
+        ({"secret_env": ["NCCL_DEBUG=s:k"]}, "the plan already sets NCCL_DEBUG"),
+        ({"secret_env": ["K=s:k", "K=t:k"]}, "set twice"),
+        ({"service_account": "My_SA"}, "^--service-account: ServiceAccount name 'My_SA'"),
+        ({"priority_class": "a..b"}, "^--priority-class: PriorityClass name"),
+        ({"scheduler_name": "Volcano"}, "^--scheduler-name: scheduler name"),
+        ({"image_pull_secrets": ["reg/x"]}, "^--image-pull-secret: Secret name"),
+    ],
+)
 def test_merge_refuses(kwargs, message):
     base = podspec.PodSettings(volumes=(podspec.parse_volume("pvc:data:/data"),))
     with pytest.raises(UserError, match=message):
@@ -156,48 +178,89 @@ def test_descriptor_pod_settings(tmp_path):
     assert [v.name for v in ps.volumes] == ["data", "lustre"]
     assert [v.volume() for v in ps.volumes] == [
         {"name": "data", "persistentVolumeClaim": {"claimName": "train-data"}},
-        {"name": "lustre", "hostPath": {"path": "/lustre", "type": "Directory"}}]
-    assert [v.mount() for v in ps.volumes] == [{"name": "data", "mountPath": "/data"},
-                                               {"name": "lustre", "mountPath": "/lustre", "readOnly": True}]
+        {"name": "lustre", "hostPath": {"path": "/lustre", "type": "Directory"}},
+    ]
+    assert [v.mount() for v in ps.volumes] == [
+        {"name": "data", "mountPath": "/data"},
+        {"name": "lustre", "mountPath": "/lustre", "readOnly": True},
+    ]
     assert ps.secret_env == (podspec.SecretEnv("WANDB_API_KEY", "wandb", "api-key"),)
     spec = ps.pod_spec()
     assert spec["affinity"] == {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["gpu"]}]}]}},
-        "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 100, "podAffinityTerm": {"topologyKey": "ib/torset",
-                                                "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "job"}}}}]},
-        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-            {"topologyKey": "kubernetes.io/hostname",
-             "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "Exists"}]}}]},
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "agentpool", "operator": "In", "values": ["gpu"]}]}]
+            }
+        },
+        "podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "topologyKey": "ib/torset",
+                        "labelSelector": {"matchLabels": {"app.kubernetes.io/name": "job"}},
+                    },
+                }
+            ]
+        },
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "Exists"}]},
+                }
+            ]
+        },
     }
     assert spec["serviceAccountName"] == "trainer" and spec["schedulerName"] == "volcano"
 
 
-@pytest.mark.parametrize("old, new, path, message", [
-    ("pvc: train-data,", "pvc: Train,", "kubernetes.volumes[0].pvc", "not a DNS-1123 subdomain"),
-    ("mount_path: /data}", "mount_path: /a/../data}", "kubernetes.volumes[0].mount_path", "must not contain '..'"),
-    ("mount_path: /lustre,", "mount_path: /data,", "kubernetes.volumes[1]", "mount path /data is used twice"),
-    ("pvc: train-data,", "pvc: train-data, host_path: /x,", "kubernetes.volumes[0]",
-     "exactly one of host_path, config_map or pvc"),
-    ("service_account: trainer", "service_account: Trainer", "kubernetes.service_account",
-     "a DNS-1123 subdomain"),
-    ("[regcred]", "[Reg]", "kubernetes.image_pull_secrets[0]", "not a DNS-1123 subdomain"),
-    ("queue-name: gpu-queue", "queue-name: -gpu", "kubernetes.labels.kueue.x-k8s.io/queue-name",
-     "is not a label value"),
-    ("k8s.v1.cni.cncf.io/networks: ib", "a/b/c: ib", "kubernetes.annotations.a/b/c", "not a DNS-1123"),
-    ('"WANDB_API_KEY=wandb:api-key"', '"WANDB_API_KEY=wandb"', "kubernetes.secret_env[0]",
-     "expected NAME=SECRET:KEY"),
-    ("operator: In, values: [gpu]", "operator: In, values: []",
-     "kubernetes.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-     ".matchExpressions[0].values", "needs at least one value"),
-    ("operator: In, values: [gpu]", "operator: Has, values: [gpu]",
-     "kubernetes.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-     ".matchExpressions[0].operator", "expected one of"),
-    ("topologyKey: ib/torset", "topologyKey: ib/tor/set", "podAffinityTerm.topologyKey", "prefix"),
-    ("operator: Exists}]", "operator: Exists, values: [x]}]", "matchExpressions[0].values", "takes no values"),
-    ("weight: 100", "weight: 101", "weight", "<= 100"),
-])
+@pytest.mark.parametrize(
+    "old, new, path, message",
+    [
+        ("pvc: train-data,", "pvc: Train,", "kubernetes.volumes[0].pvc", "not a DNS-1123 subdomain"),
+        ("mount_path: /data}", "mount_path: /a/../data}", "kubernetes.volumes[0].mount_path", "must not contain '..'"),
+        ("mount_path: /lustre,", "mount_path: /data,", "kubernetes.volumes[1]", "mount path /data is used twice"),
+        (
+            "pvc: train-data,",
+            "pvc: train-data, host_path: /x,",
+            "kubernetes.volumes[0]",
+            "exactly one of host_path, config_map or pvc",
+        ),
+        ("service_account: trainer", "service_account: Trainer", "kubernetes.service_account", "a DNS-1123 subdomain"),
+        ("[regcred]", "[Reg]", "kubernetes.image_pull_secrets[0]", "not a DNS-1123 subdomain"),
+        (
+            "queue-name: gpu-queue",
+            "queue-name: -gpu",
+            "kubernetes.labels.kueue.x-k8s.io/queue-name",
+            "is not a label value",
+        ),
+        ("k8s.v1.cni.cncf.io/networks: ib", "a/b/c: ib", "kubernetes.annotations.a/b/c", "not a DNS-1123"),
+        (
+            '"WANDB_API_KEY=wandb:api-key"',
+            '"WANDB_API_KEY=wandb"',
+            "kubernetes.secret_env[0]",
+            "expected NAME=SECRET:KEY",
+        ),
+        (
+            "operator: In, values: [gpu]",
+            "operator: In, values: []",
+            "kubernetes.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values",
+            "needs at least one value",
+        ),
+        (
+            "operator: In, values: [gpu]",
+            "operator: Has, values: [gpu]",
+            "kubernetes.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].operator",
+            "expected one of",
+        ),
+        ("topologyKey: ib/torset", "topologyKey: ib/tor/set", "podAffinityTerm.topologyKey", "prefix"),
+        ("operator: Exists}]", "operator: Exists, values: [x]}]", "matchExpressions[0].values", "takes no values"),
+        ("weight: 100", "weight: 101", "weight", "<= 100"),
+    ],
+)
 def test_descriptor_pod_setting_errors(tmp_path, old, new, path, message):
     text = edit("kubernetes:\n  source: a\n", POD)
     text = edit(old, new, text)

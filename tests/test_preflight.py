@@ -56,7 +56,7 @@ def fake_dev(root: Path, gpus: int) -> None:
     (root / "dev").mkdir(parents=True, exist_ok=True)
     for i in range(gpus):
         (root / "dev" / f"nvidia{i}").write_text("")
-    (root / "dev" / "nvidiactl").write_text("")     # not a GPU: must not be counted
+    (root / "dev" / "nvidiactl").write_text("")  # not a GPU: must not be counted
 
 
 def fake_bin(root: Path, *names: str) -> None:
@@ -90,22 +90,25 @@ def run(node, spec):
 
 # -- the spec, from the plan ---------------------------------------------------------------------------
 
+
 def test_spec_for_h100_ib_lists_what_the_plan_relies_on():
     s = h100_spec()
     assert s["v"] == pf.SPEC_VERSION == spec_mod.SPEC_VERSION
     assert s["hca"] == {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"}
     assert s["ifaces"] == {"NCCL_SOCKET_IFNAME": "=bond0", "GLOO_SOCKET_IFNAME": "=bond0"}
     assert s["gpus"] == 8 and s["shm_bytes"] == GIB and s["memlock_unlimited"] is True
-    assert s["commands"] == ["numactl"]          # tier-3 torchrun ranks run under numactl
-    assert "files" not in s                      # no topology file, no plugin on h100-ib
+    assert s["commands"] == ["numactl"]  # tier-3 torchrun ranks run under numactl
+    assert "files" not in s  # no topology file, no plugin on h100-ib
     assert json.loads(spec_mod.encode(s)) == s and "\n" not in spec_mod.encode(s)
 
 
 def test_spec_follows_the_plan_not_the_descriptor():
-    assert "commands" not in spec_mod.spec(plan(tier=2))                        # no binding below tier 3
+    assert "commands" not in spec_mod.spec(plan(tier=2))  # no binding below tier 3
     assert "commands" not in spec_mod.spec(plan(workload="verl-grpo-qwen2-7b"))  # Ray binds without numactl
-    s = spec_mod.spec(plan(sets=["NCCL_IB_HCA=mlx5_0", "NCCL_SOCKET_IFNAME=^docker,lo",
-                                 "NCCL_TOPO_FILE=/etc/topo.xml"]), plugin_files=("/usr/lib/libnccl-net.so",))
+    s = spec_mod.spec(
+        plan(sets=["NCCL_IB_HCA=mlx5_0", "NCCL_SOCKET_IFNAME=^docker,lo", "NCCL_TOPO_FILE=/etc/topo.xml"]),
+        plugin_files=("/usr/lib/libnccl-net.so",),
+    )
     assert s["hca"] == {"NCCL_IB_HCA": "mlx5_0"} and s["ifaces"]["NCCL_SOCKET_IFNAME"] == "^docker,lo"
     assert s["files"] == [["net plugin", "/usr/lib/libnccl-net.so"], ["NCCL_TOPO_FILE", "/etc/topo.xml"]]
     assert "hca" not in spec_mod.spec(plan(sets=["NCCL_IB_DISABLE=1"]))
@@ -114,8 +117,8 @@ def test_spec_follows_the_plan_not_the_descriptor():
 def test_spec_for_local_ci_and_other_fabrics():
     s = spec_mod.spec(plan("local-ci"))
     assert s["ifaces"] == {"NCCL_SOCKET_IFNAME": "=lo", "GLOO_SOCKET_IFNAME": "=lo"}
-    assert "hca" not in s and "memlock_unlimited" not in s and s["gpus"] == 2   # TCP: no RDMA registration
-    assert spec_mod.spec(plan("aws-p5"))["memlock_unlimited"] is True          # EFA registers memory
+    assert "hca" not in s and "memlock_unlimited" not in s and s["gpus"] == 2  # TCP: no RDMA registration
+    assert spec_mod.spec(plan("aws-p5"))["memlock_unlimited"] is True  # EFA registers memory
     azure = spec_mod.spec(plan("azure-nd-h100-v5"))
     assert ["NCCL_TOPO_FILE", "/opt/microsoft/ndv5-topo.xml"] in azure["files"]
 
@@ -128,6 +131,7 @@ def test_describe_has_one_line_per_check():
 
 
 # -- the checks on fake nodes ----------------------------------------------------------------------------
+
 
 def test_healthy_dgx_passes_every_check(tmp_path):
     code, out, err = run(healthy_dgx(tmp_path), h100_spec())
@@ -147,7 +151,8 @@ def test_missing_hca_names_the_device(tmp_path):
         "mlx5_0, found no such device (have: none)",
         "ncclgen: preflight FAILED: node node7: NCCL_IB_HCA mlx5_3 port 1: expected an RDMA device named "
         "mlx5_3, found no such device (have: none)",
-        "ncclgen: preflight FAILED on node node7: 2 problem(s); the job stops before the launch (exit 6)"]
+        "ncclgen: preflight FAILED on node node7: 2 problem(s); the job stops before the launch (exit 6)",
+    ]
 
 
 def test_hca_port_down_wrong_port_and_exact_vs_prefix(tmp_path):
@@ -156,7 +161,7 @@ def test_hca_port_down_wrong_port_and_exact_vs_prefix(tmp_path):
     assert code == 6
     assert err[0].endswith("NCCL_IB_HCA mlx5_7 port 1: expected state ACTIVE, found port 1 DOWN")
     assert err[1].endswith("NCCL_IB_HCA mlx5_0 port 2: expected the port to exist, found ports 1")
-    assert len(err) == 3        # mlx5_1 (exact, any port) is ACTIVE; the last line is the summary
+    assert len(err) == 3  # mlx5_1 (exact, any port) is ACTIVE; the last line is the summary
     # '=' is exact: mlx5_1 does not stand for mlx5_10; without '=' it is a prefix that does.
     code, _, err = run(node, {"v": 1, "hca": {"NCCL_IB_HCA": "=mlx5_1"}})
     assert code == 0
@@ -175,8 +180,10 @@ def test_hca_prefix_and_exclusion(tmp_path):
     assert run(node, {"v": 1, "hca": {"NCCL_IB_HCA": "mlx5_7,mlx5_8"}})[0] == 6
     assert run(node, {"v": 1, "hca": {"NCCL_IB_HCA": "mlx5"}})[0] == 0
     code, _, err = run(node, {"v": 1, "hca": {"NCCL_IB_HCA": "mlx5_7:1"}})
-    assert err[0].endswith("NCCL_IB_HCA mlx5_7 port 1: expected an ACTIVE port on a device whose name starts "
-                           "with mlx5_7, found mlx5_7: port 1 DOWN")
+    assert err[0].endswith(
+        "NCCL_IB_HCA mlx5_7 port 1: expected an ACTIVE port on a device whose name starts "
+        "with mlx5_7, found mlx5_7: port 1 DOWN"
+    )
 
 
 def test_bootstrap_interface_missing_or_without_ipv4(tmp_path):
@@ -184,10 +191,13 @@ def test_bootstrap_interface_missing_or_without_ipv4(tmp_path):
     node.addrs = {}
     code, _, err = run(node, {"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=bond0", "GLOO_SOCKET_IFNAME": "=bond1"}})
     assert code == 6
-    assert err[0] == ("ncclgen: preflight FAILED: node node7: NCCL_SOCKET_IFNAME bond0: expected an IPv4 "
-                      "address, found none on bond0")
-    assert err[1].startswith("ncclgen: preflight FAILED: node node7: GLOO_SOCKET_IFNAME bond1: expected an "
-                             "interface named bond1, found no such interface (have: bond0, ens2f1np1, ")
+    assert err[0] == (
+        "ncclgen: preflight FAILED: node node7: NCCL_SOCKET_IFNAME bond0: expected an IPv4 address, found none on bond0"
+    )
+    assert err[1].startswith(
+        "ncclgen: preflight FAILED: node node7: GLOO_SOCKET_IFNAME bond1: expected an "
+        "interface named bond1, found no such interface (have: bond0, ens2f1np1, "
+    )
 
 
 def test_bootstrap_prefix_and_exclusion(tmp_path):
@@ -211,8 +221,14 @@ def test_files_readable_missing_or_a_directory(tmp_path):
     node = healthy_dgx(tmp_path)
     topo = tmp_path / "topo.xml"
     topo.write_text("<system/>")
-    spec = {"v": 1, "files": [["NCCL_TOPO_FILE", str(topo)], ["net plugin", str(tmp_path / "lib" / "libnccl-net.so")],
-                              ["net plugin", str(tmp_path)]]}
+    spec = {
+        "v": 1,
+        "files": [
+            ["NCCL_TOPO_FILE", str(topo)],
+            ["net plugin", str(tmp_path / "lib" / "libnccl-net.so")],
+            ["net plugin", str(tmp_path)],
+        ],
+    }
     code, _, err = run(node, spec)
     assert code == 6 and len(err) == 3
     assert err[0].endswith(f"net plugin {tmp_path}/lib/libnccl-net.so: expected a readable file, found no such file")
@@ -230,12 +246,12 @@ def test_gpu_count_from_device_nodes_and_cuda_visible_devices(tmp_path):
     (tmp_path / "dev" / "nvidia7").unlink()
     node.environ = {}
     code, _, err = run(node, {"v": 1, "gpus": 8})
-    assert err[0].endswith("GPUs: expected 8 visible, found 7 /dev/nvidiaN device(s)")   # nvidiactl not counted
+    assert err[0].endswith("GPUs: expected 8 visible, found 7 /dev/nvidiaN device(s)")  # nvidiactl not counted
 
 
 def test_shm_and_memlock(tmp_path):
     node = healthy_dgx(tmp_path)
-    node._shm, node._memlock = 64 << 20, 8 << 20          # Docker's default 64 MiB; a common 8 MiB ulimit -l
+    node._shm, node._memlock = 64 << 20, 8 << 20  # Docker's default 64 MiB; a common 8 MiB ulimit -l
     code, _, err = run(node, {"v": 1, "shm_bytes": GIB, "memlock_unlimited": True})
     assert code == 6
     assert err[0].endswith("/dev/shm: expected at least 1 GiB, found 64 MiB")
@@ -276,17 +292,29 @@ def test_every_problem_is_reported_not_only_the_first(tmp_path):
 
 # -- the program as the job runs it ---------------------------------------------------------------------
 
+
 def _program(spec, env=None, preexec=None):
     """python3 -I -c "$NCCLGEN_PREFLIGHT" SPEC: isolated (no PYTHONPATH, no ncclgen importable)."""
-    return subprocess.run([sys.executable, "-I", "-c", jobside.source("preflight"), spec],
-                          capture_output=True, text=True, timeout=30, env=env, preexec_fn=preexec, check=False)
+    return subprocess.run(
+        [sys.executable, "-I", "-c", jobside.source("preflight"), spec],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+        preexec_fn=preexec,
+        check=False,
+    )
 
 
 def test_embedded_program_on_a_fake_node(tmp_path):
     sf.dgx_h100(tmp_path)
     fake_dev(tmp_path, 8)
-    env = {"PATH": os.environ["PATH"], "NCCLGEN_PREFLIGHT_SYSFS": str(tmp_path / "sys"),
-           "NCCLGEN_PREFLIGHT_DEV": str(tmp_path / "dev"), "SLURMD_NODENAME": "node3"}
+    env = {
+        "PATH": os.environ["PATH"],
+        "NCCLGEN_PREFLIGHT_SYSFS": str(tmp_path / "sys"),
+        "NCCLGEN_PREFLIGHT_DEV": str(tmp_path / "dev"),
+        "SLURMD_NODENAME": "node3",
+    }
     spec = {"v": 1, "hca": {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_11:1"}, "gpus": 8}
     r = _program(json.dumps(spec), env)
     assert (r.returncode, r.stderr) == (0, ""), r.stderr
@@ -298,18 +326,22 @@ def test_embedded_program_on_a_fake_node(tmp_path):
         "ncclgen: preflight FAILED: node node3: NCCL_IB_HCA mlx5_7 port 1: expected state ACTIVE, found port 1 DOWN",
         "ncclgen: preflight FAILED: node node3: NCCL_IB_HCA mlx5_99 port 1: expected an RDMA device named mlx5_99, "
         "found no such device (have: mlx5_0, mlx5_1, mlx5_10, mlx5_11, mlx5_2, mlx5_3, mlx5_4, mlx5_5, mlx5_6, "
-        "mlx5_7, mlx5_8, mlx5_9)"]
+        "mlx5_7, mlx5_8, mlx5_9)",
+    ]
 
 
 def test_embedded_program_reads_the_real_locked_memory_limit():
     def limit():
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (65536, resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]))
+
     r = _program(json.dumps({"v": 1, "memlock_unlimited": True}), preexec=limit)
     assert r.returncode == 6
     assert r.stderr.splitlines()[0].endswith("locked-memory limit (ulimit -l): expected unlimited, found 64 KiB")
     if resource.getrlimit(resource.RLIMIT_MEMLOCK)[1] == resource.RLIM_INFINITY:
+
         def unlimited():
             resource.setrlimit(resource.RLIMIT_MEMLOCK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
         assert _program(json.dumps({"v": 1, "memlock_unlimited": True}), preexec=unlimited).returncode == 0
 
 
@@ -325,12 +357,15 @@ def test_spec_from_a_file(tmp_path):
     assert (r.returncode, r.stderr) == (0, "") and "preflight passed" in r.stdout
 
 
-@pytest.mark.parametrize("arg, why", [
-    ("not json", "Expecting value"),
-    ("@/nonexistent/spec.json", "No such file or directory"),
-    ('{"v": 99}', "spec version 99, this program reads 1"),
-    ("[1]", "spec version None"),
-])
+@pytest.mark.parametrize(
+    "arg, why",
+    [
+        ("not json", "Expecting value"),
+        ("@/nonexistent/spec.json", "No such file or directory"),
+        ('{"v": 99}', "spec version 99, this program reads 1"),
+        ("[1]", "spec version None"),
+    ],
+)
 def test_bad_spec_exits_2_with_one_line(arg, why):
     r = _program(arg)
     assert r.returncode == pf.EXIT_USAGE == 2

@@ -31,7 +31,7 @@ from ncclgen.plan import preflight
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 NODES = 2
-FAILED_WITHIN_S = 15      # issue 11: a job whose HCAs are missing ends FAILED within 15 s of submission
+FAILED_WITHIN_S = 15  # issue 11: a job whose HCAs are missing ends FAILED within 15 s of submission
 JOB_TIMEOUT_S = 240
 
 
@@ -54,17 +54,47 @@ def _workload(tmp_path: Path, launcher: str, marker: Path) -> Path:
     # The rank / driver program also leaves a trace: it is what the launch would run.
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'a').write('ran\\n')"]
     path = tmp_path / f"pf-{launcher}.yaml"
-    path.write_text(yaml.safe_dump({
-        "name": f"pf-{launcher}", "description": "preflight end-to-end test", "launcher": launcher,
-        "framework": "torch", "nodes": NODES, "time": "00:10:00", "command": command,
-    }), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"pf-{launcher}",
+                "description": "preflight end-to-end test",
+                "launcher": launcher,
+                "framework": "torch",
+                "nodes": NODES,
+                "time": "00:10:00",
+                "command": command,
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
 def _render(cluster: str | Path, workload: Path, out: Path, *extra: str) -> Path:
-    r = subprocess.run([sys.executable, "-m", "ncclgen", "slurm", "--cluster", str(cluster), "--tier", "3",
-                        "--workload", str(workload), "--partition", "debug", "-o", str(out), *extra],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ncclgen",
+            "slurm",
+            "--cluster",
+            str(cluster),
+            "--tier",
+            "3",
+            "--workload",
+            str(workload),
+            "--partition",
+            "debug",
+            "-o",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0 and out.is_file(), r.stderr
     return out
 
@@ -79,7 +109,7 @@ def shims(tmp_path, monkeypatch) -> Path:
         real = shutil.which(name)
         assert real, f"{name} is not installed"
         shim = bin_dir / name
-        shim.write_text(f"#!/bin/sh\necho {name} >> {trace}\nexec {real} \"$@\"\n", encoding="utf-8")
+        shim.write_text(f'#!/bin/sh\necho {name} >> {trace}\nexec {real} "$@"\n', encoding="utf-8")
         shim.chmod(0o755)
     # LocalSlurm.env copies os.environ at each call; sbatch hands it to the job (--export=ALL).
     monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:{os.environ['PATH']}")
@@ -100,13 +130,14 @@ def test_missing_hca_fails_the_job_before_any_launch(slurm_cluster, tmp_path, sh
     ran = tmp_path / "ran.txt"
     script = _render(_descriptor_without_hcas(tmp_path), _workload(tmp_path, launcher, ran), tmp_path / "job.sh")
     result, elapsed, log = _submit(slurm_cluster, script, tmp_path, timeout=60)
-    print(f"{launcher} job with missing HCAs: {result.state} exit {result.exit_code} {elapsed:.1f} s after "
-          "submission")
+    print(f"{launcher} job with missing HCAs: {result.state} exit {result.exit_code} {elapsed:.1f} s after submission")
     assert (result.state, result.exit_code) == ("FAILED", preflight.EXIT_PROBLEMS), result.raw + "\n" + log
     assert elapsed <= FAILED_WITHIN_S, log
     for node in ("node1", "node2"):
-        assert (f"ncclgen: preflight FAILED: node {node}: NCCL_IB_HCA mlx5_0 port 1: expected an RDMA device "
-                f"named mlx5_0, found no such device") in log, log
+        assert (
+            f"ncclgen: preflight FAILED: node {node}: NCCL_IB_HCA mlx5_0 port 1: expected an RDMA device "
+            f"named mlx5_0, found no such device"
+        ) in log, log
     assert not shims.exists(), f"launched: {shims.read_text()}\n{log}"
     assert not ran.exists(), log
 
@@ -119,14 +150,15 @@ def test_local_ci_passes_the_preflight_then_launches(slurm_cluster, tmp_path, sh
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
     for node in ("node1", "node2"):
         assert f"ncclgen: preflight passed on node {node} in " in log, log
-    assert shims.read_text().split() == ["torchrun", "torchrun"], log     # one agent per node
-    assert ran.read_text().split() == ["ran"] * 4, log                     # 2 nodes x 2 ranks
+    assert shims.read_text().split() == ["torchrun", "torchrun"], log  # one agent per node
+    assert ran.read_text().split() == ["ran"] * 4, log  # 2 nodes x 2 ranks
 
 
 def test_no_preflight_launches_even_without_the_hcas(slurm_cluster, tmp_path, shims):
     ran = tmp_path / "ran.txt"
-    script = _render(_descriptor_without_hcas(tmp_path), _workload(tmp_path, "torchrun", ran), tmp_path / "job.sh",
-                     "--no-preflight")
+    script = _render(
+        _descriptor_without_hcas(tmp_path), _workload(tmp_path, "torchrun", ran), tmp_path / "job.sh", "--no-preflight"
+    )
     assert "NCCLGEN_PREFLIGHT" not in script.read_text(encoding="utf-8")
     result, _, log = _submit(slurm_cluster, script, tmp_path)
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import skip_or_fail
-from ncclgen.load import descriptor, workload
-from ncclgen import plan, datapaths
-from ncclgen.plan import rules
+
+from ncclgen import datapaths, plan
 from ncclgen.cli import main
+from ncclgen.load import descriptor, workload
+from ncclgen.plan import rules
 
 ROOT = Path(__file__).resolve().parent.parent
 H100 = Path(datapaths.bundled("clusters")) / "h100-ib.yaml"
@@ -31,7 +31,7 @@ def cli(capsys, *args: str) -> tuple[int, str, str]:
     """The CLI entry point in-process (fast); returns (exit status, stdout, stderr)."""
     try:
         code = main(list(args))
-    except SystemExit as exc:   # `validate` exits 2 by itself, as it does from the console script
+    except SystemExit as exc:  # `validate` exits 2 by itself, as it does from the console script
         code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
@@ -55,8 +55,14 @@ def fill_todos(text: str) -> str:
 
 # -- init ---------------------------------------------------------------------------------------------
 
-EXPECTED = ["clusters/lab.yaml", "ncclgen.yaml", "schema/descriptor.schema.json", "ci/check.sh",
-            ".github/workflows/ncclgen.yml", "workloads/README.md"]
+EXPECTED = [
+    "clusters/lab.yaml",
+    "ncclgen.yaml",
+    "schema/descriptor.schema.json",
+    "ci/check.sh",
+    ".github/workflows/ncclgen.yml",
+    "workloads/README.md",
+]
 
 
 def test_init_writes_the_repository_layout(tmp_path, capsys):
@@ -90,7 +96,7 @@ def test_scaffold_fails_validation_at_the_first_todo_and_passes_with_the_example
     assert numbers == sorted(numbers)
 
     filled = fill_todos(text)
-    assert "TODO" not in re.sub(r"#.*", "", filled)      # every placeholder had an example
+    assert "TODO" not in re.sub(r"#.*", "", filled)  # every placeholder had an example
     path.write_text(filled)
     code, out, err = cli(capsys, "validate", str(path))
     assert (code, err) == (0, ""), err
@@ -110,7 +116,9 @@ def test_init_never_overwrites_without_force(tmp_path, capsys):
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     code, out, err = cli(capsys, "init", str(tmp_path), "--name", "lab")
     assert code == 2 and out == ""
-    assert err == f"ncclgen: error: {tmp_path / 'clusters/lab.yaml'}: already exists; not overwriting it (use --force)\n"
+    assert (
+        err == f"ncclgen: error: {tmp_path / 'clusters/lab.yaml'}: already exists; not overwriting it (use --force)\n"
+    )
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
     code, _, err = cli(capsys, "init", str(tmp_path), "--name", "lab", "--force")
     assert (code, err) == (0, "")
@@ -148,12 +156,16 @@ def _discovered(tmp_path: Path) -> Path:
     sys.path.insert(0, str(Path(__file__).parent))
     import fake_nvml
     import sysfs_fixtures
+
     from ncclgen.node import discover
 
     layout = sysfs_fixtures.dgx_h100(tmp_path / "sysfs")
-    text = discover.discover(str(layout.root), backend=fake_nvml.FakeNvml.from_layout(layout), hostname="dgx-001",
-                             software={k: (v, "test") for k, v in (("nccl", "2.30.7"), ("torch", "2.13.0"),
-                                                                   ("cuda", "12.9"))})
+    text = discover.discover(
+        str(layout.root),
+        backend=fake_nvml.FakeNvml.from_layout(layout),
+        hostname="dgx-001",
+        software={k: (v, "test") for k, v in (("nccl", "2.30.7"), ("torch", "2.13.0"), ("cuda", "12.9"))},
+    )
     path = tmp_path / "node.yaml"
     path.write_text(text)
     return path
@@ -175,7 +187,7 @@ def test_init_from_discover_with_a_new_name_renames_the_descriptor(tmp_path, cap
     assert (code, err) == (0, "")
     path = tmp_path / "repo/clusters/prod-a.yaml"
     assert descriptor.load(str(path)).name == "prod-a"
-    assert path.read_text().count("# guess:") == node.read_text().count("# guess:")   # comments kept
+    assert path.read_text().count("# guess:") == node.read_text().count("# guess:")  # comments kept
 
 
 def test_init_from_discover_refuses_an_invalid_file(tmp_path, capsys):
@@ -194,7 +206,7 @@ def test_check_sh_passes_shellcheck(tmp_path, capsys):
     assert proc.returncode == 0, proc.stdout
 
 
-@pytest.mark.slow   # about 30 ncclgen processes: 3 tiers x (env, slurm, k8s) each piped into lint
+@pytest.mark.slow  # about 30 ncclgen processes: 3 tiers x (env, slurm, k8s) each piped into lint
 def test_ci_check_fails_on_the_scaffold_and_passes_once_filled(tmp_path, capsys):
     """The scaffolded CI end to end: validate, TODO check, schema check, env/slurm/k8s | lint per tier."""
     cli(capsys, "init", str(tmp_path), "--name", "lab")
@@ -219,6 +231,7 @@ def test_ci_check_fails_on_the_scaffold_and_passes_once_filled(tmp_path, capsys)
 
 # -- pre-commit hooks ---------------------------------------------------------------------------------
 
+
 def hooks() -> dict[str, dict]:
     return {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
 
@@ -234,7 +247,7 @@ def test_hooks_are_complete_and_name_real_commands(capsys):
     assert set(hs) == {"ncclgen-validate", "ncclgen-lint"}
     for h in hs.values():
         assert {"id", "name", "entry", "language", "files"} <= set(h)
-        assert h["language"] == "python"       # pre-commit pip-installs this repository for it
+        assert h["language"] == "python"  # pre-commit pip-installs this repository for it
         sub = h["name"].split()[1]
         assert f"ncclgen {sub}" in h["entry"]
         code, out, _ = cli(capsys, sub, "--help")
@@ -269,6 +282,7 @@ def test_lint_hook_fails_on_invented_variables_and_passes_rendered_env(tmp_path,
 
 # -- diff ---------------------------------------------------------------------------------------------
 
+
 def test_diff_tier_1_vs_3_shows_the_tier_2_and_3_additions(capsys):
     code, out, err = cli(capsys, "diff", "--cluster", "h100-ib", "--tier", "1", "--vs-tier", "3")
     assert (code, err) == (0, "")
@@ -293,7 +307,12 @@ def test_diff_the_other_way_lists_removals_with_the_reason_of_the_side_that_has_
     doc = json.loads(out)
     assert code == 0 and doc["added"] == [] and doc["changed"] == []
     removed = {e["name"]: e for e in doc["removed"]}
-    assert set(removed) == {"NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_TIMEOUT", "NCCL_MIN_CTAS", "NCCL_IGNORE_CPU_AFFINITY"}
+    assert set(removed) == {
+        "NCCL_IB_QPS_PER_CONNECTION",
+        "NCCL_IB_TIMEOUT",
+        "NCCL_MIN_CTAS",
+        "NCCL_IGNORE_CPU_AFFINITY",
+    }
     assert removed["NCCL_MIN_CTAS"]["origin"] == "rule min-ctas" and removed["NCCL_MIN_CTAS"]["tier"] == 3
     assert doc["binding"] == {"from": True, "to": False, "ranks": []}
 
@@ -308,7 +327,7 @@ def test_diff_of_two_descriptors_differing_in_hcas_shows_nccl_ib_hca_changed(tmp
     old = "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
     assert lines[1] == f"~ NCCL_IB_HCA: {old} -> {old.replace('mlx5_0:', 'mlx5_12:')}    [tier 1, rule ib-hca-exact]"
     assert [l for l in lines if l[:2] in ("+ ", "- ", "~ ")] == [lines[1], lines[4]]
-    assert lines[4].startswith("~ binding: local rank(s) 0 bind")     # rank 0's rail changed
+    assert lines[4].startswith("~ binding: local rank(s) 0 bind")  # rank 0's rail changed
     assert lines[-1].startswith("1 changed, 0 added, 0 removed")
 
 

@@ -38,13 +38,67 @@ from ncclgen.render import k8s as render_k8s
 
 # Control characters (ESC, CR, NUL, NEL) are refused when the workload is read (tests/test_hostile.py).
 HOSTILE = [
-    "$(touch {tmp}/pwned-dollar)", "`touch {tmp}/pwned-backtick`", "$HOME", "${HOME}", "~", "~/x", "~root",
-    "${oc.env:USER}", "${oc.env:HOME,/tmp}", "trainer.experiment_name=${now:%Y-%m-%d_%H-%M-%S}",
-    "data.train_files=$HOME/data/gsm8k/train.parquet", "+trainer.tags=[a,b]", "key='quoted value'",
-    "'", '"', "\\", "\\\\", 'a"b', 'a\\"b', 'a\\', "\\n", "a\nb", "line1\nline2\n", "a\tb", " lead", "trail ",
-    "", " ", "*", "?", "[ab]", "{a,b}", "a;b", "a|b", "a&b", "a&&b", "a>b", "<in", "!", "!!", "#x", "a #x",
-    "%s", "a b c", "$$", "$1", "$@", "$*", "$#", "$?", "$(VAR)", "$$(VAR)", "$(RAY_ADDRESS)", "-c", "--",
-    "x=$(y)", '"$(id)"', "'$(id)'", "ü日本", "ray job stop", "; rm -rf {tmp}/canary",
+    "$(touch {tmp}/pwned-dollar)",
+    "`touch {tmp}/pwned-backtick`",
+    "$HOME",
+    "${HOME}",
+    "~",
+    "~/x",
+    "~root",
+    "${oc.env:USER}",
+    "${oc.env:HOME,/tmp}",
+    "trainer.experiment_name=${now:%Y-%m-%d_%H-%M-%S}",
+    "data.train_files=$HOME/data/gsm8k/train.parquet",
+    "+trainer.tags=[a,b]",
+    "key='quoted value'",
+    "'",
+    '"',
+    "\\",
+    "\\\\",
+    'a"b',
+    'a\\"b',
+    "a\\",
+    "\\n",
+    "a\nb",
+    "line1\nline2\n",
+    "a\tb",
+    " lead",
+    "trail ",
+    "",
+    " ",
+    "*",
+    "?",
+    "[ab]",
+    "{a,b}",
+    "a;b",
+    "a|b",
+    "a&b",
+    "a&&b",
+    "a>b",
+    "<in",
+    "!",
+    "!!",
+    "#x",
+    "a #x",
+    "%s",
+    "a b c",
+    "$$",
+    "$1",
+    "$@",
+    "$*",
+    "$#",
+    "$?",
+    "$(VAR)",
+    "$$(VAR)",
+    "$(RAY_ADDRESS)",
+    "-c",
+    "--",
+    "x=$(y)",
+    '"$(id)"',
+    "'$(id)'",
+    "ü日本",
+    "ray job stop",
+    "; rm -rf {tmp}/canary",
 ]
 
 
@@ -52,20 +106,64 @@ def kuberay_submitter_args(entrypoint: str, job_id: str = "rayjob-x-abc12") -> s
     """The submitter container's args[0] as KubeRay v1.7.0 builds it (K8sJobMode): BuildJobSubmitCommand's
     words joined by spaces. The wait loop's health probe (a Python one-liner) is reduced to `true`."""
     address = "http://rayjob-x-head-svc.default.svc.cluster.local:8265"
-    words = ["until", "true", ">/dev/null", "2>&1", ";", "do", "echo", '"Waiting for Ray Dashboard GCS"', ";",
-             "sleep", "2", ";", "done", ";",
-             "if", "!", "ray", "job", "status", "--address", address, job_id, ">/dev/null", "2>&1", ";", "then",
-             "ray", "job", "submit", "--address", address, "--no-wait", "--submission-id", job_id,
-             "--", entrypoint.strip(), ";", "fi", ";",
-             "ray", "job", "logs", "--address", address, "--follow", job_id]
+    words = [
+        "until",
+        "true",
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "do",
+        "echo",
+        '"Waiting for Ray Dashboard GCS"',
+        ";",
+        "sleep",
+        "2",
+        ";",
+        "done",
+        ";",
+        "if",
+        "!",
+        "ray",
+        "job",
+        "status",
+        "--address",
+        address,
+        job_id,
+        ">/dev/null",
+        "2>&1",
+        ";",
+        "then",
+        "ray",
+        "job",
+        "submit",
+        "--address",
+        address,
+        "--no-wait",
+        "--submission-id",
+        job_id,
+        "--",
+        entrypoint.strip(),
+        ";",
+        "fi",
+        ";",
+        "ray",
+        "job",
+        "logs",
+        "--address",
+        address,
+        "--follow",
+        job_id,
+    ]
     return " ".join(words)
 
 
 # Stand-in for the `ray` CLI as a bash function (so the submitter's command line stays as KubeRay
 # builds it): `job status` says "not submitted", `job logs` says nothing, `job submit` records the words
 # bash handed it after `--`, NUL-separated.
-FAKE_RAY = ('() { case "$2" in status) return 1;; logs) return 0;; esac; '
-            'while [ "$1" != -- ]; do shift; done; shift; printf "%s\\0" "$@" > "$NCCLGEN_TEST_WORDS"; }')
+FAKE_RAY = (
+    '() { case "$2" in status) return 1;; logs) return 0;; esac; '
+    'while [ "$1" != -- ]; do shift; done; shift; printf "%s\\0" "$@" > "$NCCLGEN_TEST_WORDS"; }'
+)
 # The driver: a sh script writing back each argument it received, NUL-terminated (no interpreter start-up).
 RECORDER = "#!/bin/sh\nprintf '%s\\0' \"$@\"\n"
 
@@ -88,12 +186,17 @@ def chain(tmp_path):
             words.unlink()
         # The ConfigMap is mounted at /etc/ncclgen in the pods; here it is a directory.
         entrypoint = entrypoint.replace(render_k8s.CONFIG_DIR, str(mount))
-        env = {"PATH": "/usr/bin:/bin", "HOME": "/home/someone", "USER": "someone",
-               "RAY_ADDRESS": "127.0.0.1:6379", "NCCLGEN_TEST_WORDS": str(words), "BASH_FUNC_ray%%": FAKE_RAY}
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/home/someone",
+            "USER": "someone",
+            "RAY_ADDRESS": "127.0.0.1:6379",
+            "NCCLGEN_TEST_WORDS": str(words),
+            "BASH_FUNC_ray%%": FAKE_RAY,
+        }
         # 1. KubeRay's submitter: the kubelet expands $(VAR) in the container's args, bash -ce runs them.
         args = kubelet_expand(kuberay_submitter_args(entrypoint))
-        proc = subprocess.run(["/bin/bash", "-ce", "--", args], env=env, cwd=tmp_path, capture_output=True,
-                              timeout=60)
+        proc = subprocess.run(["/bin/bash", "-ce", "--", args], env=env, cwd=tmp_path, capture_output=True, timeout=60)
         if proc.returncode or not words.exists():
             return None, proc.stderr
         received = words.read_bytes().split(b"\0")[:-1]

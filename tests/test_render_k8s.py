@@ -8,9 +8,9 @@ Goldens: examples/*/job.yaml (tests/test_examples.py).
 from __future__ import annotations
 
 import dataclasses
-import json
 import functools
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -18,18 +18,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import k8s_validate as kv
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-import k8s_validate as kv
-from ncclgen.plan import launch
-from ncclgen.plan import preflight
-from ncclgen.load import descriptor, workload as workloadmod
-from ncclgen.render import k8s as render_k8s
 from ncclgen.cli import main
-from ncclgen.pipeline import plan_for as make_plan
 from ncclgen.errors import UserError
+from ncclgen.load import descriptor
+from ncclgen.load import workload as workloadmod
+from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.plan import launch, preflight
+from ncclgen.render import k8s as render_k8s
 
 PREFLIGHT = ["bash", f"{render_k8s.CONFIG_DIR}/{render_k8s.PREFLIGHT_SCRIPT}"]
 PREFLIGHT_KEYS = [render_k8s.PREFLIGHT_MODULE, render_k8s.PREFLIGHT_SPEC, render_k8s.PREFLIGHT_SCRIPT]
@@ -37,14 +38,17 @@ PREFLIGHT_KEYS = [render_k8s.PREFLIGHT_MODULE, render_k8s.PREFLIGHT_SPEC, render
 
 def preflight_files(p) -> dict[str, str]:
     """The ConfigMap entries of the pod's preflight: the program, the plan's spec, the runner."""
-    return {render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
-            render_k8s.PREFLIGHT_SPEC: preflight.encode(preflight.spec(p)) + "\n",
-            render_k8s.PREFLIGHT_SCRIPT: render_k8s._Job.preflight_script()}
+    return {
+        render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
+        render_k8s.PREFLIGHT_SPEC: preflight.encode(preflight.spec(p)) + "\n",
+        render_k8s.PREFLIGHT_SCRIPT: render_k8s._Job.preflight_script(),
+    }
+
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def plan_for(cluster, tier, workload, nodes=None, sets=(), debug=False):
     return make_plan(cluster, tier, workload, nodes, sets, debug)
 
@@ -89,7 +93,7 @@ def kubelet_expand(s: str, env: dict[str, str] | None = None) -> str:
             if nxt == "(":
                 end = s.find(")", i + 2)
                 if end != -1:
-                    name = s[i + 2:end]
+                    name = s[i + 2 : end]
                     out.append(env.get(name, f"$({name})"))
                     i = end + 1
                     continue
@@ -115,6 +119,7 @@ def run_cli(args, capsys):
 
 
 # -- every bundled cluster x tier x workload x kind --------------------------------------------------------
+
 
 @pytest.mark.parametrize("cluster", sorted(descriptor.available()))
 def test_every_cluster_tier_workload_kind_validates(cluster):
@@ -155,7 +160,7 @@ def _check_plan_in_job(p, docs):
         # TrainJob: env, resources and command are the trainer's; the pods are the TrainingRuntime's.
         job = next(d for d in docs if d["kind"] == "TrainingRuntime")
         want = {kube.gpu_resource: str(p.launch.gpus_per_node), **{k: str(v) for k, v in kube.resources.items()}}
-        assert env_of(trainer)[:len(want_env)] == want_env
+        assert env_of(trainer)[: len(want_env)] == want_env
         assert trainer["resourcesPerNode"] == {"limits": want, "requests": want}
         assert trainer["numNodes"] == p.launch.nodes and trainer["numProcPerNode"] == p.launch.gpus_per_node
     for path, template in kv.pod_templates(job):
@@ -172,9 +177,11 @@ def _check_plan_in_job(p, docs):
                 assert v["configMap"]["name"] in config, f"{path}: mounts a ConfigMap that is not rendered"
         for c in spec["containers"]:
             if trainer is None:
-                assert env_of(c)[:len(want_env)] == want_env, f"{path}: env differs from the plan"
-                want = {kube.gpu_resource: str(p.launch.gpus_per_node),
-                        **{k: str(v) for k, v in kube.resources.items()}}
+                assert env_of(c)[: len(want_env)] == want_env, f"{path}: env differs from the plan"
+                want = {
+                    kube.gpu_resource: str(p.launch.gpus_per_node),
+                    **{k: str(v) for k, v in kube.resources.items()},
+                }
                 assert c["resources"] == {"limits": want, "requests": want}
             sc = c.get("securityContext", {})
             assert sc.get("capabilities", {}).get("add") == list(kube.capabilities)
@@ -194,6 +201,7 @@ def test_output_is_deterministic(capsys):
 
 # -- PyTorchJob --------------------------------------------------------------------------------------------
 
+
 def test_pytorchjob_replicas_torchrun_and_binding():
     p = plan_for("h100-ib", 3, "verl-sft", 4)
     docs = render_k8s.documents(p, kind="pytorchjob")
@@ -203,37 +211,52 @@ def test_pytorchjob_replicas_torchrun_and_binding():
     assert job["spec"]["nprocPerNode"] == "8"
     assert job["spec"]["runPolicy"]["backoffLimit"] == 0
     assert job["spec"]["runPolicy"]["cleanPodPolicy"] == "Running"
-    assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] == 4 * 3600   # verl-sft time 04:00:00
+    assert job["spec"]["runPolicy"]["activeDeadlineSeconds"] == 4 * 3600  # verl-sft time 04:00:00
     for r in specs.values():
         assert r["restartPolicy"] == "Never"
         c = r["template"]["spec"]["containers"][0]
         assert c["name"] == "pytorch"
         pre, setup, cmd = c["command"][:2], c["command"][2:4], c["command"][4:]
-        assert pre == PREFLIGHT                              # the preflight first (issue 11), then exec
-        assert setup == ["bash", "/etc/ncclgen/setup.sh"]    # the workload's setup: lines, then exec
+        assert pre == PREFLIGHT  # the preflight first (issue 11), then exec
+        assert setup == ["bash", "/etc/ncclgen/setup.sh"]  # the workload's setup: lines, then exec
         # torchrun takes nnodes, node rank, master address/port and nproc from the operator's PET_*.
         assert cmd[0] == "torchrun"
-        assert not any(a.startswith(("--nnodes", "--node-rank", "--rdzv-endpoint", "--rdzv-backend",
-                                     "--master-addr", "--master-port", "--nproc-per-node")) for a in cmd)
+        assert not any(
+            a.startswith(
+                (
+                    "--nnodes",
+                    "--node-rank",
+                    "--rdzv-endpoint",
+                    "--rdzv-backend",
+                    "--master-addr",
+                    "--master-port",
+                    "--nproc-per-node",
+                )
+            )
+            for a in cmd
+        )
         assert "--max-restarts=0" in cmd
         i = cmd.index("--no-python")
-        assert cmd[i + 1:i + 3] == ["bash", "/etc/ncclgen/bind.sh"]
-        assert cmd[i + 3:] == list(p.launch.command)
+        assert cmd[i + 1 : i + 3] == ["bash", "/etc/ncclgen/bind.sh"]
+        assert cmd[i + 3 :] == list(p.launch.command)
         assert c["ports"] == [{"name": "pytorchjob-port", "containerPort": 29500, "protocol": "TCP"}]
     cm = docs[0]
     assert cm["kind"] == "ConfigMap"
-    assert cm["data"] == {"bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory),
-                          "setup.sh": launch.setup_program(p.workload.setup), **preflight_files(p)}
+    assert cm["data"] == {
+        "bind.sh": launch.bind_wrapper(p.binding, p.launch.bind_memory),
+        "setup.sh": launch.setup_program(p.workload.setup),
+        **preflight_files(p),
+    }
 
 
 def test_pytorchjob_one_node_has_no_worker_and_tier2_no_configmap():
     p = plan_for("h100-ib", 2, "verl-sft", 1)
     docs = render_k8s.documents(p)
     assert [d["kind"] for d in docs] == ["ConfigMap", "PyTorchJob"]
-    assert sorted(docs[0]["data"]) == sorted(["setup.sh", *PREFLIGHT_KEYS])   # no binding below tier 3
+    assert sorted(docs[0]["data"]) == sorted(["setup.sh", *PREFLIGHT_KEYS])  # no binding below tier 3
     assert list(docs[1]["spec"]["pytorchReplicaSpecs"]) == ["Master"]
     cmd = docs[1]["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["command"][4:]
-    assert "bash" not in cmd[:cmd.index("--no-python") + 2]
+    assert "bash" not in cmd[: cmd.index("--no-python") + 2]
 
 
 def test_ray_workload_as_pytorchjob():
@@ -266,10 +289,11 @@ def test_ray_workload_as_pytorchjob():
 
 # -- RayJob ------------------------------------------------------------------------------------------------
 
+
 def test_rayjob_groups_entrypoint_and_env():
     p = plan_for("h100-ib", 2, "verl-grpo-qwen3-235b-megatron")
     docs = render_k8s.documents(p)
-    assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]    # driver's argv and the setup lines
+    assert [d["kind"] for d in docs] == ["ConfigMap", "RayJob"]  # driver's argv and the setup lines
     assert sorted(docs[0]["data"]) == sorted([render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS])
     job = docs[1]
     spec = job["spec"]
@@ -285,9 +309,11 @@ def test_rayjob_groups_entrypoint_and_env():
     for c in containers(job):
         assert env_of(c) == [(e.name, e.value) for e in p.env]
         # KubeRay's generated `ray start` runs after the workload's setup lines
-        assert kubelet_expand(c["args"][0]) == ('ulimit -n 65536; exec bash /etc/ncclgen/preflight.sh '
-                                                'bash /etc/ncclgen/setup.sh '
-                                                '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"')
+        assert kubelet_expand(c["args"][0]) == (
+            "ulimit -n 65536; exec bash /etc/ncclgen/preflight.sh "
+            "bash /etc/ncclgen/setup.sh "
+            '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
+        )
     assert "runtimeEnvYAML" not in spec
 
 
@@ -305,19 +331,21 @@ def test_rayjob_tier3_binding_hook():
     docs = render_k8s.documents(p)
     assert docs[0]["data"]["ncclgen_raybind.py"] == (ROOT / "ncclgen" / "jobside" / "raybind.py").read_text()
     assert docs[0]["data"]["setup.sh"] == launch.setup_program(p.workload.setup)
-    assert sorted(docs[0]["data"]) == sorted(["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh",
-                                              *PREFLIGHT_KEYS])
+    assert sorted(docs[0]["data"]) == sorted(
+        ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS]
+    )
     for path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
         env = dict(env_of(c))
         assert env["NCCLGEN_GPU_CPUS"] == launch.gpu_cpu_map(p.binding)
         assert env["__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"] == "ncclgen_raybind.hook"
-        assert "PYTHONPATH" not in env         # prepended in the shell, not replaced
+        assert "PYTHONPATH" not in env  # prepended in the shell, not replaced
         script = kubelet_expand(c["args"][0])
         assert script.startswith('export PYTHONPATH="/etc/ncclgen${PYTHONPATH:+:$PYTHONPATH}";')
-        assert script.endswith('exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh /bin/bash -c '
-                               '"$KUBERAY_GEN_RAY_START_CMD"')
+        assert script.endswith(
+            'exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
+        )
         subprocess.run(["bash", "-n", "-c", script], check=True)
 
 
@@ -331,10 +359,11 @@ def test_rayjob_name_limit_and_kind_for_torchrun(capsys):
 
 # -- fabrics -----------------------------------------------------------------------------------------------
 
+
 def test_efa_requests_efa_devices_not_rdma(tmp_path):
     """aws-p5 with the memory request hugepages need: vpc.amazonaws.com/efa, no rdma/* resource."""
     doc = yaml.safe_load(Path(descriptor.available()["aws-p5"]).read_text())
-    doc["kubernetes"]["resources"]["memory"] = 34359738368      # 32 GiB, as in the EKS EFA example
+    doc["kubernetes"]["resources"]["memory"] = 34359738368  # 32 GiB, as in the EKS EFA example
     path = tmp_path / "aws-p5.yaml"
     path.write_text(yaml.safe_dump(doc))
     p = make_plan(str(path), 2, "verl-sft", None, (), False)
@@ -359,7 +388,7 @@ def test_hugepages_without_memory_is_one_line_error(tmp_path, capsys):
     rc, out, err = run_cli(["--cluster", str(path), "-o", str(out_file)], capsys)
     assert rc == 2 and out == "" and not out_file.exists()
     assert err.count("\n") == 1 and "hugepages need a cpu or memory request" in err and "Traceback" not in err
-    assert "p5.yaml:" in err and "kubernetes.resources" in err     # the descriptor check names the place
+    assert "p5.yaml:" in err and "kubernetes.resources" in err  # the descriptor check names the place
 
 
 def test_roce_env_has_gid_index():
@@ -368,7 +397,7 @@ def test_roce_env_has_gid_index():
     job = job_of(render_k8s.documents(p))
     for c in containers(job):
         assert dict(env_of(c))["NCCL_IB_GID_INDEX"] == p.env_dict()["NCCL_IB_GID_INDEX"]
-        assert c["securityContext"]["privileged"] is True       # the OKE host-network manifests say so
+        assert c["securityContext"]["privileged"] is True  # the OKE host-network manifests say so
 
 
 def test_ipc_lock_and_no_privileged_by_default():
@@ -379,12 +408,16 @@ def test_ipc_lock_and_no_privileged_by_default():
 
 # -- env parity with the plan and the sbatch script ---------------------------------------------------------
 
-@pytest.mark.parametrize("cluster,tier,workload,sets", [
-    ("h100-ib", 3, "verl-sft", ()),
-    ("local-ci", 3, "verl-grpo-qwen2-7b", ()),
-    ("oci-bm-gpu-h100-8", 2, "verl-grpo-qwen2-7b", ()),
-    ("local-ci", 1, "bench", ("NCCLGEN_PARITY=a\nb 'c' \"d\" $(x) `y` $$ ${z}",)),
-])
+
+@pytest.mark.parametrize(
+    "cluster,tier,workload,sets",
+    [
+        ("h100-ib", 3, "verl-sft", ()),
+        ("local-ci", 3, "verl-grpo-qwen2-7b", ()),
+        ("oci-bm-gpu-h100-8", 2, "verl-grpo-qwen2-7b", ()),
+        ("local-ci", 1, "bench", ("NCCLGEN_PARITY=a\nb 'c' \"d\" $(x) `y` $$ ${z}",)),
+    ],
+)
 def test_env_equals_plan_and_sbatch(cluster, tier, workload, sets, capsys):
     """k8s env == plan.env_dict() == what the sbatch script exports, for every plan variable."""
     p = plan_for(cluster, tier, workload, None, sets)
@@ -394,8 +427,21 @@ def test_env_equals_plan_and_sbatch(cluster, tier, workload, sets, capsys):
         assert {n: k8s_env[n] for n in p.env_dict()} == p.env_dict()
     if importlib.util.find_spec("ncclgen.cli.slurm") is None:
         pytest.skip("ncclgen.cli.slurm (the Slurm renderer) has not landed yet; this part runs once it has")
-    assert main(["slurm", "--cluster", cluster, "--tier", str(tier), "--workload", workload,
-                 *[a for kv_ in sets for a in ("--set", kv_)]]) == 0
+    assert (
+        main(
+            [
+                "slurm",
+                "--cluster",
+                cluster,
+                "--tier",
+                str(tier),
+                "--workload",
+                workload,
+                *[a for kv_ in sets for a in ("--set", kv_)],
+            ]
+        )
+        == 0
+    )
     script = capsys.readouterr().out
     exported = sbatch_exports(script, list(p.env_dict()))
     assert exported == p.env_dict()
@@ -427,13 +473,44 @@ def sbatch_exports(script: str, names: list[str]) -> dict[str, str]:
 
 # -- hostile input ---------------------------------------------------------------------------------------------
 
-HOSTILE = ["a\nb", "key: value", "'single'", '"double"', "{{ template }}", ": colon", "- dash", "!!python/object:os.system",
-           "&anchor", "*alias", "# comment", "$(HOME)", "$$", "tab\there", "trailing ", " leading", "null", "true", "0x10",
-           "[1, 2]", "{a: b}", "|", ">", "%TAG", "@at", "`tick`", "\\backslash", "ünïcödé", "--- doc", "..."]
+HOSTILE = [
+    "a\nb",
+    "key: value",
+    "'single'",
+    '"double"',
+    "{{ template }}",
+    ": colon",
+    "- dash",
+    "!!python/object:os.system",
+    "&anchor",
+    "*alias",
+    "# comment",
+    "$(HOME)",
+    "$$",
+    "tab\there",
+    "trailing ",
+    " leading",
+    "null",
+    "true",
+    "0x10",
+    "[1, 2]",
+    "{a: b}",
+    "|",
+    ">",
+    "%TAG",
+    "@at",
+    "`tick`",
+    "\\backslash",
+    "ünïcödé",
+    "--- doc",
+    "...",
+]
 
 
-@pytest.mark.parametrize("name", ["Bad", "a_b", "9lives", "x-", "a.b", "a\nb", "a: b", "'a'", "{{a}}", "- a",
-                                  "!!python/object", "", "a" * 64])
+@pytest.mark.parametrize(
+    "name",
+    ["Bad", "a_b", "9lives", "x-", "a.b", "a\nb", "a: b", "'a'", "{{a}}", "- a", "!!python/object", "", "a" * 64],
+)
 def test_bad_name_is_one_line_exit_2(name, capsys, tmp_path):
     out_file = tmp_path / "out.yaml"
     rc, out, err = run_cli(["--workload", "verl-sft", "--name", name, "-o", str(out_file)], capsys)
@@ -448,8 +525,16 @@ def test_pytorchjob_name_leaves_room_for_worker_services(capsys):
     assert rc == 2 and "at most 54 characters" in err
 
 
-@pytest.mark.parametrize("flag,value", [("--namespace", "Bad_NS"), ("--namespace", "a\nb"), ("--image", "img with space"),
-                                        ("--image", "img\n"), ("--image", "")])
+@pytest.mark.parametrize(
+    "flag,value",
+    [
+        ("--namespace", "Bad_NS"),
+        ("--namespace", "a\nb"),
+        ("--image", "img with space"),
+        ("--image", "img\n"),
+        ("--image", ""),
+    ],
+)
 def test_bad_namespace_or_image(flag, value, capsys):
     rc, out, err = run_cli([flag, value], capsys)
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith(f"ncclgen: error: {flag}")
@@ -472,7 +557,7 @@ def test_hostile_set_values_and_args_stay_single_scalars(tmp_path, capsys):
         for i, v in enumerate(HOSTILE):
             assert env[f"NCCLGEN_TEST_{i}"] == v
         cmd = [kubelet_expand(a) for a in c["command"]]
-        assert cmd[-len(HOSTILE):] == HOSTILE
+        assert cmd[-len(HOSTILE) :] == HOSTILE
     annotation = kv.pod_templates(job)[0][1]["metadata"]["annotations"]["ncclgen.io/explain"]
     assert shlex.split(annotation)[-2:] == ["--set", f"NCCLGEN_TEST_{len(HOSTILE) - 1}={HOSTILE[-1]}"]
     for d in docs:
@@ -482,7 +567,7 @@ def test_hostile_set_values_and_args_stay_single_scalars(tmp_path, capsys):
 def test_hostile_args_in_rayjob_entrypoint(tmp_path):
     wl = yaml.safe_load(Path(workloadmod.bundled()["verl-ppo-critic"]).read_text())
     wl["name"] = "hostile-ray"
-    wl["framework"] = "torch"      # a verl command is checked against verl's keys; this one is not verl
+    wl["framework"] = "torch"  # a verl command is checked against verl's keys; this one is not verl
     del wl["verl"]
     wl["command"] = ["python3", "-m", "x", *HOSTILE]
     path = tmp_path / "hostile-ray.yaml"
@@ -499,12 +584,15 @@ def test_kubelet_escaping_round_trips(s):
 
 # -- CLI ---------------------------------------------------------------------------------------------------
 
+
 def test_no_options_works_and_imports_stay_light(tmp_path):
     """`ncclgen k8s | yaml.safe_load_all` from an empty folder; the process never imports kubernetes/torch."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NCCLGEN_")}
-    code = ("import sys; from ncclgen.cli import main; rc = main(['k8s']); "
-            "heavy = [m for m in ('kubernetes', 'torch', 'ray') if m in sys.modules]; "
-            "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)")
+    code = (
+        "import sys; from ncclgen.cli import main; rc = main(['k8s']); "
+        "heavy = [m for m in ('kubernetes', 'torch', 'ray') if m in sys.modules]; "
+        "print('HEAVY', heavy, file=sys.stderr); sys.exit(rc)"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "HEAVY []" in r.stderr
@@ -516,8 +604,21 @@ def test_no_options_works_and_imports_stay_light(tmp_path):
 
 def test_output_file_is_written_atomically(tmp_path, capsys):
     out_file = tmp_path / "job.yaml"
-    rc, out, _ = run_cli(["--workload", "verl-sft", "--namespace", "training", "--image", "reg.example/v:1",
-                          "--name", "sft-run1", "-o", str(out_file)], capsys)
+    rc, out, _ = run_cli(
+        [
+            "--workload",
+            "verl-sft",
+            "--namespace",
+            "training",
+            "--image",
+            "reg.example/v:1",
+            "--name",
+            "sft-run1",
+            "-o",
+            str(out_file),
+        ],
+        capsys,
+    )
     assert rc == 0 and out == ""
     job = job_of(docs_of(out_file.read_text()))
     assert job["metadata"] == {"name": "sft-run1", "namespace": "training", "labels": job["metadata"]["labels"]}
@@ -535,6 +636,7 @@ def test_manifest_lints_clean():
 
 
 # -- the validator itself ----------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def good_pytorchjob():
@@ -556,31 +658,39 @@ def test_validator_rejects_misplaced_resources(good_pytorchjob):
         kv.validate(good_pytorchjob)
 
 
-@pytest.mark.parametrize("mutate,expect", [
-    (lambda j: j["spec"].__setitem__("nprocPerNod", "8"), "spec.nprocPerNod: unknown field"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replica", 1), "Master.replica: unknown field"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", "1"), "expected integer"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", 2**31), "outside"),
-    (lambda j: j["spec"]["runPolicy"].__setitem__("backoffLimit", True), "expected integer"),
-    (lambda j: _c(j)["env"].append({"name": "NCCL_DEBUG", "value": "INFO"}), "set more than once"),
-    (lambda j: _c(j)["env"].append({"valu": "x", "name": "X"}), ".valu: unknown field"),
-    (lambda j: _c(j)["resources"]["limits"].__setitem__("nvidia.com/gpu", "eight"), "does not match"),
-    (lambda j: _c(j)["resources"]["limits"].__setitem__("nvidia.com/gpu", True), "integer or a string"),
-    (lambda j: _c(j)["resources"]["requests"].pop("nvidia.com/gpu"), None),     # limit alone is valid
-    (lambda j: _c(j)["resources"]["limits"].pop("nvidia.com/gpu"), "Limit must be set"),
-    (lambda j: _c(j)["resources"]["requests"].__setitem__("nvidia.com/gpu", "4"), "must be equal"),
-    (lambda j: _c(j).__setitem__("name", "torch"), "container named pytorch"),
-    (lambda j: _c(j)["volumeMounts"].append({"name": "nope", "mountPath": "/x"}), "names no volume"),
-    (lambda j: _c(j).pop("name"), "name: required"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"].__setitem__("Chief", {"replicas": 1}), "only Master and Worker"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", 2), "must be 1"),
-    (lambda j: j["metadata"].__setitem__("name", "9lives"), "DNS-1035"),
-    (lambda j: j["metadata"]["labels"].__setitem__("bad key!", "x"), "qualified name"),
-    (lambda j: j["metadata"]["labels"].__setitem__("ok", "a" * 64), "label value"),
-    (lambda j: j.__setitem__("apiVersion", "kubeflow.org/v2"), "not served"),
-    (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"].__setitem__("hostNetwork", "yes"),
-     "expected boolean"),
-])
+@pytest.mark.parametrize(
+    "mutate,expect",
+    [
+        (lambda j: j["spec"].__setitem__("nprocPerNod", "8"), "spec.nprocPerNod: unknown field"),
+        (
+            lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replica", 1),
+            "Master.replica: unknown field",
+        ),
+        (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", "1"), "expected integer"),
+        (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", 2**31), "outside"),
+        (lambda j: j["spec"]["runPolicy"].__setitem__("backoffLimit", True), "expected integer"),
+        (lambda j: _c(j)["env"].append({"name": "NCCL_DEBUG", "value": "INFO"}), "set more than once"),
+        (lambda j: _c(j)["env"].append({"valu": "x", "name": "X"}), ".valu: unknown field"),
+        (lambda j: _c(j)["resources"]["limits"].__setitem__("nvidia.com/gpu", "eight"), "does not match"),
+        (lambda j: _c(j)["resources"]["limits"].__setitem__("nvidia.com/gpu", True), "integer or a string"),
+        (lambda j: _c(j)["resources"]["requests"].pop("nvidia.com/gpu"), None),  # limit alone is valid
+        (lambda j: _c(j)["resources"]["limits"].pop("nvidia.com/gpu"), "Limit must be set"),
+        (lambda j: _c(j)["resources"]["requests"].__setitem__("nvidia.com/gpu", "4"), "must be equal"),
+        (lambda j: _c(j).__setitem__("name", "torch"), "container named pytorch"),
+        (lambda j: _c(j)["volumeMounts"].append({"name": "nope", "mountPath": "/x"}), "names no volume"),
+        (lambda j: _c(j).pop("name"), "name: required"),
+        (lambda j: j["spec"]["pytorchReplicaSpecs"].__setitem__("Chief", {"replicas": 1}), "only Master and Worker"),
+        (lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"].__setitem__("replicas", 2), "must be 1"),
+        (lambda j: j["metadata"].__setitem__("name", "9lives"), "DNS-1035"),
+        (lambda j: j["metadata"]["labels"].__setitem__("bad key!", "x"), "qualified name"),
+        (lambda j: j["metadata"]["labels"].__setitem__("ok", "a" * 64), "label value"),
+        (lambda j: j.__setitem__("apiVersion", "kubeflow.org/v2"), "not served"),
+        (
+            lambda j: j["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"].__setitem__("hostNetwork", "yes"),
+            "expected boolean",
+        ),
+    ],
+)
 def test_validator_rejects(good_pytorchjob, mutate, expect):
     mutate(good_pytorchjob)
     errors = kv.check(good_pytorchjob)
@@ -595,27 +705,42 @@ def _c(job):
 
 
 def test_validator_structural_semantics():
-    schema = {"type": "object", "required": ["a"], "properties": {
-        "a": {"type": "string", "enum": ["x", "y"]},
-        "n": {"type": "integer", "format": "int32", "minimum": 0, "nullable": True},
-        "q": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True,
-              "pattern": "^[0-9]+Gi$"},
-        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-        "closed": {"type": "object"},
-        "m": {"type": "object", "additionalProperties": {"type": "integer"}},
-        "s": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
-        "cel": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1"}]},
-        "imm": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]},
-    }}
+    schema = {
+        "type": "object",
+        "required": ["a"],
+        "properties": {
+            "a": {"type": "string", "enum": ["x", "y"]},
+            "n": {"type": "integer", "format": "int32", "minimum": 0, "nullable": True},
+            "q": {
+                "anyOf": [{"type": "integer"}, {"type": "string"}],
+                "x-kubernetes-int-or-string": True,
+                "pattern": "^[0-9]+Gi$",
+            },
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "closed": {"type": "object"},
+            "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+            "s": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+            "cel": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() > 1"}]},
+            "imm": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]},
+        },
+    }
     ok = {"a": "x", "n": None, "q": 8, "free": {"any": {"thing": 1}}, "m": {"k": 1}, "s": ["a", "b"], "imm": "z"}
     assert kv.check_schema(ok, schema, "") == []
     assert kv.check_schema(dict(ok, q="8Gi"), schema, "") == []
-    bad = [({**ok, "a": "z"}, "not one of"), ({k: v for k, v in ok.items() if k != "a"}, "a: required"),
-           ({**ok, "n": -1}, "outside"), ({**ok, "n": 2**31}, "outside"), ({**ok, "q": "8G"}, "does not match"),
-           ({**ok, "q": 1.5}, "integer or a string"), ({**ok, "closed": {"k": 1}}, "closed.k: unknown field"),
-           ({**ok, "m": {"k": "1"}}, "m.k: expected integer"), ({**ok, "s": ["a", "a"]}, "duplicate entries"),
-           ({**ok, "cel": "x"}, "cannot be checked"), ({**ok, "extra": 1}, "extra: unknown field"),
-           ({**ok, "a": None}, "null is not allowed")]
+    bad = [
+        ({**ok, "a": "z"}, "not one of"),
+        ({k: v for k, v in ok.items() if k != "a"}, "a: required"),
+        ({**ok, "n": -1}, "outside"),
+        ({**ok, "n": 2**31}, "outside"),
+        ({**ok, "q": "8G"}, "does not match"),
+        ({**ok, "q": 1.5}, "integer or a string"),
+        ({**ok, "closed": {"k": 1}}, "closed.k: unknown field"),
+        ({**ok, "m": {"k": "1"}}, "m.k: expected integer"),
+        ({**ok, "s": ["a", "a"]}, "duplicate entries"),
+        ({**ok, "cel": "x"}, "cannot be checked"),
+        ({**ok, "extra": 1}, "extra: unknown field"),
+        ({**ok, "a": None}, "null is not allowed"),
+    ]
     for obj, expect in bad:
         errors = kv.check_schema(obj, schema, "")
         assert any(expect in e for e in errors), (obj, errors)
@@ -633,17 +758,29 @@ def test_validator_core_models():
 
 
 def test_validator_resources_rules():
-    assert kv.check_resources({"limits": {"hugepages-2Mi": "5Gi"}, "requests": {"hugepages-2Mi": "5Gi"}}, "r") == \
-        ["r: HugePages require cpu or memory"]
-    assert kv.check_resources({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}}, "r") == \
-        ["r: hugepages-2Mi '3Mi' is not a multiple of the page size"]
-    assert kv.check_resources({"limits": {"gpu": "1"}}, "r") == \
-        ["r.limits.gpu: must be a standard resource or fully qualified"]
-    assert kv.check_resources({"limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi", "rdma/ib": "8"},
-                               "requests": {"rdma/ib": "8", "hugepages-2Mi": "4Mi"}}, "r") == []
+    assert kv.check_resources({"limits": {"hugepages-2Mi": "5Gi"}, "requests": {"hugepages-2Mi": "5Gi"}}, "r") == [
+        "r: HugePages require cpu or memory"
+    ]
+    assert kv.check_resources({"limits": {"hugepages-2Mi": "3Mi", "memory": "1Gi"}}, "r") == [
+        "r: hugepages-2Mi '3Mi' is not a multiple of the page size"
+    ]
+    assert kv.check_resources({"limits": {"gpu": "1"}}, "r") == [
+        "r.limits.gpu: must be a standard resource or fully qualified"
+    ]
+    assert (
+        kv.check_resources(
+            {
+                "limits": {"memory": "1Gi", "hugepages-2Mi": "4Mi", "rdma/ib": "8"},
+                "requests": {"rdma/ib": "8", "hugepages-2Mi": "4Mi"},
+            },
+            "r",
+        )
+        == []
+    )
 
 
 # -- the Ray-on-PyTorchJob scripts, run for real ------------------------------------------------------------
+
 
 def _free_port() -> int:
     import socket
@@ -668,26 +805,37 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
         pytest.skip(reason)
     out = tmp_path / "out"
     out.mkdir()
-    wl = {"name": "ray-e2e", "description": "e2e", "launcher": "ray", "framework": "torch", "nodes": 2,
-          "command": ["python3", str(ROOT / "tests" / "e2e" / "ray_driver.py"), str(out), "2", "4"]}
+    wl = {
+        "name": "ray-e2e",
+        "description": "e2e",
+        "launcher": "ray",
+        "framework": "torch",
+        "nodes": 2,
+        "command": ["python3", str(ROOT / "tests" / "e2e" / "ray_driver.py"), str(out), "2", "4"],
+    }
     (tmp_path / "wl.yaml").write_text(yaml.safe_dump(wl))
     p = make_plan("local-ci", 3, str(tmp_path / "wl.yaml"), None, (), False)
     # A free GCS port: other Ray clusters may run on this machine.
     p = dataclasses.replace(p, launch=dataclasses.replace(p.launch, ray_port=_free_port(), ray_ready_timeout_s=240))
     docs = render_k8s.documents(p, kind="pytorchjob")
-    mount = tmp_path / "etc-ncclgen"        # stands in for the ConfigMap volume at /etc/ncclgen
+    mount = tmp_path / "etc-ncclgen"  # stands in for the ConfigMap volume at /etc/ncclgen
     mount.mkdir()
     for key, text in docs[0]["data"].items():
         (mount / key).write_text(text.replace(render_k8s.CONFIG_DIR, str(mount)))
     specs = job_of(docs)["spec"]["pytorchReplicaSpecs"]
-    short = Path("/tmp") / f"nk8s{os.getpid()}"      # Ray's socket paths must stay short
-    fake_dev = tmp_path / "dev"           # the pods' preflight counts these as their 2 GPUs (test-only root)
+    short = Path("/tmp") / f"nk8s{os.getpid()}"  # Ray's socket paths must stay short
+    fake_dev = tmp_path / "dev"  # the pods' preflight counts these as their 2 GPUs (test-only root)
     fake_dev.mkdir()
     for i in range(2):
         (fake_dev / f"nvidia{i}").touch()
     (fake_dev / "shm").symlink_to("/dev/shm")
-    base = {**os.environ, "RAY_TMPDIR": str(short), "MASTER_ADDR": "127.0.0.1", "PYTHONUNBUFFERED": "1",
-            "NCCLGEN_PREFLIGHT_DEV": str(fake_dev)}
+    base = {
+        **os.environ,
+        "RAY_TMPDIR": str(short),
+        "MASTER_ADDR": "127.0.0.1",
+        "PYTHONUNBUFFERED": "1",
+        "NCCLGEN_PREFLIGHT_DEV": str(fake_dev),
+    }
     procs = []
     logs = {role: tmp_path / f"{role}.log" for role in ("Worker", "Master")}
     try:
@@ -696,9 +844,10 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
             env = {**base, **dict(env_of(c)), "NCCLGEN_E2E_POD": role}
             argv = [kubelet_expand(a).replace(render_k8s.CONFIG_DIR, str(mount)) for a in c["command"]]
             with open(logs[role], "w") as log:
-                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                              start_new_session=True))
-        rc = procs[1].wait(timeout=420)   # generous: Ray start-up is CPU-bound on 2 cores
+                procs.append(
+                    subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                )
+        rc = procs[1].wait(timeout=420)  # generous: Ray start-up is CPU-bound on 2 cores
         worker_alive = procs[0].poll() is None
     finally:
         _stop_ray(procs, short)
@@ -711,7 +860,7 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
     assert seen == {(pod, gpu) for pod in ("Master", "Worker") for gpu in ("0", "1")}
     for t in tasks:
         assert {n: t["env"].get(n) for n in p.env_dict()} == p.env_dict()
-        assert "MASTER_ADDR" not in t["env"]       # the operator's torchrun variables stay out of Ray
+        assert "MASTER_ADDR" not in t["env"]  # the operator's torchrun variables stay out of Ray
         assert t["affinity"] == [int(t["gpu_ids"][0])], t
 
 
@@ -728,7 +877,7 @@ def _stop_ray(procs, tmpdir: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     marker = str(tmpdir).encode()
-    for _ in range(5):      # a dying raylet may still start a worker: sweep until none is left
+    for _ in range(5):  # a dying raylet may still start a worker: sweep until none is left
         mine = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -751,8 +900,10 @@ def _stop_ray(procs, tmpdir: Path) -> None:
 
 # -- the preflight in every pod (issue 11) -------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind, workload", [("pytorchjob", "verl-sft"), ("rayjob", "verl-grpo-qwen2-7b"),
-                                            ("trainjob", "verl-sft")])
+
+@pytest.mark.parametrize(
+    "kind, workload", [("pytorchjob", "verl-sft"), ("rayjob", "verl-grpo-qwen2-7b"), ("trainjob", "verl-sft")]
+)
 def test_every_pod_runs_the_preflight_before_its_launch(kind, workload):
     p = plan_for("h100-ib", 3, workload)
     docs = render_k8s.documents(p, kind=kind)
@@ -776,15 +927,24 @@ def test_pod_preflight_script_stops_with_6_and_execs_only_on_success(tmp_path):
     mount = tmp_path / "etc"
     mount.mkdir()
     marker = tmp_path / "launched"
-    for spec, rc, launched in (({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=ncclgen-x0"}}, 6, False),
-                               ({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=lo"}}, 0, True)):
-        files = {render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
-                 render_k8s.PREFLIGHT_SPEC: json.dumps(spec), render_k8s.PREFLIGHT_SCRIPT:
-                 render_k8s._Job.preflight_script()}
+    for spec, rc, launched in (
+        ({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=ncclgen-x0"}}, 6, False),
+        ({"v": 1, "ifaces": {"NCCL_SOCKET_IFNAME": "=lo"}}, 0, True),
+    ):
+        files = {
+            render_k8s.PREFLIGHT_MODULE: (ROOT / "ncclgen" / "jobside" / "preflight.py").read_text(),
+            render_k8s.PREFLIGHT_SPEC: json.dumps(spec),
+            render_k8s.PREFLIGHT_SCRIPT: render_k8s._Job.preflight_script(),
+        }
         for key, text in files.items():
             (mount / key).write_text(text.replace(render_k8s.CONFIG_DIR, str(mount)))
-        r = subprocess.run(["bash", str(mount / render_k8s.PREFLIGHT_SCRIPT), "touch", str(marker)],
-                           capture_output=True, text=True, timeout=30, check=False)
+        r = subprocess.run(
+            ["bash", str(mount / render_k8s.PREFLIGHT_SCRIPT), "touch", str(marker)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
         assert (r.returncode, marker.exists()) == (rc, launched), r.stderr
         if rc:
             assert "NCCL_SOCKET_IFNAME ncclgen-x0: expected an interface named ncclgen-x0" in r.stderr

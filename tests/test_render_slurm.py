@@ -23,21 +23,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 import goldens
+import pytest
 import yaml
-
 from conftest import skip_or_fail
-from ncclgen import __version__
-from ncclgen.load import cpuset, descriptor, workload
-from ncclgen import jobside
-from ncclgen.jobside import raybind, raywait
-from ncclgen.plan import preflight
-from ncclgen.render import slurm as render_slurm
+
+from ncclgen import __version__, jobside
 from ncclgen.cli import main
 from ncclgen.errors import UserError
+from ncclgen.jobside import raybind, raywait
+from ncclgen.load import cpuset, descriptor, workload
 from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.plan import preflight
+from ncclgen.render import slurm as render_slurm
 
 CLUSTERS = sorted(descriptor.available())
 WORKLOADS = sorted(workload.bundled())
@@ -57,8 +55,14 @@ def render(capsys, *args: str) -> str:
 
 def run_cli(*args: str, cwd=None):
     """The real console entry point in a subprocess: exit status, stdout, stderr."""
-    proc = subprocess.run([sys.executable, "-m", "ncclgen", "slurm", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "slurm", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+        check=False,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -75,13 +79,14 @@ def env_section(script: str) -> str:
     start = script.index("# ==== Environment")
     rest = script[start:]
     ends = [i for i in (rest.find("# Launcher plumbing"), rest.find("\n\n")) if i >= 0]
-    return rest[:min(ends)]
+    return rest[: min(ends)]
 
 
 def bash_env(section: str) -> dict[str, str]:
     """Run shell text in a clean bash and return the environment it exports (env -0, no regex)."""
-    out = subprocess.run(["env", "-i", "bash", "-c", section + "\nexec env -0"], capture_output=True,
-                         check=True, timeout=30).stdout.decode()
+    out = subprocess.run(
+        ["env", "-i", "bash", "-c", section + "\nexec env -0"], capture_output=True, check=True, timeout=30
+    ).stdout.decode()
     env = dict(item.split("=", 1) for item in out.split("\0") if item)
     for name in ("PWD", "SHLVL", "_"):  # bash's own
         env.pop(name, None)
@@ -89,6 +94,7 @@ def bash_env(section: str) -> dict[str, str]:
 
 
 # --- the whole matrix ---------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory) -> dict[tuple, Path]:
@@ -169,14 +175,18 @@ def test_rendering_imports_no_heavy_module():
 
 # --- golden files (examples/ hold the h100-ib renders; this one covers local-ci) -------------------
 
+
 def test_golden_local_ci(capsys):
     """The local-ci render the end-to-end tests run, reviewed. The version is masked so a release bump
     does not touch the golden."""
     got = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", "verl-grpo-qwen2-7b")
-    goldens.check(GOLDEN / "local-ci-t3-verl-grpo-qwen2-7b.sh", got.replace(f"ncclgen {__version__}:", "ncclgen VERSION:"))
+    goldens.check(
+        GOLDEN / "local-ci-t3-verl-grpo-qwen2-7b.sh", got.replace(f"ncclgen {__version__}:", "ncclgen VERSION:")
+    )
 
 
 # --- hostile input --------------------------------------------------------------------------------
+
 
 def test_hostile_job_name_is_quoted_and_shellcheck_clean(capsys, tmp_path):
     name = "x $(touch PWNED) `touch PWNED2` \"q\" 'q' ; rm -rf * #c \\b"
@@ -210,11 +220,13 @@ def test_regenerate_comment_cannot_be_escaped_by_a_newline(capsys):
 
 def test_output_file_is_atomic_and_bad_flags_are_one_line(tmp_path):
     out = tmp_path / "job.sh"
-    for args, expect in ((("--cluster", "no-such-cluster"), "unknown cluster"),
-                         (("--tier", "4"), "--tier"),
-                         (("--nodes", "0"), "--nodes"),
-                         (("--time", "90 minutes"), "--time '90 minutes': expected [D-]HH:MM:SS"),
-                         (("--set", "NCCL_NO_SUCH_THING=1"), "NCCL_NO_SUCH_THING")):
+    for args, expect in (
+        (("--cluster", "no-such-cluster"), "unknown cluster"),
+        (("--tier", "4"), "--tier"),
+        (("--nodes", "0"), "--nodes"),
+        (("--time", "90 minutes"), "--time '90 minutes': expected [D-]HH:MM:SS"),
+        (("--set", "NCCL_NO_SUCH_THING=1"), "NCCL_NO_SUCH_THING"),
+    ):
         rc, stdout, stderr = run_cli(*args, "-o", str(out))
         assert (rc, stdout) == (2, ""), (args, stderr)
         assert stderr.count("\n") == 1 and expect in stderr and "Traceback" not in stderr, (args, stderr)
@@ -240,8 +252,9 @@ def test_extra_sbatch_cannot_redefine_what_ncclgen_sets(tmp_path):
     rc, _, stderr = run_cli("--cluster", variant("typo", {"mail-typ": "END"}))
     assert rc == 2 and "sbatch has no option --mail-typ (did you mean 'mail-type'?)" in stderr, stderr
     for requeue in ("", True):  # `requeue: ""` was the only way before flags took `true`
-        rc, stdout, stderr = run_cli("--cluster", variant("good", {"requeue": requeue, "mail-type": "END",
-                                                                   "nice": 10}), "--workload", "bench")
+        rc, stdout, stderr = run_cli(
+            "--cluster", variant("good", {"requeue": requeue, "mail-type": "END", "nice": 10}), "--workload", "bench"
+        )
         assert rc == 0, stderr
         for line in ("--requeue", "--mail-type=END", "--nice=10", "--signal=B:USR1@300", "--open-mode=append"):
             assert f"#SBATCH {line}\n" in stdout, line
@@ -253,7 +266,7 @@ def test_container_image_reaches_every_srun(capsys):
     for wl in ("verl-grpo-qwen2-7b", "verl-sft"):
         text = render(capsys, "--cluster", "h100-ib", "--workload", wl, "--monitor", "--container-image", image)
         sruns = [ln for ln in text.splitlines() if re.match(r"\s*(RAY_ADDRESS=\S+ )?srun ", ln)]
-        assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2) + 1   # + the preflight step
+        assert len(sruns) == (6 if wl == "verl-grpo-qwen2-7b" else 2) + 1  # + the preflight step
         monitor = [ln for ln in sruns if "NCCLGEN_MONITOR" in ln]
         assert len(monitor) == 1 and "--container" not in monitor[0]  # the monitor runs on the host
         for ln in sruns:
@@ -264,13 +277,15 @@ def test_container_image_reaches_every_srun(capsys):
 
 def test_descriptor_container_image_and_mounts(tmp_path, capsys):
     doc = yaml.safe_load(Path(descriptor.available()["h100-ib"]).read_text())
-    doc["slurm"].update(container_image="nvcr.io#nvidia/pytorch:25.01-py3",
-                        container_mounts=["/data:/data:ro", "/home/me/my runs:/runs"])
+    doc["slurm"].update(
+        container_image="nvcr.io#nvidia/pytorch:25.01-py3",
+        container_mounts=["/data:/data:ro", "/home/me/my runs:/runs"],
+    )
     good = tmp_path / "pyxis.yaml"
     good.write_text(yaml.safe_dump(doc))
     text = render(capsys, "--cluster", str(good), "--workload", "verl-sft")
     steps = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
-    assert len(steps) == 2      # the preflight runs in the job's container too
+    assert len(steps) == 2  # the preflight runs in the job's container too
     for step in steps:
         assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in step
         assert shlex.quote("--container-mounts=/data:/data:ro,/home/me/my runs:/runs") in step
@@ -371,12 +386,23 @@ class Run:
             (shim_dir / name).chmod(0o755)
         self.sleep = f"29.{random.randrange(10**8):08d}"  # unique: finds leftover processes of this run
         env = {
-            "PATH": f"{shim_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path / "tmp"),
-            "SHIM_DIR": str(shim_dir), "SHIM_LOG": str(self.log), "SHIM_SLEEP": self.sleep,
-            "SHIM_NODES": "2", "SHIM_NODE_ADDR": "127.0.0.1",
-            "SHIM_RAY_HEAD": "block", "SHIM_RAY_WORKER": "block", "SHIM_WAIT": "await:ray:2",
-            "SHIM_WATCH": "block", "SHIM_DRIVER": "exit:0", "SHIM_PREFLIGHT": "exit:0",
-            "SLURM_JOB_ID": "4242", "SLURM_JOB_NODELIST": "node[1-2]", "SLURM_JOB_NUM_NODES": "2",
+            "PATH": f"{shim_dir}:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "SHIM_DIR": str(shim_dir),
+            "SHIM_LOG": str(self.log),
+            "SHIM_SLEEP": self.sleep,
+            "SHIM_NODES": "2",
+            "SHIM_NODE_ADDR": "127.0.0.1",
+            "SHIM_RAY_HEAD": "block",
+            "SHIM_RAY_WORKER": "block",
+            "SHIM_WAIT": "await:ray:2",
+            "SHIM_WATCH": "block",
+            "SHIM_DRIVER": "exit:0",
+            "SHIM_PREFLIGHT": "exit:0",
+            "SLURM_JOB_ID": "4242",
+            "SLURM_JOB_NODELIST": "node[1-2]",
+            "SLURM_JOB_NUM_NODES": "2",
             "SLURM_GPUS_ON_NODE": "8",
         }
         env.update(behaviour)
@@ -385,8 +411,9 @@ class Run:
         self.work.mkdir()
         path = tmp_path / "job.sh"
         path.write_text(script)
-        self.proc = subprocess.Popen(["bash", str(path)], cwd=self.work, env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            ["bash", str(path)], cwd=self.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
 
     def finish(self, timeout: float = 30):
         self.stdout, self.stderr = self.proc.communicate(timeout=timeout)
@@ -402,16 +429,20 @@ class Run:
         for argv in sorted(self.log.glob(f"{name}.*.argv")):
             args = argv.read_bytes().decode().split("\0")[:-1]
             env_file = argv.with_suffix(".env")
-            env = dict(e.split("=", 1) for e in env_file.read_bytes().decode().split("\0") if e) \
-                if env_file.exists() else {}
+            env = (
+                dict(e.split("=", 1) for e in env_file.read_bytes().decode().split("\0") if e)
+                if env_file.exists()
+                else {}
+            )
             out.append((args, env))
         return out
 
     def leftovers(self) -> list[str]:
         deadline = time.monotonic() + 5
         while True:
-            left = subprocess.run(["pgrep", "-f", f"sleep {self.sleep}"], capture_output=True,
-                                  text=True, check=False).stdout.split()
+            left = subprocess.run(
+                ["pgrep", "-f", f"sleep {self.sleep}"], capture_output=True, text=True, check=False
+            ).stdout.split()
             if not left or time.monotonic() > deadline:
                 return left
             time.sleep(0.05)
@@ -420,29 +451,49 @@ class Run:
 def local_ci(capsys, tmp_path, launcher: str, command: list[str], sets=(), monitor=False):
     """A local-ci tier 3 script for a workload running ``command``, and the plan it was made from."""
     wl = tmp_path / f"{launcher}.yaml"
-    wl.write_text(yaml.safe_dump({"name": f"shim-{launcher}", "description": "shim test", "launcher": launcher,
-                                  "nodes": 2, "command": command}))
+    wl.write_text(
+        yaml.safe_dump(
+            {
+                "name": f"shim-{launcher}",
+                "description": "shim test",
+                "launcher": launcher,
+                "nodes": 2,
+                "command": command,
+            }
+        )
+    )
     args = ["--cluster", "local-ci", "--tier", "3", "--workload", str(wl)]
     args += [a for s in sets for a in ("--set", s)] + ["--monitor"] * monitor
     return render(capsys, *args), make_plan("local-ci", 3, str(wl), None, tuple(sets), False)
 
 
-HOSTILE_ARGV = ["python3", "-c", "pass", "$(touch PWNED)", "`touch PWNED2`", "a'b\"c", "; touch PWNED3",
-                "*", "new\nline", "x,y=z", "", "${HOME}"]
+HOSTILE_ARGV = [
+    "python3",
+    "-c",
+    "pass",
+    "$(touch PWNED)",
+    "`touch PWNED2`",
+    "a'b\"c",
+    "; touch PWNED3",
+    "*",
+    "new\nline",
+    "x,y=z",
+    "",
+    "${HOME}",
+]
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "ray"])
 def test_hostile_values_arrive_byte_exact_and_execute_nothing(capsys, tmp_path, launcher):
-    script, plan = local_ci(capsys, tmp_path, launcher, HOSTILE_ARGV, sets=[f"NCCL_DEBUG_FILE={HOSTILE}"],
-                            monitor=True)
+    script, plan = local_ci(capsys, tmp_path, launcher, HOSTILE_ARGV, sets=[f"NCCL_DEBUG_FILE={HOSTILE}"], monitor=True)
     run = Run(tmp_path, script).finish()
     assert run.rc == 0, run.stderr
     assert not list(tmp_path.rglob("PWNED*")) and not list(Path.cwd().glob("PWNED*"))
     if launcher == "torchrun":
         (args, env), _second_node = run.calls("torchrun")
-        assert args[-len(HOSTILE_ARGV):] == HOSTILE_ARGV
+        assert args[-len(HOSTILE_ARGV) :] == HOSTILE_ARGV
     else:  # the driver: python3 is the program the shim plays, the rest its arguments
-        (args, env), = [c for c in run.calls("python3") if c[0][:2] == ["-c", "pass"]]
+        ((args, env),) = [c for c in run.calls("python3") if c[0][:2] == ["-c", "pass"]]
         assert args == HOSTILE_ARGV[1:]
     assert env["NCCL_DEBUG_FILE"] == HOSTILE
     for name, value in plan.env_dict().items():  # the whole plan reached the launched program
@@ -457,17 +508,30 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     calls = run.calls("torchrun")
     assert len(calls) == 2  # one agent per node, each in its own step
     for args, _ in calls:
-        assert args == ["--nnodes=2", *plan.launch.torchrun_options(), "--rdzv-endpoint=127.0.0.1:29500",
-                        "--rdzv-id=4242", "bash", "-c",
-                        render_slurm.launchmod.bind_wrapper(plan.binding, plan.launch.bind_memory).rstrip("\n"),
-                        "ncclgen-bind", "python3", "train.py"]
+        assert args == [
+            "--nnodes=2",
+            *plan.launch.torchrun_options(),
+            "--rdzv-endpoint=127.0.0.1:29500",
+            "--rdzv-id=4242",
+            "bash",
+            "-c",
+            render_slurm.launchmod.bind_wrapper(plan.binding, plan.launch.bind_memory).rstrip("\n"),
+            "ncclgen-bind",
+            "python3",
+            "train.py",
+        ]
     sruns = [a for a, _ in run.calls("srun")]
     launch = sorted(a for a in sruns if "torchrun" in a)
-    assert launch == [["--nodes=1", "--ntasks=1", "-w", f"node{n}", "--export=ALL", "torchrun", *calls[0][0]]
-                      for n in (1, 2)]
-    (monitor, _), = run.calls("python3")
-    assert monitor == ["-c", jobside.source("monitor").rstrip("\n"),
-                       f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl", "5"]
+    assert launch == [
+        ["--nodes=1", "--ntasks=1", "-w", f"node{n}", "--export=ALL", "torchrun", *calls[0][0]] for n in (1, 2)
+    ]
+    ((monitor, _),) = run.calls("python3")
+    assert monitor == [
+        "-c",
+        jobside.source("monitor").rstrip("\n"),
+        f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl",
+        "5",
+    ]
     assert run.leftovers() == []
 
 
@@ -477,11 +541,27 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     assert run.rc == 0, run.stderr
     starts = {tuple(a[:2]): a for a, _ in run.calls("ray")}
     head = starts["start", "--head"]
-    assert head == ["start", "--head", "--port=6379", "--num-gpus=2", "--num-cpus=2", "--disable-usage-stats",
-                    "--node-ip-address=127.0.0.1", "--include-dashboard=false", "--block"]
+    assert head == [
+        "start",
+        "--head",
+        "--port=6379",
+        "--num-gpus=2",
+        "--num-cpus=2",
+        "--disable-usage-stats",
+        "--node-ip-address=127.0.0.1",
+        "--include-dashboard=false",
+        "--block",
+    ]
     (worker,) = [a for a in starts.values() if a is not head]
-    assert worker == ["start", "--address=127.0.0.1:6379", "--dashboard-agent-listen-port=52366", "--num-gpus=2",
-                      "--num-cpus=2", "--disable-usage-stats", "--block"]
+    assert worker == [
+        "start",
+        "--address=127.0.0.1:6379",
+        "--dashboard-agent-listen-port=52366",
+        "--num-gpus=2",
+        "--num-cpus=2",
+        "--disable-usage-stats",
+        "--block",
+    ]
     py = {a[2] if a[0] == "-c" else "driver": (a, env) for a, env in run.calls("python3")}
     assert py["wait"][0][3:] == ["127.0.0.1:6379", "2", "4", "300"]
     assert py["wait"][0][1] == jobside.source("raywait", compact=True).rstrip("\n")
@@ -498,18 +578,37 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     assert run.leftovers() == []
 
 
-@pytest.mark.parametrize("behaviour, rc, message", [
-    ({"SHIM_DRIVER": "exit:7"}, 7, None),
-    ({"SHIM_WAIT": "exit:3"}, 3, "the Ray cluster is not ready"),
-    ({"SHIM_WAIT": "block", "SHIM_RAY_WORKER": "exit:1"}, 4,
-     "the Ray step on node2 ended (status 1) while the Ray cluster was starting"),
-    ({"SHIM_DRIVER": "block", "SHIM_WATCH": "after:0.2:5"}, 5, "the Ray watchdog ended"),
-    ({"SHIM_DRIVER": "block", "SHIM_RAY_HEAD": "after:1:1"}, 4, "the Ray step on node1 ended (status 1) before the driver"),
-    ({"SHIM_NODES": "3"}, 2, "this script is for 2 node(s) x 2 GPUs; the job has 3 x 8"),
-    ({"SLURM_GPUS_ON_NODE": "1"}, 2, "the job has 2 x 1"),
-    ({"SHIM_NODE_ADDR": "no-such-host.invalid"}, 2, "no IPv4 address for the head node node1"),
-], ids=["driver-status", "not-ready", "worker-dies-in-bring-up", "watchdog", "head-dies-later",
-        "resized-job", "fewer-gpus", "unresolvable-head"])
+@pytest.mark.parametrize(
+    "behaviour, rc, message",
+    [
+        ({"SHIM_DRIVER": "exit:7"}, 7, None),
+        ({"SHIM_WAIT": "exit:3"}, 3, "the Ray cluster is not ready"),
+        (
+            {"SHIM_WAIT": "block", "SHIM_RAY_WORKER": "exit:1"},
+            4,
+            "the Ray step on node2 ended (status 1) while the Ray cluster was starting",
+        ),
+        ({"SHIM_DRIVER": "block", "SHIM_WATCH": "after:0.2:5"}, 5, "the Ray watchdog ended"),
+        (
+            {"SHIM_DRIVER": "block", "SHIM_RAY_HEAD": "after:1:1"},
+            4,
+            "the Ray step on node1 ended (status 1) before the driver",
+        ),
+        ({"SHIM_NODES": "3"}, 2, "this script is for 2 node(s) x 2 GPUs; the job has 3 x 8"),
+        ({"SLURM_GPUS_ON_NODE": "1"}, 2, "the job has 2 x 1"),
+        ({"SHIM_NODE_ADDR": "no-such-host.invalid"}, 2, "no IPv4 address for the head node node1"),
+    ],
+    ids=[
+        "driver-status",
+        "not-ready",
+        "worker-dies-in-bring-up",
+        "watchdog",
+        "head-dies-later",
+        "resized-job",
+        "fewer-gpus",
+        "unresolvable-head",
+    ],
+)
 def test_ray_fail_fast_exit_codes(capsys, tmp_path, behaviour, rc, message):
     script, _ = local_ci(capsys, tmp_path, "ray", ["python3", "driver.py"])
     run = Run(tmp_path, script, **behaviour).finish()
@@ -545,10 +644,30 @@ def test_sigterm_to_the_batch_script_ends_every_step(capsys, tmp_path, launcher)
 @pytest.mark.parametrize("requeue_rc", [0, 1])
 def test_requeue_signal_stops_the_steps_then_requeues(capsys, tmp_path, launcher, requeue_rc):
     wl = tmp_path / f"{launcher}.yaml"
-    wl.write_text(yaml.safe_dump({"name": "shim-requeue", "description": "shim test", "launcher": launcher,
-                                  "nodes": 2, "command": ["python3", "work.py"]}))
-    script = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", str(wl), "--requeue",
-                    "--signal", "B:USR1@60", "--monitor")
+    wl.write_text(
+        yaml.safe_dump(
+            {
+                "name": "shim-requeue",
+                "description": "shim test",
+                "launcher": launcher,
+                "nodes": 2,
+                "command": ["python3", "work.py"],
+            }
+        )
+    )
+    script = render(
+        capsys,
+        "--cluster",
+        "local-ci",
+        "--tier",
+        "3",
+        "--workload",
+        str(wl),
+        "--requeue",
+        "--signal",
+        "B:USR1@60",
+        "--monitor",
+    )
     run = Run(tmp_path, script, SHIM_DRIVER="block", SHIM_REQUEUE_RC=str(requeue_rc))
     deadline = time.monotonic() + 20
     while not run.started("work.py"):
@@ -559,8 +678,7 @@ def test_requeue_signal_stops_the_steps_then_requeues(capsys, tmp_path, launcher
     run.proc.send_signal(signal.SIGUSR1)
     run.finish()
     assert time.monotonic() - t0 < 10  # the steps ended at TERM: no wait for the 50 s grace
-    assert "ncclgen: SIGUSR1: time limit in 60 s; stopping the steps (SIGTERM), then requeueing job 4242" \
-        in run.stderr
+    assert "ncclgen: SIGUSR1: time limit in 60 s; stopping the steps (SIGTERM), then requeueing job 4242" in run.stderr
     assert [a for a, _ in run.calls("scancel")] == [["--signal=TERM", "4242"]]
     assert (tmp_path / "log" / "scontrol-requeue").read_text() == "requeued\n"
     if requeue_rc:
@@ -580,9 +698,12 @@ def test_preflight_step_runs_on_every_node_with_the_plans_checks(capsys, tmp_pat
     script, plan = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"])
     run = Run(tmp_path, script, SHIM_DRIVER="await:preflight:1" if launcher == "torchrun" else "exit:0").finish()
     assert run.rc == 0, run.stderr
-    (args, _), = run.calls("preflight")
-    assert args == ["-c", jobside.source("preflight", compact=True).rstrip("\n"),
-                    preflight.encode(preflight.spec(plan))]
+    ((args, _),) = run.calls("preflight")
+    assert args == [
+        "-c",
+        jobside.source("preflight", compact=True).rstrip("\n"),
+        preflight.encode(preflight.spec(plan)),
+    ]
     (step,) = [a for a, _ in run.calls("srun") if a[-1] == args[-1]]
     assert step[:3] == ["--nodes=2", "--ntasks-per-node=1", "--export=ALL"]
 
@@ -599,8 +720,11 @@ def test_failed_preflight_ends_the_job_before_the_launch(capsys, tmp_path, launc
 
 def test_no_preflight_leaves_the_step_out(capsys, tmp_path):
     wl = tmp_path / "w.yaml"
-    wl.write_text(yaml.safe_dump({"name": "w", "description": "d", "launcher": "torchrun", "nodes": 2,
-                                  "command": ["python3", "work.py"]}))
+    wl.write_text(
+        yaml.safe_dump(
+            {"name": "w", "description": "d", "launcher": "torchrun", "nodes": 2, "command": ["python3", "work.py"]}
+        )
+    )
     script = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", str(wl), "--no-preflight")
     assert "NCCLGEN_PREFLIGHT" not in script and "exit 6" not in script
     assert re.search(r"# Regenerate: ncclgen slurm .* --no-preflight$", script, re.M)
@@ -610,14 +734,33 @@ def test_no_preflight_leaves_the_step_out(capsys, tmp_path):
 
 # --- the real Slurm -------------------------------------------------------------------------------
 
+
 @pytest.mark.slurm
 @pytest.mark.parametrize("cluster", CLUSTERS)
 def test_sbatch_test_only_accepts_every_render(slurm_cluster, tmp_path, cluster):
     """The 2 test nodes declare 224 CPUs and gpu:h100:8; --nodes 2 fits the 4-node workload in."""
     for tier, wl in itertools.product(TIERS, WORKLOADS):
         path = tmp_path / f"{tier}-{wl}.sh"
-        assert main(["slurm", "--cluster", cluster, "--tier", str(tier), "--workload", wl, "--partition", "debug",
-                     "--nodes", "2", "-o", str(path)]) == 0
+        assert (
+            main(
+                [
+                    "slurm",
+                    "--cluster",
+                    cluster,
+                    "--tier",
+                    str(tier),
+                    "--workload",
+                    wl,
+                    "--partition",
+                    "debug",
+                    "--nodes",
+                    "2",
+                    "-o",
+                    str(path),
+                ]
+            )
+            == 0
+        )
         rc, stderr = slurm_cluster.test_only(path)
         assert rc == 0 and "to start at" in stderr, f"{cluster} tier {tier} {wl}: {stderr}"
 
@@ -629,8 +772,9 @@ def test_slurm_reads_a_hostile_job_name_byte_exact(slurm_cluster, tmp_path):
     assert main(["slurm", "--cluster", "local-ci", "--job-name", name, "-o", str(path)]) == 0
     job = slurm_cluster.sbatch(path, "--hold", cwd=tmp_path)
     try:
-        shown = subprocess.run(["scontrol", "show", "job", "-o", job], env=slurm_cluster.env, capture_output=True,
-                               text=True, check=True).stdout
+        shown = subprocess.run(
+            ["scontrol", "show", "job", "-o", job], env=slurm_cluster.env, capture_output=True, text=True, check=True
+        ).stdout
     finally:
         slurm_cluster.cancel(job)
     assert re.search(r"\bJobName=(.*) UserId=", shown).group(1) == name
@@ -638,6 +782,7 @@ def test_slurm_reads_a_hostile_job_name_byte_exact(slurm_cluster, tmp_path):
 
 
 # --- the Ray hook (ncclgen/raybind.py) -----------------------------------------------------------
+
 
 def test_hook_map_parses_like_ncclgen_cpuset():
     for cluster in CLUSTERS:
@@ -657,8 +802,11 @@ def test_hook_wrapper_binds_to_the_first_assigned_gpu(capsys):
         def set_current_process_visible_accelerator_ids(ids):
             seen.append(list(ids))
 
-    wrapped = raybind.wrap(Manager.set_current_process_visible_accelerator_ids, {"0": {0}, "1": {1, 2}},
-                           setaffinity=lambda pid, cpus: bound.append((pid, cpus)))
+    wrapped = raybind.wrap(
+        Manager.set_current_process_visible_accelerator_ids,
+        {"0": {0}, "1": {1, 2}},
+        setaffinity=lambda pid, cpus: bound.append((pid, cpus)),
+    )
     wrapped(["1", "0"])
     wrapped([])
     wrapped(["7"])
@@ -694,8 +842,11 @@ def test_hook_binds_through_the_real_ray_method():
     env = {**os.environ, "NCCLGEN_GPU_CPUS": f"0={cpus[0]};1={cpus[1]}"}
     r = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True, timeout=120, check=False)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"1 [{cpus[1]}] 1", f"0 [{cpus[0]}] 0",
-                                     "set_current_process_visible_accelerator_ids"]
+    assert r.stdout.splitlines() == [
+        f"1 [{cpus[1]}] 1",
+        f"0 [{cpus[0]}] 0",
+        "set_current_process_visible_accelerator_ids",
+    ]
 
 
 def test_hook_without_map_warns_and_returns(monkeypatch, capsys):
@@ -706,9 +857,13 @@ def test_hook_without_map_warns_and_returns(monkeypatch, capsys):
 
 # --- the readiness check / watchdog (ncclgen/raywait.py) -----------------------------------------
 
+
 def test_census_counts_alive_nodes_and_their_gpus():
-    nodes = [{"Alive": True, "Resources": {"GPU": 8.0, "CPU": 1.0}}, {"Alive": False, "Resources": {"GPU": 8.0}},
-             {"Alive": True, "Resources": {"CPU": 4.0}}]
+    nodes = [
+        {"Alive": True, "Resources": {"GPU": 8.0, "CPU": 1.0}},
+        {"Alive": False, "Resources": {"GPU": 8.0}},
+        {"Alive": True, "Resources": {"CPU": 4.0}},
+    ]
     assert raywait.census(nodes) == (2, 8)
 
 
@@ -720,16 +875,21 @@ def free_port() -> int:
 
 def test_wait_times_out_with_one_clear_line_and_exit_3():
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, raywait.__file__, "wait", f"127.0.0.1:{free_port()}", "2", "16", "1"],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [sys.executable, raywait.__file__, "wait", f"127.0.0.1:{free_port()}", "2", "16", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 3 and time.monotonic() - t0 < 30
-    assert r.stderr == ("ncclgen: ERROR: Ray cluster not ready after 1 s (want 2 nodes/16 GPUs, "
-                        "have 0 nodes/0 GPUs)\n")
+    assert r.stderr == ("ncclgen: ERROR: Ray cluster not ready after 1 s (want 2 nodes/16 GPUs, have 0 nodes/0 GPUs)\n")
 
 
 def test_bad_usage_exits_2():
-    r = subprocess.run([sys.executable, raywait.__file__, "wait", "x:1", "2"], capture_output=True, text=True,
-                       timeout=60, check=False)
+    r = subprocess.run(
+        [sys.executable, raywait.__file__, "wait", "x:1", "2"], capture_output=True, text=True, timeout=60, check=False
+    )
     assert r.returncode == 2 and r.stderr.startswith("usage:")
 
 
@@ -744,29 +904,51 @@ def test_wait_and_watch_against_a_real_two_node_ray_cluster(tmp_path):
     port = free_port()
     temp = Path(f"/tmp/ncg-{os.getpid()}")  # short: Ray's AF_UNIX socket paths are limited to ~107 bytes
     common = ["--num-gpus=2", "--num-cpus=1", "--disable-usage-stats", "--block"]
-    head = subprocess.Popen([str(ray_bin), "start", "--head", f"--port={port}", "--include-dashboard=false",
-                             f"--temp-dir={temp}", f"--ray-client-server-port={free_port()}",
-                             f"--dashboard-agent-listen-port={free_port()}", *common],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    worker = subprocess.Popen([str(ray_bin), "start", f"--address=127.0.0.1:{port}",
-                               f"--dashboard-agent-listen-port={free_port()}", *common],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    head = subprocess.Popen(
+        [
+            str(ray_bin),
+            "start",
+            "--head",
+            f"--port={port}",
+            "--include-dashboard=false",
+            f"--temp-dir={temp}",
+            f"--ray-client-server-port={free_port()}",
+            f"--dashboard-agent-listen-port={free_port()}",
+            *common,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    worker = subprocess.Popen(
+        [str(ray_bin), "start", f"--address=127.0.0.1:{port}", f"--dashboard-agent-listen-port={free_port()}", *common],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
     def waiter(*args, timeout=240):
-        return subprocess.run([sys.executable, raywait.__file__, *args], capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        return subprocess.run(
+            [sys.executable, raywait.__file__, *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
+
     try:
         r = waiter("wait", f"127.0.0.1:{port}", "2", "4", "180")
         assert r.returncode == 0, r.stderr
         assert re.fullmatch(r"ncclgen: Ray cluster ready: 2 nodes, 4 GPUs after \d+\.\d s\n", r.stdout)
         r = waiter("wait", f"127.0.0.1:{port}", "3", "6", "5")
         assert r.returncode == 3 and "(want 3 nodes/6 GPUs, have 2 nodes/4 GPUs)" in r.stderr
-        watch = subprocess.Popen([sys.executable, raywait.__file__, "watch", f"127.0.0.1:{port}", "2", "0.5"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        watch = subprocess.Popen(
+            [sys.executable, raywait.__file__, "watch", f"127.0.0.1:{port}", "2", "0.5"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(5)  # connected and watching
         assert watch.poll() is None, watch.communicate()
-        raylets = subprocess.run(["pgrep", "-s", str(worker.pid), "-x", "raylet"], capture_output=True,
-                                 text=True, check=False).stdout.split()
+        raylets = subprocess.run(
+            ["pgrep", "-s", str(worker.pid), "-x", "raylet"], capture_output=True, text=True, check=False
+        ).stdout.split()
         assert len(raylets) == 1, raylets
         os.kill(int(raylets[0]), signal.SIGTERM)
         _, err = watch.communicate(timeout=90)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -47,16 +47,21 @@ READY = re.compile(r"Ray cluster ready.*?after ([0-9.]+) ?s")
 
 def _workload(tmp_path: Path, name: str, launcher: str, command: list[str], **more) -> Path:
     path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump({
-        **more,
-        "name": name,
-        "description": f"ncclgen end-to-end test ({launcher})",
-        "launcher": launcher,
-        "framework": "torch",
-        "nodes": NODES,
-        "time": "00:10:00",
-        "command": command,
-    }), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                **more,
+                "name": name,
+                "description": f"ncclgen end-to-end test ({launcher})",
+                "launcher": launcher,
+                "framework": "torch",
+                "nodes": NODES,
+                "time": "00:10:00",
+                "command": command,
+            }
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
@@ -64,10 +69,29 @@ def _render(workload: Path, tmp_path: Path, *extra: str) -> Path:
     """Render with the real CLI in its own process, as a user would."""
     script = tmp_path / "job.sh"
     r = subprocess.run(
-        [sys.executable, "-m", "ncclgen", "slurm", "--cluster", CLUSTER, "--tier", str(TIER),
-         "--workload", str(workload), "--partition", "debug", "-o", str(script),
-         *(arg for s in SETS for arg in ("--set", s)), *extra],
-        capture_output=True, text=True, timeout=60, check=False)
+        [
+            sys.executable,
+            "-m",
+            "ncclgen",
+            "slurm",
+            "--cluster",
+            CLUSTER,
+            "--tier",
+            str(TIER),
+            "--workload",
+            str(workload),
+            "--partition",
+            "debug",
+            "-o",
+            str(script),
+            *(arg for s in SETS for arg in ("--set", s)),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0 and script.is_file(), r.stderr
     return script
 
@@ -126,7 +150,8 @@ def test_torchrun_two_nodes_env_and_binding_reach_every_rank(slurm_cluster, tmp_
     reports = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob("rank-*.json"))]
     assert sorted(r["rank"] for r in reports) == list(range(world)), log
     assert {(r["node"], r["local_rank"]) for r in reports} == {
-        (f"node{n}", lr) for n in range(1, NODES + 1) for lr in range(GPUS_PER_NODE)}
+        (f"node{n}", lr) for n in range(1, NODES + 1) for lr in range(GPUS_PER_NODE)
+    }
     for r in reports:
         who = f"rank {r['rank']} ({r['node']}, local rank {r['local_rank']})"
         assert r["world_size"] == world, who
@@ -140,11 +165,15 @@ def test_setup_lines_run_on_every_node_in_the_step_before_the_program(slurm_clus
     run in the same step as torchrun, so what they export is in every rank's environment."""
     out = tmp_path / "setup"
     out.mkdir()
-    text = "it's \"quoted\" $HOME \\ `x`"
-    setup = ['export NCCLGEN_E2E_SETUP="ran on $SLURMD_NODENAME"',
-             f'printf "%s\\n" {shlex.quote(text)} > {shlex.quote(str(out))}/"$SLURMD_NODENAME.txt"']
-    probe = ("import os, sys; open(os.path.join(sys.argv[1], 'rank-' + os.environ['RANK']), 'w')"
-             ".write(os.environ.get('NCCLGEN_E2E_SETUP', 'missing'))")
+    text = 'it\'s "quoted" $HOME \\ `x`'
+    setup = [
+        'export NCCLGEN_E2E_SETUP="ran on $SLURMD_NODENAME"',
+        f'printf "%s\\n" {shlex.quote(text)} > {shlex.quote(str(out))}/"$SLURMD_NODENAME.txt"',
+    ]
+    probe = (
+        "import os, sys; open(os.path.join(sys.argv[1], 'rank-' + os.environ['RANK']), 'w')"
+        ".write(os.environ.get('NCCLGEN_E2E_SETUP', 'missing'))"
+    )
     wl = _workload(tmp_path, "e2e-setup", "torchrun", [sys.executable, "-c", probe, str(out)], setup=setup)
     job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
     log = _log(tmp_path, job)
@@ -160,14 +189,17 @@ def test_ray_two_nodes_tasks_spread_with_env_and_binding(slurm_cluster, tmp_path
     out = tmp_path / "ray"
     out.mkdir()
     gpus = NODES * GPUS_PER_NODE
-    wl = _workload(tmp_path, "e2e-ray", "ray",
-                   [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(gpus)])
+    wl = _workload(
+        tmp_path, "e2e-ray", "ray", [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(gpus)]
+    )
     plan = _plan(wl)
     job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
     log = _log(tmp_path, job)
     ready = READY.search(log)
-    print(f"ray job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s; "
-          f"{ready.group(0) if ready else 'no ready line'}")
+    print(
+        f"ray job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s; "
+        f"{ready.group(0) if ready else 'no ready line'}"
+    )
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
     assert ready, "the script must report when the Ray cluster is ready:\n" + log
     record_property("ray_ready_s", float(ready.group(1)))  # lands in --junitxml reports
@@ -189,13 +221,17 @@ def test_torchrun_failed_rank_ends_the_job_and_every_process(slurm_cluster, tmp_
     out = tmp_path / "fail"
     out.mkdir()
     marker = f"ncclgen-e2e-fail-{uuid.uuid4().hex}"
-    wl = _workload(tmp_path, "e2e-fail", "torchrun",
-                   [sys.executable, str(E2E / "fail_rank.py"), str(out), marker])
+    wl = _workload(tmp_path, "e2e-fail", "torchrun", [sys.executable, str(E2E / "fail_rank.py"), str(out), marker])
     job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path, timeout=FAIL_BOUND_S + 60)
     log = _log(tmp_path, job)
     print(f"failing torchrun job {job}: {result.state} exit {result.exit_code} after {wall:.1f} s")
     assert sorted(p.name for p in out.iterdir()) == [
-        "failed-at", "started-node1-0", "started-node1-1", "started-node2-0", "started-node2-1"], log
+        "failed-at",
+        "started-node1-0",
+        "started-node1-1",
+        "started-node2-0",
+        "started-node2-1",
+    ], log
     assert result.state == "FAILED" and result.exit_code != 0, result.raw + "\n" + log
     assert wall <= FAIL_BOUND_S, f"the job held its nodes {wall:.1f} s after submission\n{log}"
     _assert_fail_fast(slurm_cluster, job, float((out / "failed-at").read_text()), "the failing rank's exit", log)
@@ -233,9 +269,12 @@ def _hold_ray_job(cluster, tmp_path, name: str, mode: str):
     out = tmp_path / name
     out.mkdir()
     marker = f"ncclgen-e2e-{name}-{uuid.uuid4().hex}"
-    wl = _workload(tmp_path, f"e2e-{name}", "ray",
-                   [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(NODES * GPUS_PER_NODE),
-                    mode, marker])
+    wl = _workload(
+        tmp_path,
+        f"e2e-{name}",
+        "ray",
+        [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(NODES * GPUS_PER_NODE), mode, marker],
+    )
     script = _render(wl, tmp_path)
     job = cluster.sbatch(script, cwd=tmp_path)
     deadline = time.monotonic() + JOB_TIMEOUT_S
@@ -283,8 +322,9 @@ def test_ray_failed_driver_ends_the_job(slurm_cluster, tmp_path):
 
 
 def _job_field(cluster, job: str, name: str) -> str:
-    line = subprocess.run(["scontrol", "show", "job", "-o", job], env=cluster.env, capture_output=True, text=True,
-                          timeout=30, check=True).stdout
+    line = subprocess.run(
+        ["scontrol", "show", "job", "-o", job], env=cluster.env, capture_output=True, text=True, timeout=30, check=True
+    ).stdout
     m = re.search(rf"\b{name}=(\S*)", line)
     return m.group(1) if m else ""
 
@@ -312,13 +352,21 @@ def test_requeue_round_trip_saves_then_runs_again(slurm_cluster, tmp_path):
         _await("every rank of run 0", lambda: all((out / f"started-0-{r}").exists() for r in ranks), JOB_TIMEOUT_S, log)
         subprocess.run(["scancel", "--batch", "--signal=USR1", job], env=slurm_cluster.env, check=True, timeout=30)
         _await("every rank's save", lambda: all((out / f"saved-0-{r}").exists() for r in ranks), 60, log)
-        _await("the requeue", lambda: _job_field(slurm_cluster, job, "Restarts") == "1"
-               and _job_field(slurm_cluster, job, "JobState") == "PENDING", 60, log)
+        _await(
+            "the requeue",
+            lambda: (
+                _job_field(slurm_cluster, job, "Restarts") == "1"
+                and _job_field(slurm_cluster, job, "JobState") == "PENDING"
+            ),
+            60,
+            log,
+        )
         # slurmctld holds a requeued batch job for the credential lifetime + 1 s (job_mgr.c, 22.05:
         # begin_time = now + cred_expire + 1; AuthInfo cred_expire defaults to 120 s): shorten that wait
         # to 3 s. A launch in the same second as the requeue is refused ("Job credential revoked").
-        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now+3"], env=slurm_cluster.env,
-                       check=True, timeout=30)
+        subprocess.run(
+            ["scontrol", "update", f"JobId={job}", "StartTime=now+3"], env=slurm_cluster.env, check=True, timeout=30
+        )
         _await("every rank of run 1", lambda: all((out / f"started-1-{r}").exists() for r in ranks), JOB_TIMEOUT_S, log)
         assert _job_field(slurm_cluster, job, "JobState") == "RUNNING"
         text = _log(tmp_path, job)

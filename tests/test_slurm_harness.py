@@ -5,7 +5,6 @@ import shlex
 import time
 
 import pytest
-
 import slurm_harness
 from slurm_harness import LocalSlurm, SlurmHarnessError
 
@@ -23,13 +22,17 @@ def _script(path, body: str):
 
 def test_two_node_job_runs_srun_on_both_nodes_with_env_intact(slurm_cluster, tmp_path):
     out = tmp_path / "job.out"
-    script = _script(tmp_path / "two.sbatch", (
-        "set -euo pipefail\n"
-        f"export NCCL_IB_HCA={shlex.quote(HCA_VALUE)}\n"
-        """srun bash -c 'printf "%s|%s|%s\\n" "$SLURMD_NODENAME" "$SLURM_GPUS_ON_NODE" "$NCCL_IB_HCA"'\n"""
-    ))
-    job = slurm_cluster.sbatch(script, "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=2",
-                               f"--output={out}", cwd=tmp_path)
+    script = _script(
+        tmp_path / "two.sbatch",
+        (
+            "set -euo pipefail\n"
+            f"export NCCL_IB_HCA={shlex.quote(HCA_VALUE)}\n"
+            """srun bash -c 'printf "%s|%s|%s\\n" "$SLURMD_NODENAME" "$SLURM_GPUS_ON_NODE" "$NCCL_IB_HCA"'\n"""
+        ),
+    )
+    job = slurm_cluster.sbatch(
+        script, "--nodes=2", "--ntasks-per-node=1", "--gpus-per-node=2", f"--output={out}", cwd=tmp_path
+    )
     result = slurm_cluster.wait(job, timeout=30)
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + out.read_text()
     assert sorted(out.read_text().splitlines()) == [f"node1|2|{HCA_VALUE}", f"node2|2|{HCA_VALUE}"]
@@ -42,8 +45,13 @@ def test_failing_job_ends_failed_with_its_exit_code(slurm_cluster, tmp_path):
 
 
 def test_test_only_accepts_two_full_h100_nodes(slurm_cluster, tmp_path):
-    rc, err = slurm_cluster.test_only(_script(tmp_path / "t.sbatch", "true\n"), "--nodes=2",
-                                      "--gpus-per-node=h100:8", "--cpus-per-task=224", "--exclusive")
+    rc, err = slurm_cluster.test_only(
+        _script(tmp_path / "t.sbatch", "true\n"),
+        "--nodes=2",
+        "--gpus-per-node=h100:8",
+        "--cpus-per-task=224",
+        "--exclusive",
+    )
     assert rc == 0 and "on nodes node[1-2] in partition debug" in err, err
 
 
@@ -85,8 +93,9 @@ def test_stop_cancels_running_jobs_and_ends_every_process(slurm_cluster, tmp_pat
     cluster.start()
     try:
         started = tmp_path / "started"
-        job = cluster.sbatch(_script(tmp_path / "sleep.sbatch", f"echo $$ > {started}\nexec sleep 300\n"),
-                             "--output=/dev/null")
+        job = cluster.sbatch(
+            _script(tmp_path / "sleep.sbatch", f"echo $$ > {started}\nexec sleep 300\n"), "--output=/dev/null"
+        )
         deadline = time.monotonic() + 15
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.1)

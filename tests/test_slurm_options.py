@@ -37,10 +37,29 @@ def sbatch_lines(text: str) -> dict[str, str | None]:
 
 
 def test_per_job_options_reach_sbatch(capsys):
-    text, _ = render(capsys, "--cluster", "h100-ib", "--workload", "bench", "--reservation", "maint window",
-                     "--constraint", "h100&ib", "--dependency", "afterok:1234", "--output", "logs/%x-%j.out",
-                     "--error", "logs/%x-%j.err", "--sbatch", "mail-type=END,FAIL", "--sbatch", "hold",
-                     "--sbatch", "--comment=two words")
+    text, _ = render(
+        capsys,
+        "--cluster",
+        "h100-ib",
+        "--workload",
+        "bench",
+        "--reservation",
+        "maint window",
+        "--constraint",
+        "h100&ib",
+        "--dependency",
+        "afterok:1234",
+        "--output",
+        "logs/%x-%j.out",
+        "--error",
+        "logs/%x-%j.err",
+        "--sbatch",
+        "mail-type=END,FAIL",
+        "--sbatch",
+        "hold",
+        "--sbatch",
+        "--comment=two words",
+    )
     got = sbatch_lines(text)
     assert got["--reservation"] == shlex.quote("maint window")
     assert got["--constraint"] == shlex.quote("h100&ib")
@@ -73,35 +92,52 @@ def test_cli_sbatch_overrides_the_descriptor_and_off_switches(capsys, tmp_path):
     assert "--no-requeue" in got and "--requeue" not in got
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--sbatch", "reservaton=x"), "--sbatch reservaton: sbatch has no option --reservaton (did you mean "
-                                   "'reservation'?)"),
-    (("--sbatch", "gres=gpu:8"), "conflicts with ncclgen's own GPU request --gpus-per-node=8"),
-    (("--sbatch", "gpus-per-task=1"), "--gpus-per-task conflicts with ncclgen's own GPU request"),
-    (("--sbatch", "time=1:00:00"), "--time is set by ncclgen: use ncclgen slurm --time"),
-    (("--sbatch", "output=x"), "use ncclgen slurm --output"),
-    (("--sbatch", "requeue=yes"), "--requeue is a flag and takes no value"),
-    (("--sbatch", "comment=a\nb"), "control characters"),
-    (("--output", "job.sh"), "--output names the job's log (#SBATCH --output); write the script itself with -o"),
-    (("--reservation", "a\nb"), "control characters"),
-    (("--signal", "B:USR1@60"), "--signal: only with --requeue"),
-    (("--requeue", "--signal", "USR1@60"), "expected B:USR1@SECONDS or B:USR2@SECONDS"),
-    (("--requeue", "--signal", "B:USR1@5"), "30 <= SECONDS"),
-    (("--container-workdir", "/w"), "--container-workdir: only with a container image"),
-    (("--container-image", "img", "--container-mounts", "/a,/b"), "expected SRC[:DST[:FLAGS]] without ','"),
-    (("--container-image", "img", "--container-workdir", "w"), "expected an absolute path"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--sbatch", "reservaton=x"),
+            "--sbatch reservaton: sbatch has no option --reservaton (did you mean 'reservation'?)",
+        ),
+        (("--sbatch", "gres=gpu:8"), "conflicts with ncclgen's own GPU request --gpus-per-node=8"),
+        (("--sbatch", "gpus-per-task=1"), "--gpus-per-task conflicts with ncclgen's own GPU request"),
+        (("--sbatch", "time=1:00:00"), "--time is set by ncclgen: use ncclgen slurm --time"),
+        (("--sbatch", "output=x"), "use ncclgen slurm --output"),
+        (("--sbatch", "requeue=yes"), "--requeue is a flag and takes no value"),
+        (("--sbatch", "comment=a\nb"), "control characters"),
+        (("--output", "job.sh"), "--output names the job's log (#SBATCH --output); write the script itself with -o"),
+        (("--reservation", "a\nb"), "control characters"),
+        (("--signal", "B:USR1@60"), "--signal: only with --requeue"),
+        (("--requeue", "--signal", "USR1@60"), "expected B:USR1@SECONDS or B:USR2@SECONDS"),
+        (("--requeue", "--signal", "B:USR1@5"), "30 <= SECONDS"),
+        (("--container-workdir", "/w"), "--container-workdir: only with a container image"),
+        (("--container-image", "img", "--container-mounts", "/a,/b"), "expected SRC[:DST[:FLAGS]] without ','"),
+        (("--container-image", "img", "--container-workdir", "w"), "expected an absolute path"),
+    ],
+)
 def test_refused_with_one_line(capsys, args, message):
     assert message in refused(capsys, "--cluster", "h100-ib", "--workload", "bench", *args)
 
 
 def test_registry_image_rewritten_with_a_note_and_one_named_container(capsys):
-    text, err = render(capsys, "--workload", "bench", "--container-image", "nvcr.io/nvidia/pytorch:25.01-py3",
-                       "--container-workdir", "/workspace", "--container-mounts", "/lustre:/lustre",
-                       "--container-mounts", "/scratch")
-    assert err == ("ncclgen: note: container image 'nvcr.io/nvidia/pytorch:25.01-py3' written as "
-                   "'nvcr.io#nvidia/pytorch:25.01-py3': pyxis/enroot take [USER@][REGISTRY#]IMAGE[:TAG], and "
-                   "with '/' after the registry enroot would look the image up on Docker Hub\n")
+    text, err = render(
+        capsys,
+        "--workload",
+        "bench",
+        "--container-image",
+        "nvcr.io/nvidia/pytorch:25.01-py3",
+        "--container-workdir",
+        "/workspace",
+        "--container-mounts",
+        "/lustre:/lustre",
+        "--container-mounts",
+        "/scratch",
+    )
+    assert err == (
+        "ncclgen: note: container image 'nvcr.io/nvidia/pytorch:25.01-py3' written as "
+        "'nvcr.io#nvidia/pytorch:25.01-py3': pyxis/enroot take [USER@][REGISTRY#]IMAGE[:TAG], and "
+        "with '/' after the registry enroot would look the image up on Docker Hub\n"
+    )
     steps = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
     assert len(steps) == 2  # the preflight, then the torchrun step in the per-node loop
     step = steps[-1]
@@ -128,21 +164,31 @@ VERL_OK = ("--", "trainer.default_local_dir=/lustre/ck/grpo")
 
 def test_requeue_of_a_verl_job_adds_resume_auto(capsys):
     text, _ = render(capsys, "--workload", "verl-grpo-qwen2-7b", "--requeue", *VERL_OK)
-    driver = text[text.index("RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun"):].split(" &\n")[0]
-    assert re.search(r"trainer\.save_freq=20 .*trainer\.default_local_dir=/lustre/ck/grpo "
-                     r"trainer\.resume_mode=auto", " ".join(driver.split())), driver
+    driver = text[text.index("RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun") :].split(" &\n")[0]
+    assert re.search(
+        r"trainer\.save_freq=20 .*trainer\.default_local_dir=/lustre/ck/grpo "
+        r"trainer\.resume_mode=auto",
+        " ".join(driver.split()),
+    ), driver
     plain, _ = render(capsys, "--workload", "verl-grpo-qwen2-7b", *VERL_OK)
     assert "resume_mode" not in plain  # only with --requeue
 
 
-@pytest.mark.parametrize("extra, message", [
-    ((), "trainer.default_local_dir must be an absolute folder on storage every node shares"),
-    (("--", "trainer.default_local_dir=ck"), "trainer.default_local_dir must be an absolute folder"),
-    (("--", "trainer.default_local_dir=/ck", "trainer.save_freq=-1"),
-     "trainer.save_freq=-1 saves none; add `-- trainer.save_freq=N`"),
-    (("--", "trainer.default_local_dir=/ck", "trainer.resume_mode=disable"),
-     "trainer.resume_mode=disable would not resume"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ((), "trainer.default_local_dir must be an absolute folder on storage every node shares"),
+        (("--", "trainer.default_local_dir=ck"), "trainer.default_local_dir must be an absolute folder"),
+        (
+            ("--", "trainer.default_local_dir=/ck", "trainer.save_freq=-1"),
+            "trainer.save_freq=-1 saves none; add `-- trainer.save_freq=N`",
+        ),
+        (
+            ("--", "trainer.default_local_dir=/ck", "trainer.resume_mode=disable"),
+            "trainer.resume_mode=disable would not resume",
+        ),
+    ],
+)
 def test_requeue_of_a_verl_job_needs_checkpoints(capsys, extra, message):
     assert message in refused(capsys, "--workload", "verl-grpo-qwen2-7b", "--requeue", *extra)
 
@@ -156,9 +202,23 @@ def test_sbatch_test_only_accepts_the_per_job_options(slurm_cluster, tmp_path):
     env = slurm_cluster.env
     # Deleted below, in any case: while it exists, jobs outside it cannot use the nodes (the tests
     # share one cluster and run one at a time).
-    subprocess.run(["scontrol", "create", "reservation", "ReservationName=ncclgen-maint", "Nodes=ALL",
-                    "StartTime=now", "Duration=30", "Users=root", "Flags=IGNORE_JOBS"],
-                   env=env, check=True, capture_output=True, timeout=30)
+    subprocess.run(
+        [
+            "scontrol",
+            "create",
+            "reservation",
+            "ReservationName=ncclgen-maint",
+            "Nodes=ALL",
+            "StartTime=now",
+            "Duration=30",
+            "Users=root",
+            "Flags=IGNORE_JOBS",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
     hold = tmp_path / "hold.sh"
     hold.write_text("#!/bin/bash\ntrue\n")
     held = slurm_cluster.sbatch(hold, "--hold", cwd=tmp_path)
@@ -175,16 +235,39 @@ def test_sbatch_test_only_accepts_the_per_job_options(slurm_cluster, tmp_path):
         ]
         for i, args in enumerate(cases):
             path = tmp_path / f"job{i}.sh"
-            assert main(["slurm", "--cluster", "local-ci", "--workload", "bench", "--partition", "debug",
-                         "--time", "00:10:00", "-o", str(path), *args]) == 0
+            assert (
+                main(
+                    [
+                        "slurm",
+                        "--cluster",
+                        "local-ci",
+                        "--workload",
+                        "bench",
+                        "--partition",
+                        "debug",
+                        "--time",
+                        "00:10:00",
+                        "-o",
+                        str(path),
+                        *args,
+                    ]
+                )
+                == 0
+            )
             rc, stderr = slurm_cluster.test_only(path)
             assert rc == 0 and "to start at" in stderr, f"{args}: {stderr}"
         bad = tmp_path / "bad.sh"
-        assert main(["slurm", "--cluster", "local-ci", "--workload", "bench", "--constraint", "a100",
-                     "-o", str(bad)]) == 0
+        assert (
+            main(["slurm", "--cluster", "local-ci", "--workload", "bench", "--constraint", "a100", "-o", str(bad)]) == 0
+        )
         rc, stderr = slurm_cluster.test_only(bad)
         assert rc != 0 and "Invalid feature specification" in stderr  # the check can fail
     finally:
         slurm_cluster.cancel(held)
-        subprocess.run(["scontrol", "delete", "ReservationName=ncclgen-maint"], env=env, check=True,
-                       capture_output=True, timeout=30)
+        subprocess.run(
+            ["scontrol", "delete", "ReservationName=ncclgen-maint"],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )

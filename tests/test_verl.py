@@ -11,8 +11,8 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import skip_or_fail
+
 from ncclgen import plan
 from ncclgen.errors import UserError
 from ncclgen.load import descriptor, verl, workload
@@ -27,8 +27,10 @@ NEWEST = list(verl.releases())[-1]
 def tree(version: str) -> str:
     root = os.path.join(TREES, version)
     if not os.path.isfile(os.path.join(root, "verl", "version", "version")):
-        skip_or_fail(f"verl {version} is not installed in {root} (tests/run.sh installs it: "
-                     f"pip install --no-deps --target {root} verl=={version})")
+        skip_or_fail(
+            f"verl {version} is not installed in {root} (tests/run.sh installs it: "
+            f"pip install --no-deps --target {root} verl=={version})"
+        )
     return root
 
 
@@ -38,6 +40,7 @@ def check(*overrides, module="verl.trainer.main_ppo", version=NEWEST, derived=ve
 
 # -- the checker, from the generated tables ------------------------------------------------------------
 
+
 def test_unknown_key_suggests_the_close_one():
     (msg,) = check("actor_rollout_ref.rollout.nn=3")
     assert "unknown key actor_rollout_ref.rollout.nn" in msg and "did you mean 'actor_rollout_ref.rollout.n'" in msg
@@ -46,11 +49,10 @@ def test_unknown_key_suggests_the_close_one():
 def test_removed_and_dead_keys_name_what_replaces_them():
     (grad,) = check("model_engine=megatron", "actor_rollout_ref.actor.megatron.grad_offload=True")
     assert "removed in 0.9.1" in grad and "PR #7544" in grad and "param_offload" in grad
-    assert check("model_engine=megatron", "actor_rollout_ref.actor.megatron.grad_offload=True",
-                 version="0.9.0") == []
+    assert check("model_engine=megatron", "actor_rollout_ref.actor.megatron.grad_offload=True", version="0.9.0") == []
     (rm,) = check("reward_model.reward_manager=dapo")
     assert "does nothing" in rm and "use reward.reward_manager.name" in rm
-    assert check("reward_model.reward_manager=dapo", version="0.8.0") == []   # still migrated in 0.8.0
+    assert check("reward_model.reward_manager=dapo", version="0.8.0") == []  # still migrated in 0.8.0
     (nt,) = check("actor_rollout_ref.nccl_timeout=1200", version="0.8.0")
     assert "does nothing" in nt and "#7815" in nt
     (mod,) = check(module="verl.trainer.fsdp_sft_trainer")
@@ -63,12 +65,15 @@ def test_plus_follows_hydra_append_rules():
     (msg,) = check("+trainer.total_epochs=3")
     assert "already exists" in msg and "without the +" in msg
     # a key whose default is null may be appended (Hydra 1.3 config_loader_impl is_add)
-    assert check("model_engine=megatron",
-                 "+actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform") == []
-    assert check("+actor_rollout_ref.actor.optim.override_optimizer_config.foo=1",
-                 "model_engine=megatron") == []
-    (open_dict,) = check("model_engine=megatron",
-                         "actor_rollout_ref.actor.megatron.override_transformer_config.zzz=1")
+    assert (
+        check(
+            "model_engine=megatron",
+            "+actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform",
+        )
+        == []
+    )
+    assert check("+actor_rollout_ref.actor.optim.override_optimizer_config.foo=1", "model_engine=megatron") == []
+    (open_dict,) = check("model_engine=megatron", "actor_rollout_ref.actor.megatron.override_transformer_config.zzz=1")
     assert "add a new key to it with +actor_rollout_ref" in open_dict
     (parent,) = check("+actor_rollout_ref.actr.foo=1")
     assert "unknown parent key actor_rollout_ref.actr" in parent
@@ -101,8 +106,11 @@ def test_the_timeout_that_applies_is_verls_own():
 def test_a_variable_verl_overwrites_at_import_is_refused():
     from ncclgen.pipeline import plan_for
 
-    with pytest.raises(UserError, match=r"--debug: cannot take effect: .*NCCL_DEBUG=WARN at import "
-                                        r"\(verl/trainer/sft_trainer.py:21\)"):
+    with pytest.raises(
+        UserError,
+        match=r"--debug: cannot take effect: .*NCCL_DEBUG=WARN at import "
+        r"\(verl/trainer/sft_trainer.py:21\)",
+    ):
         plan_for("h100-ib", 1, "verl-sft", debug=True)
     with pytest.raises(UserError, match=r"NCCL_DEBUG=INFO \(--set\): cannot take effect"):
         plan_for("h100-ib", 1, "verl-sft", sets=("NCCL_DEBUG=INFO",))
@@ -111,6 +119,7 @@ def test_a_variable_verl_overwrites_at_import_is_refused():
 
 # -- workloads ----------------------------------------------------------------------------------------
 
+
 def write(tmp_path, name, text):
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
@@ -118,35 +127,49 @@ def write(tmp_path, name, text):
 
 
 def test_a_minimal_workload_loads_and_plans(tmp_path):
-    path = write(tmp_path, "tiny-job.yaml", """\
+    path = write(
+        tmp_path,
+        "tiny-job.yaml",
+        """\
         launcher: torchrun
         nodes: 2
         command: [python3, train.py]
-    """)
+    """,
+    )
     wl = workload.load(path)
     assert wl.name == "tiny-job" and wl.description == "" and wl.setup == ()
     p = plan.build(H100, wl, 1)
     assert p.launch.command == ("python3", "train.py") and p.launch.nodes == 2
 
 
-@pytest.mark.parametrize("body, where, what", [
-    ("setup: [\"a\\rb\"]\n", "setup[0]", "control character"),
-    ("setup: [NCCLGEN_SETUP_EOF]\n", "setup[0]", "heredoc"),
-    ("timeout_s: 900\n", "timeout_s", "nothing reads it"),
-    ("", "verl", "names the verl release"),
-    ('verl: "0.5.0"\n', "verl", "not in ncclgen's knowledge base"),
-])
+@pytest.mark.parametrize(
+    "body, where, what",
+    [
+        ('setup: ["a\\rb"]\n', "setup[0]", "control character"),
+        ("setup: [NCCLGEN_SETUP_EOF]\n", "setup[0]", "heredoc"),
+        ("timeout_s: 900\n", "timeout_s", "nothing reads it"),
+        ("", "verl", "names the verl release"),
+        ('verl: "0.5.0"\n', "verl", "not in ncclgen's knowledge base"),
+    ],
+)
 def test_verl_workload_errors(tmp_path, body, where, what):
-    path = write(tmp_path, "w.yaml", "launcher: ray\nframework: verl\n" + body +
-                 "command: [python3, -m, verl.trainer.main_ppo]\n")
+    path = write(
+        tmp_path,
+        "w.yaml",
+        "launcher: ray\nframework: verl\n" + body + "command: [python3, -m, verl.trainer.main_ppo]\n",
+    )
     with pytest.raises(UserError) as e:
         workload.load(path)
     assert where in str(e.value) and what in str(e.value) and "w.yaml:" in str(e.value)
 
 
 def test_workload_override_error_points_at_the_argument(tmp_path):
-    path = write(tmp_path, "w.yaml", 'launcher: ray\nframework: verl\nverl: "0.9.1"\n'
-                 "command:\n  - python3\n  - -m\n  - verl.trainer.main_ppo\n  - trainer.total_epoch=1\n")
+    path = write(
+        tmp_path,
+        "w.yaml",
+        'launcher: ray\nframework: verl\nverl: "0.9.1"\n'
+        "command:\n  - python3\n  - -m\n  - verl.trainer.main_ppo\n  - trainer.total_epoch=1\n",
+    )
     with pytest.raises(UserError) as e:
         workload.load(path)
     assert "w.yaml:8:" in str(e.value) and "command[3]" in str(e.value) and "trainer.total_epochs" in str(e.value)
@@ -175,6 +198,7 @@ def test_ncclgen_appends_only_knobs_verl_reads():
 
 # -- against the real releases ------------------------------------------------------------------------
 
+
 def bundled_jobs():
     """(workload name, version, rendered argv) for every bundled verl workload and targeted release."""
     out = []
@@ -189,9 +213,14 @@ def bundled_jobs():
 def run_compose(version, jobs, validate=False):
     out = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"verl-compose-{os.getpid()}-{version}.json")
     env = {**os.environ, "PYTHONPATH": tree(version)}
-    r = subprocess.run([sys.executable, os.path.join(HERE, "verl_compose.py"), out] +
-                       (["--validate"] if validate else []), input=json.dumps(jobs), text=True,
-                       capture_output=True, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, os.path.join(HERE, "verl_compose.py"), out] + (["--validate"] if validate else []),
+        input=json.dumps(jobs),
+        text=True,
+        capture_output=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     with open(out, encoding="utf-8") as f:
         res = json.load(f)
@@ -221,7 +250,7 @@ def test_bundled_launch_lines_compose_and_the_checker_agrees_with_hydra(version)
     res = run_compose(version, [argv for _, _, argv in jobs] + probes)
     for (name, _, _), r in zip(jobs, res):
         assert r["composed"], f"{name} on verl {version}: {r['error']}"
-    for (override, composes), r in zip(PROBES, res[len(jobs):]):
+    for (override, composes), r in zip(PROBES, res[len(jobs) :]):
         assert r["composed"] == composes, (override, r["error"])
         assert (check(override, version=version, derived=()) == []) == composes, override
 
@@ -229,8 +258,11 @@ def test_bundled_launch_lines_compose_and_the_checker_agrees_with_hydra(version)
 @pytest.mark.slow
 def test_bundled_workloads_pass_verls_own_validation():
     """verl's validate_config (PPO) and the SFT trainer's config dataclasses, run on CPU."""
-    old_235b = [a for a in workload.load_workload("verl-grpo-qwen3-235b-megatron").command
-                if "dynamic_bsz" not in a and "max_token_len" not in a]
+    old_235b = [
+        a
+        for a in workload.load_workload("verl-grpo-qwen3-235b-megatron").command
+        if "dynamic_bsz" not in a and "max_token_len" not in a
+    ]
     by_version: dict[str, list] = {}
     for name, v, argv in bundled_jobs():
         by_version.setdefault(v, []).append((name, argv))
@@ -245,8 +277,12 @@ def test_bundled_workloads_pass_verls_own_validation():
 @pytest.mark.slow
 def test_knowledge_base_matches_the_released_wheels():
     roots = [f"{tree(v)}={v}" for v in verl.releases()]
-    r = subprocess.run([sys.executable, os.path.join(REPO, "tools", "verl_kb.py"), "--check", *roots],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [sys.executable, os.path.join(REPO, "tools", "verl_kb.py"), "--check", *roots],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
 
 
@@ -260,8 +296,9 @@ def test_per_run_overrides_are_checked_and_carried(command, capsys):
     assert "actor_rollout_ref.rollout.n=16" in out.replace("\\\n", "")
     # the Regenerate: line and the ncclgen.io/explain annotation repeat it
     if command != "explain":
-        assert re.search(r"--workload verl-grpo-qwen2-7b --nodes 2 (--target pod )?-- actor_rollout_ref.rollout.n=16",
-                         out)
+        assert re.search(
+            r"--workload verl-grpo-qwen2-7b --nodes 2 (--target pod )?-- actor_rollout_ref.rollout.n=16", out
+        )
     assert main([command, "--workload", "verl-grpo-qwen2-7b", "--", "actor_rollout_ref.rollout.nn=16"]) == 2
     cap = capsys.readouterr()
     assert cap.out == "" and cap.err.count("\n") == 1 and "did you mean 'actor_rollout_ref.rollout.n'" in cap.err

@@ -16,8 +16,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), ROOT],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), ROOT],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (path,) = out.glob("ncclgen-*.whl")
     return path
 
@@ -25,10 +29,16 @@ def wheel(tmp_path_factory):
 @pytest.mark.slow
 def test_wheel_carries_bundled_data(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for rel in ("ncclgen/_bundled/clusters/h100-ib.yaml", "ncclgen/_bundled/clusters/local-ci.yaml",
-                "ncclgen/_bundled/templates/slurm/ray.sh.j2", "ncclgen/data/rules.yaml",
-                "ncclgen/data/workloads/verl-grpo-qwen2-7b.yaml", "ncclgen/data/kb/nccl.tsv",
-                "ncclgen/jobside/raybind.py", "ncclgen/jobside/raywait.py"):
+    for rel in (
+        "ncclgen/_bundled/clusters/h100-ib.yaml",
+        "ncclgen/_bundled/clusters/local-ci.yaml",
+        "ncclgen/_bundled/templates/slurm/ray.sh.j2",
+        "ncclgen/data/rules.yaml",
+        "ncclgen/data/workloads/verl-grpo-qwen2-7b.yaml",
+        "ncclgen/data/kb/nccl.tsv",
+        "ncclgen/jobside/raybind.py",
+        "ncclgen/jobside/raywait.py",
+    ):
         assert rel in names, rel
     assert not any(n.startswith(("tests/", "examples/")) for n in names)
 
@@ -41,8 +51,14 @@ def test_installed_wheel_renders_like_the_checkout(wheel, tmp_path):
     args = ["-m", "ncclgen", "slurm", "--cluster", "h100-ib", "--tier", "3"]
     installed = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert installed.returncode == 0, installed.stderr
-    probe = subprocess.run([sys.executable, "-c", "import ncclgen; print(ncclgen.__file__)"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, check=True).stdout
-    assert probe.startswith(str(site))                      # the wheel's copy, not the checkout
+    probe = subprocess.run(
+        [sys.executable, "-c", "import ncclgen; print(ncclgen.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert probe.startswith(str(site))  # the wheel's copy, not the checkout
     checkout = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True)
     assert installed.stdout == checkout.stdout

@@ -18,7 +18,7 @@ import importlib.util
 import json
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from ncclgen import datapaths, plan
 from ncclgen.errors import UserError
@@ -28,7 +28,7 @@ from ncclgen.plan import rules
 
 REGEN = "python tools/gendocs.py"
 TIER_NAMES = {1: "stable", 2: "performance", 3: "expert"}
-HELP_WIDTH = 100   # fixed, so cli.md does not depend on the terminal that generated it
+HELP_WIDTH = 100  # fixed, so cli.md does not depend on the terminal that generated it
 
 
 def _banner(source: str) -> str:
@@ -65,18 +65,23 @@ CONDITIONS: dict[str, Callable[[object], str]] = {
     "backend": lambda v: f"workload backend is {_or(v)}",
     "nodes_min": lambda v: f"at least {v} nodes",
     "model_b_min": lambda v: f"model of at least {v:g}B parameters (workload `model_params_b`)",
-    "memory_saving": lambda v: ("workload sets `nccl_memory_saving: true`" if v
-                                else "workload does not set `nccl_memory_saving`"),
+    "memory_saving": lambda v: (
+        "workload sets `nccl_memory_saving: true`" if v else "workload does not set `nccl_memory_saving`"
+    ),
     "sharp": lambda v: "descriptor declares SHARP (`network.sharp`)" if v else "descriptor declares no SHARP",
     "debug": lambda v: "with `--debug`" if v else "without `--debug`",
-    "bind": lambda v: (f"per-rank NUMA binding is active (tier {plan.BIND_TIER})" if v
-                       else f"per-rank NUMA binding is off (below tier {plan.BIND_TIER})"),
+    "bind": lambda v: (
+        f"per-rank NUMA binding is active (tier {plan.BIND_TIER})"
+        if v
+        else f"per-rank NUMA binding is off (below tier {plan.BIND_TIER})"
+    ),
 }
 
 
 def condition_text(when: rules.When) -> str:
-    parts = [CONDITIONS[f.name](getattr(when, f.name)) for f in dataclasses.fields(when)
-             if getattr(when, f.name) is not None]
+    parts = [
+        CONDITIONS[f.name](getattr(when, f.name)) for f in dataclasses.fields(when) if getattr(when, f.name) is not None
+    ]
     return "; ".join(parts) if parts else "always"
 
 
@@ -90,40 +95,54 @@ def value_text(rule: rules.Rule) -> str:
 def _presets() -> list[descriptor.Descriptor]:
     """The bundled presets only: ./clusters or $NCCLGEN_CLUSTERS must not change generated docs."""
     folder = datapaths.bundled("clusters")
-    return [descriptor.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
-            if f.endswith((".yaml", ".yml"))]
+    return [
+        descriptor.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder)) if f.endswith((".yaml", ".yml"))
+    ]
 
 
 def tiers_md() -> str:
     all_rules = rules.load_rules()
-    out = ["# Tier rules", "", _banner("ncclgen/data/rules.yaml and the bundled presets in clusters/"),
-           "Tiers are cumulative: tier 2 emits everything tier 1 does, tier 3 everything tier 2 does. "
-           f"Tier {plan.BIND_TIER} also binds each local rank to its GPU's NUMA node (`numactl`).",
-           "A rule sets its variable only when all its conditions hold; a derived value that comes out "
-           "empty skips the rule.",
-           "",
-           "Precedence, lowest first: tier rules, the descriptor's `vendor_env` (at its tier), the "
-           "descriptor's `env`, the workload's `env`, `--set`. Every value is linted before it is "
-           "rendered. `ncclgen explain` prints the same reasons for one plan; `ncclgen diff` compares "
-           "two plans.",
-           "",
-           "| tier | variable | rule | value | when |",
-           "|---|---|---|---|---|"]
+    out = [
+        "# Tier rules",
+        "",
+        _banner("ncclgen/data/rules.yaml and the bundled presets in clusters/"),
+        "Tiers are cumulative: tier 2 emits everything tier 1 does, tier 3 everything tier 2 does. "
+        f"Tier {plan.BIND_TIER} also binds each local rank to its GPU's NUMA node (`numactl`).",
+        "A rule sets its variable only when all its conditions hold; a derived value that comes out "
+        "empty skips the rule.",
+        "",
+        "Precedence, lowest first: tier rules, the descriptor's `vendor_env` (at its tier), the "
+        "descriptor's `env`, the workload's `env`, `--set`. Every value is linted before it is "
+        "rendered. `ncclgen explain` prints the same reasons for one plan; `ncclgen diff` compares "
+        "two plans.",
+        "",
+        "| tier | variable | rule | value | when |",
+        "|---|---|---|---|---|",
+    ]
     for r in sorted(all_rules, key=lambda r: r.tier):
         value = f"derived: `{r.value.derive}`" if isinstance(r.value, rules.Derive) else f"`{r.value}`"
         out.append(f"| {r.tier} | `{r.var}` | [{r.id}](#{r.id}) | {_cell(value)} | {_cell(condition_text(r.when))} |")
     for t, name in TIER_NAMES.items():
         out += ["", f"## Tier {t}: {name}"]
         for r in (r for r in all_rules if r.tier == t):
-            out += ["", f"### {r.id}", "",
-                    f"- variable: `{r.var}`",
-                    f"- value: {value_text(r)}",
-                    f"- when: {condition_text(r.when)}",
-                    f"- why: {_one_line(r.reason)}",
-                    f"- source: {_one_line(r.source)}"]
-    out += ["", "## Vendor settings in the bundled presets", "",
-            "Published by the vendor for that system; emitted at the tier given, they replace a rule's "
-            "value for the same variable.", ""]
+            out += [
+                "",
+                f"### {r.id}",
+                "",
+                f"- variable: `{r.var}`",
+                f"- value: {value_text(r)}",
+                f"- when: {condition_text(r.when)}",
+                f"- why: {_one_line(r.reason)}",
+                f"- source: {_one_line(r.source)}",
+            ]
+    out += [
+        "",
+        "## Vendor settings in the bundled presets",
+        "",
+        "Published by the vendor for that system; emitted at the tier given, they replace a rule's "
+        "value for the same variable.",
+        "",
+    ]
     rows = [(d, s) for d in _presets() for s in d.vendor_env]
     if rows:
         out += ["| cluster | tier | variable | value | why | source |", "|---|---|---|---|---|---|"]
@@ -134,11 +153,17 @@ def tiers_md() -> str:
     else:
         out.append("None.")
     out += plugins_section()
-    out += ["", "## Deliberately not emitted", "",
-            "Common recipes (and the article ncclgen's tiers are modelled on) set these; no tier rule "
-            "does (a preset's vendor settings may, where the vendor publishes one). `ncclgen lint` flags "
-            "the invented, deprecated and no-op ones.", "",
-            "| variable | why not | source |", "|---|---|---|"]
+    out += [
+        "",
+        "## Deliberately not emitted",
+        "",
+        "Common recipes (and the article ncclgen's tiers are modelled on) set these; no tier rule "
+        "does (a preset's vendor settings may, where the vendor publishes one). `ncclgen lint` flags "
+        "the invented, deprecated and no-op ones.",
+        "",
+        "| variable | why not | source |",
+        "|---|---|---|",
+    ]
     for n in rules.not_emitted():
         out.append(f"| `{n.var}` | {_cell(n.reason)} | {_cell(n.source)} |")
     return "\n".join(out) + "\n"
@@ -148,29 +173,42 @@ def plugins_section() -> list[str]:
     """The net plugins of ncclgen/data/plugins.yaml: what tier 1 emits with each, and where it lives."""
     from ncclgen.load import plugins
 
-    out = ["", "## Net plugins (tier 1, with the plugin)", "",
-           "From ncclgen/data/plugins.yaml, for the descriptor's `network.net_plugin` in the plan's view "
-           "(host: `slurm`, `env`, `explain`; pod: `k8s`). Tier 1 emits what loads the plugin, `NCCL_NET` "
-           "where the plugin registers a stable name (a plugin that did not load then stops NCCL at "
-           "start-up instead of a silent socket fallback), and the variables it needs. Variables read only "
-           "through a plugin are emitted only where it is loaded.", "",
-           "| plugin | NCCL_NET | loaded by | folder per platform | plugin-only variables | source |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "",
+        "## Net plugins (tier 1, with the plugin)",
+        "",
+        "From ncclgen/data/plugins.yaml, for the descriptor's `network.net_plugin` in the plan's view "
+        "(host: `slurm`, `env`, `explain`; pod: `k8s`). Tier 1 emits what loads the plugin, `NCCL_NET` "
+        "where the plugin registers a stable name (a plugin that did not load then stops NCCL at "
+        "start-up instead of a silent socket fallback), and the variables it needs. Variables read only "
+        "through a plugin are emitted only where it is loaded.",
+        "",
+        "| plugin | NCCL_NET | loaded by | folder per platform | plugin-only variables | source |",
+        "|---|---|---|---|---|---|",
+    ]
     for p in plugins.all_plugins().values():
         load = "`LD_LIBRARY_PATH`" if p.load == "ld_library_path" else f"`NCCL_NET_PLUGIN=<folder>/{p.library}`"
         where = "; ".join(f"{k}: `{loc.lib_dir}`" for k, loc in p.platforms.items())
         only = ", ".join(f"`{v}`" for v in p.only_vars) or "-"
-        out.append(f"| {p.id} | {f'`{p.net_name}`' if p.net_name else '-'} | {load} | {where} | {only} | "
-                   f"{_cell(p.net_name_source)}; {_cell(p.load_source)} |")
+        out.append(
+            f"| {p.id} | {f'`{p.net_name}`' if p.net_name else '-'} | {load} | {where} | {only} | "
+            f"{_cell(p.net_name_source)}; {_cell(p.load_source)} |"
+        )
     for p in plugins.all_plugins().values():
         if p.env:
-            out += ["", f"Variables the {p.id} plugin needs:", "", "| variable | value | why | source |",
-                    "|---|---|---|---|"]
+            out += [
+                "",
+                f"Variables the {p.id} plugin needs:",
+                "",
+                "| variable | value | why | source |",
+                "|---|---|---|---|",
+            ]
             out += [f"| `{e.name}` | `{_cell(e.value)}` | {_cell(e.reason)} | {_cell(e.source)} |" for e in p.env]
     return out
 
 
 # -- descriptor.md ------------------------------------------------------------------------------------
+
 
 def _ref_name(node: dict) -> str | None:
     if "$ref" in node:
@@ -250,32 +288,47 @@ def descriptor_md() -> str:
     schema = descriptor.schema()
     used = _where_used(schema)
     sections = [("Descriptor", schema)] + list(schema["$defs"].items())
-    out = ["# Cluster descriptor reference", "",
-           _banner("the descriptor dataclasses in ncclgen/load/descriptor.py (JSON Schema: "
-                   "docs/descriptor.schema.json, also `ncclgen schema`)"),
-           "A descriptor is one YAML file in `clusters/` describing one kind of node and its fabric. "
-           "`ncclgen validate FILE` checks it; every error names the file, line:column and key path. "
-           "Unknown keys are errors. Besides the types below, cross-field checks apply (every GPU on a "
-           "declared NUMA node, rails serving declared GPUs, `sources` ids cited exist, NUMA CPU lists "
-           "disjoint, `roce`/`efa` present exactly for their fabric).",
-           "",
-           "Editors: put `# yaml-language-server: $schema=../docs/descriptor.schema.json` on the first "
-           "line for completion and checking as you type. Example: `clusters/h100-ib.yaml`; "
-           "`ncclgen discover` writes one for the node it runs on.",
-           "",
-           "Sections:", ""]
-    out += [f"- [{name}](#{name.lower()}): {', '.join(f'`{p}`' for p in used.get(name, []))}"
-            for name, _ in sections]
+    out = [
+        "# Cluster descriptor reference",
+        "",
+        _banner(
+            "the descriptor dataclasses in ncclgen/load/descriptor.py (JSON Schema: "
+            "docs/descriptor.schema.json, also `ncclgen schema`)"
+        ),
+        "A descriptor is one YAML file in `clusters/` describing one kind of node and its fabric. "
+        "`ncclgen validate FILE` checks it; every error names the file, line:column and key path. "
+        "Unknown keys are errors. Besides the types below, cross-field checks apply (every GPU on a "
+        "declared NUMA node, rails serving declared GPUs, `sources` ids cited exist, NUMA CPU lists "
+        "disjoint, `roce`/`efa` present exactly for their fabric).",
+        "",
+        "Editors: put `# yaml-language-server: $schema=../docs/descriptor.schema.json` on the first "
+        "line for completion and checking as you type. Example: `clusters/h100-ib.yaml`; "
+        "`ncclgen discover` writes one for the node it runs on.",
+        "",
+        "Sections:",
+        "",
+    ]
+    out += [f"- [{name}](#{name.lower()}): {', '.join(f'`{p}`' for p in used.get(name, []))}" for name, _ in sections]
     for name, node in sections:
         # The affinity types live with the other pod settings (ncclgen/load/podspec.py).
         cls = getattr(descriptor, name, None) or getattr(podspec, name)
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        out += ["", f"## {name}", "", _one_line(node.get("description", "")).rstrip(".") + ".",
-                "", "Used at: " + ", ".join(f"`{p}`" for p in used.get(name, [])) + ".", "",
-                "| key | type | default | description |", "|---|---|---|---|"]
+        out += [
+            "",
+            f"## {name}",
+            "",
+            _one_line(node.get("description", "")).rstrip(".") + ".",
+            "",
+            "Used at: " + ", ".join(f"`{p}`" for p in used.get(name, [])) + ".",
+            "",
+            "| key | type | default | description |",
+            "|---|---|---|---|",
+        ]
         for key, prop in node["properties"].items():
-            out.append(f"| `{key}` | {_cell(type_text(prop))} | {_cell(_default_text(fields[key]))} | "
-                       f"{_cell(prop.get('description', ''))} |")
+            out.append(
+                f"| `{key}` | {_cell(type_text(prop))} | {_cell(_default_text(fields[key]))} | "
+                f"{_cell(prop.get('description', ''))} |"
+            )
     return "\n".join(out) + "\n"
 
 
@@ -284,38 +337,68 @@ def workload_md() -> str:
 
     schema = workload.schema()
     sections = [("Workload", schema)] + list(schema.get("$defs", {}).items())
-    out = ["# Workload reference", "",
-           _banner("the Workload dataclass in ncclgen/load/workload.py and the verl knowledge base in "
-                   "ncclgen/data/verl (tools/verl_kb.py)"),
-           "A workload is one YAML file saying what runs. `launcher`, `command` and usually `nodes` are "
-           "enough; the name defaults to the file name. Workloads are found in `$NCCLGEN_WORKLOADS` "
-           "(colon-separated folders), then `./workloads/`, then the bundled ones; `ncclgen workloads "
-           "list` shows them and `ncclgen workloads show NAME` prints one to copy. Every error names the "
-           "file, line:column and key path. Unknown keys are errors.",
-           "",
-           "Minimal:", "", "```yaml", "launcher: torchrun", "nodes: 2",
-           "command: [python3, train.py]", "```", ""]
+    out = [
+        "# Workload reference",
+        "",
+        _banner(
+            "the Workload dataclass in ncclgen/load/workload.py and the verl knowledge base in "
+            "ncclgen/data/verl (tools/verl_kb.py)"
+        ),
+        "A workload is one YAML file saying what runs. `launcher`, `command` and usually `nodes` are "
+        "enough; the name defaults to the file name. Workloads are found in `$NCCLGEN_WORKLOADS` "
+        "(colon-separated folders), then `./workloads/`, then the bundled ones; `ncclgen workloads "
+        "list` shows them and `ncclgen workloads show NAME` prints one to copy. Every error names the "
+        "file, line:column and key path. Unknown keys are errors.",
+        "",
+        "Minimal:",
+        "",
+        "```yaml",
+        "launcher: torchrun",
+        "nodes: 2",
+        "command: [python3, train.py]",
+        "```",
+        "",
+    ]
     for name, node in sections:
         cls = workload.Workload if name == "Workload" else getattr(descriptor, name)
         fields = {f.name: f for f in dataclasses.fields(cls)}
-        out += ["", f"## {name}", "", _one_line(node.get("description", "")).rstrip(".") + ".", "",
-                "| key | type | default | description |", "|---|---|---|---|"]
+        out += [
+            "",
+            f"## {name}",
+            "",
+            _one_line(node.get("description", "")).rstrip(".") + ".",
+            "",
+            "| key | type | default | description |",
+            "|---|---|---|---|",
+        ]
         for key, prop in node["properties"].items():
-            out.append(f"| `{key}` | {_cell(type_text(prop))} | {_cell(_default_text(fields[key]))} | "
-                       f"{_cell(prop.get('description', ''))} |")
-    out += ["", "## verl releases", "",
-            "`framework: verl` workloads name a release (or a range) below. Each Hydra override of the "
-            "command, and each per-run `-- KEY=VALUE`, is checked against that release's configuration "
-            "as verl's `@hydra.main` composes it: unknown keys stop with a suggestion, and keys that "
-            "were removed, or that verl still composes but never reads, name what replaces them. "
-            "ncclgen appends `trainer.nnodes` and `trainer.n_gpus_per_node` to Ray drivers and no "
-            "timeout knob.", "",
-            "| release | entry modules | default image | process-group timeout |", "|---|---|---|---|"]
+            out.append(
+                f"| `{key}` | {_cell(type_text(prop))} | {_cell(_default_text(fields[key]))} | "
+                f"{_cell(prop.get('description', ''))} |"
+            )
+    out += [
+        "",
+        "## verl releases",
+        "",
+        "`framework: verl` workloads name a release (or a range) below. Each Hydra override of the "
+        "command, and each per-run `-- KEY=VALUE`, is checked against that release's configuration "
+        "as verl's `@hydra.main` composes it: unknown keys stop with a suggestion, and keys that "
+        "were removed, or that verl still composes but never reads, name what replaces them. "
+        "ncclgen appends `trainer.nnodes` and `trainer.n_gpus_per_node` to Ray drivers and no "
+        "timeout knob.",
+        "",
+        "| release | entry modules | default image | process-group timeout |",
+        "|---|---|---|---|",
+    ]
     for v, rel in verl.releases().items():
-        timeouts = "; ".join(f"`{m}`: {t['seconds']} s" + (f" (`{t['knob']}`)" if t["knob"] else ", no knob")
-                             for m, t in sorted(rel.timeout.items()))
-        out.append(f"| {v} | {_cell(', '.join(f'`{m}`' for m in sorted(rel.entries)))} | "
-                   f"`{rel.image['image']}` | {_cell(timeouts)} |")
+        timeouts = "; ".join(
+            f"`{m}`: {t['seconds']} s" + (f" (`{t['knob']}`)" if t["knob"] else ", no knob")
+            for m, t in sorted(rel.timeout.items())
+        )
+        out.append(
+            f"| {v} | {_cell(', '.join(f'`{m}`' for m in sorted(rel.entries)))} | "
+            f"`{rel.image['image']}` | {_cell(timeouts)} |"
+        )
     out += ["", "Keys refused because the release composes them but nothing reads them:", ""]
     dead = {}
     for v, rel in verl.releases().items():
@@ -324,8 +407,11 @@ def workload_md() -> str:
     for key, (v, d) in sorted(dead.items()):
         repl = f" Use `{d['replacement']}`." if d["replacement"] else ""
         out.append(f"- `{key}` (from {v}): {_one_line(d['why'])}.{repl}")
-    out += ["", "Variables an entry module sets at import (a different value from the plan is refused, "
-            "`--debug` included):", ""]
+    out += [
+        "",
+        "Variables an entry module sets at import (a different value from the plan is refused, `--debug` included):",
+        "",
+    ]
     forced: dict = {}
     for v, rel in verl.releases().items():
         for module, env in sorted(rel.env_set.items()):
@@ -333,10 +419,13 @@ def workload_md() -> str:
                 forced.setdefault((module, name, f["value"]), []).append(v)
     for (module, name, value), vs in sorted(forced.items()):
         out.append(f"- `{module}`: `{name}={value}` ({', '.join(vs)})")
-    out += ["", "verl's images (`verlai/verl`) carry verl's dependencies, not verl itself (its "
-            "`docker/Dockerfile.stable.vllm` installs verl and then uninstalls it): the bundled verl "
-            "workloads install the targeted release in `setup:` (`python3 -m pip install --no-deps "
-            "verl==X`)."]
+    out += [
+        "",
+        "verl's images (`verlai/verl`) carry verl's dependencies, not verl itself (its "
+        "`docker/Dockerfile.stable.vllm` installs verl and then uninstalls it): the bundled verl "
+        "workloads install the targeted release in `setup:` (`python3 -m pip install --no-deps "
+        "verl==X`).",
+    ]
     return "\n".join(out) + "\n"
 
 
@@ -347,11 +436,11 @@ def schema_json() -> str:
 
 # -- cli.md -------------------------------------------------------------------------------------------
 
+
 def _help(cmd, name: str, parent) -> str:
     import click
 
-    ctx = click.Context(cmd, info_name=name, parent=parent, terminal_width=HELP_WIDTH,
-                        max_content_width=HELP_WIDTH)
+    ctx = click.Context(cmd, info_name=name, parent=parent, terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
     return cmd.get_help(ctx)
 
 
@@ -362,9 +451,16 @@ def cli_md() -> str:
 
     settings = {**cli.cli.context_settings, "terminal_width": HELP_WIDTH, "max_content_width": HELP_WIDTH}
     root = click.Context(cli.cli, info_name="ncclgen", **settings)
-    out = ["# Command-line reference", "", _banner("the click commands (ncclgen/cli/)"),
-           "Every command prints bad input as one line on stderr and exits 2.", "",
-           "```text", cli.cli.get_help(root), "```"]
+    out = [
+        "# Command-line reference",
+        "",
+        _banner("the click commands (ncclgen/cli/)"),
+        "Every command prints bad input as one line on stderr and exits 2.",
+        "",
+        "```text",
+        cli.cli.get_help(root),
+        "```",
+    ]
     for name, (module, attr, summary) in cli.COMMANDS.items():
         out += ["", f"## ncclgen {name}", "", summary, ""]
         if importlib.util.find_spec(module) is None:
@@ -375,8 +471,14 @@ def cli_md() -> str:
         if isinstance(cmd, click.Group):
             sub_parent = click.Context(cmd, info_name=name, parent=root)
             for sub in cmd.list_commands(sub_parent):
-                out += ["", f"### ncclgen {name} {sub}", "", "```text",
-                        _help(cmd.get_command(sub_parent, sub), sub, sub_parent), "```"]
+                out += [
+                    "",
+                    f"### ncclgen {name} {sub}",
+                    "",
+                    "```text",
+                    _help(cmd.get_command(sub_parent, sub), sub, sub_parent),
+                    "```",
+                ]
     return "\n".join(out) + "\n"
 
 
@@ -411,8 +513,9 @@ def stale(root: str) -> list[tuple[str, str]]:
             old = ""
         new = make()
         if old != new:
-            diff = difflib.unified_diff(old.splitlines(), new.splitlines(), f"{rel} (committed)",
-                                        f"{rel} (generated)", lineterm="", n=1)
+            diff = difflib.unified_diff(
+                old.splitlines(), new.splitlines(), f"{rel} (committed)", f"{rel} (generated)", lineterm="", n=1
+            )
             out.append((rel, "\n".join(list(diff)[:30])))
     return out
 

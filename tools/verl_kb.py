@@ -35,24 +35,29 @@ import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO, "ncclgen", "data", "verl")
-VERSIONS = ("0.8.0", "0.9.0", "0.9.1")     # oldest first; the bundled workloads target the newest
+VERSIONS = ("0.8.0", "0.9.0", "0.9.1")  # oldest first; the bundled workloads target the newest
 GENERATOR = "python tools/verl_kb.py"
 
 # -- reviewed facts, each with its primary source --------------------------------------------------------
 
-_TORCH_DEFAULT = ("PyTorch's default process-group timeout, 1800 s: init_process_group(timeout=None) with "
-                  "the backend string 'cpu:gloo,cuda:nccl' is not Backend.NCCL, so "
-                  "_get_default_timeout returns default_pg_timeout (torch 2.13.0 "
-                  "distributed/distributed_c10d.py _get_default_timeout; c10d/ProcessGroup.hpp "
-                  "kProcessGroupDefaultTimeout = 30 min)")
-_ENGINE_TIMEOUT = ("verl/workers/engine_workers.py calls initialize_global_process_group_ray(timeout_second=None) "
-                   "(verl/utils/distributed.py); the legacy fsdp_workers/megatron_workers that read "
-                   "config.get('nccl_timeout') are gone since 0.8.0 (verl issue #7815, PR #6067)")
-_SFT_TIMEOUT = ("verl/trainer/sft_trainer.py main() calls initialize_global_process_group() whose default "
-                "is timeout_second=36000 (verl/utils/distributed.py); no config key changes it")
+_TORCH_DEFAULT = (
+    "PyTorch's default process-group timeout, 1800 s: init_process_group(timeout=None) with "
+    "the backend string 'cpu:gloo,cuda:nccl' is not Backend.NCCL, so "
+    "_get_default_timeout returns default_pg_timeout (torch 2.13.0 "
+    "distributed/distributed_c10d.py _get_default_timeout; c10d/ProcessGroup.hpp "
+    "kProcessGroupDefaultTimeout = 30 min)"
+)
+_ENGINE_TIMEOUT = (
+    "verl/workers/engine_workers.py calls initialize_global_process_group_ray(timeout_second=None) "
+    "(verl/utils/distributed.py); the legacy fsdp_workers/megatron_workers that read "
+    "config.get('nccl_timeout') are gone since 0.8.0 (verl issue #7815, PR #6067)"
+)
+_SFT_TIMEOUT = (
+    "verl/trainer/sft_trainer.py main() calls initialize_global_process_group() whose default "
+    "is timeout_second=36000 (verl/utils/distributed.py); no config key changes it"
+)
 
-_NCCL_TIMEOUT_DEAD = {"replacement": None,
-                      "why": "nothing reads it since verl 0.8.0: " + _ENGINE_TIMEOUT}
+_NCCL_TIMEOUT_DEAD = {"replacement": None, "why": "nothing reads it since verl 0.8.0: " + _ENGINE_TIMEOUT}
 
 CURATED: dict[str, dict] = {
     # Keys that compose but that nothing on the entry's path reads. Checked at render time: an override
@@ -68,7 +73,8 @@ CURATED: dict[str, dict] = {
             "reward_model.reward_manager": {
                 "replacement": "reward.reward_manager.name",
                 "why": "verl 0.9 main_ppo no longer calls migrate_legacy_reward_impl (0.8.0 main_ppo.py:47 did), "
-                       "so the legacy key is composed and never read; the reward manager stays 'naive'"},
+                "so the legacy key is composed and never read; the reward manager stays 'naive'",
+            },
         },
     },
     # What replaces keys and modules that a release removed (the table of removed keys itself is computed).
@@ -76,43 +82,55 @@ CURATED: dict[str, dict] = {
         "actor_rollout_ref.actor.megatron.grad_offload": {
             "replacement": None,
             "why": "removed in verl 0.9.1 (PR #7544, 'remove unused grad_offload'): gradient buffers "
-                   "follow param_offload; drop the override"},
+            "follow param_offload; drop the override",
+        },
         "actor_rollout_ref.ref.megatron.grad_offload": {
             "replacement": None,
-            "why": "removed in verl 0.9.1 (PR #7544): gradient buffers follow param_offload; drop the override"},
+            "why": "removed in verl 0.9.1 (PR #7544): gradient buffers follow param_offload; drop the override",
+        },
         "critic.megatron.grad_offload": {
             "replacement": None,
-            "why": "removed in verl 0.9.1 (PR #7544): gradient buffers follow param_offload; drop the override"},
+            "why": "removed in verl 0.9.1 (PR #7544): gradient buffers follow param_offload; drop the override",
+        },
         "model.partial_pretrain": {
             "replacement": "model.path",
             "why": "verl.trainer.fsdp_sft_trainer and sft_trainer.yaml were removed in 0.7.1 (PR #5382); "
-                   "sft_trainer_engine names the model model.path"},
+            "sft_trainer_engine names the model model.path",
+        },
         "data.prompt_key": {
             "replacement": "data.messages_key",
             "why": "verl.trainer.sft_trainer reads chat-format data: one column with a list of "
-                   "{role, content} messages (sft_trainer_engine.yaml data.messages_key)"},
+            "{role, content} messages (sft_trainer_engine.yaml data.messages_key)",
+        },
         "data.response_key": {
             "replacement": "data.messages_key",
-            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)"},
+            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)",
+        },
         "data.prompt_dict_keys": {
             "replacement": "data.messages_key",
-            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)"},
+            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)",
+        },
         "data.response_dict_keys": {
             "replacement": "data.messages_key",
-            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)"},
+            "why": "verl.trainer.sft_trainer reads chat-format data (data.messages_key)",
+        },
     },
     "modules": {
         "verl.trainer.fsdp_sft_trainer": {
             "replacement": "verl.trainer.sft_trainer",
             "why": "removed in verl 0.7.1 (PR #5382) with its sft_trainer.yaml; the successor reads "
-                   "sft_trainer_engine.yaml and chat-format data"},
+            "sft_trainer_engine.yaml and chat-format data",
+        },
     },
     # The process group each entry creates, and the knob (if any) that sets its timeout.
     "timeout": {
         "verl.trainer.main_ppo": {"knob": None, "seconds": 1800, "why": _ENGINE_TIMEOUT + "; so " + _TORCH_DEFAULT},
         "verl.trainer.sft_trainer": {"knob": None, "seconds": 36000, "why": _SFT_TIMEOUT},
-        "verl.trainer.sft_trainer_ray": {"knob": None, "seconds": 1800,
-                                         "why": "its workers use " + _ENGINE_TIMEOUT + "; so " + _TORCH_DEFAULT},
+        "verl.trainer.sft_trainer_ray": {
+            "knob": None,
+            "seconds": 1800,
+            "why": "its workers use " + _ENGINE_TIMEOUT + "; so " + _TORCH_DEFAULT,
+        },
     },
     # verl's images carry verl's dependencies, not verl: docker/Dockerfile.stable.vllm installs verl to pull
     # its requirements and then runs `pip uninstall -y verl`, and docs/start/install.rst says "If you use the
@@ -120,14 +138,20 @@ CURATED: dict[str, dict] = {
     # a verl version; the pinned tag is the vLLM image verl's own CI ran at that release (.github/workflows
     # IMAGE), and the workload installs the verl release itself (setup: pip install --no-deps verl==X).
     "images": {
-        "0.8.0": {"image": "verlai/verl:vllm020.dev1",
-                  "source": "verl-project/verl@3e4edb6e3 (release/v0.8.0) .github/workflows IMAGE"},
-        "0.9.0": {"image": "verlai/verl:vllm024.dev2",
-                  "source": "verl-project/verl@885121936 (release/v0.9.0) docker/Dockerfile.stable.vllm "
-                            "'Target: verlai/verl:vllm024.dev2' and .github/workflows IMAGE"},
-        "0.9.1": {"image": "verlai/verl:vllm024.dev2",
-                  "source": "same image as 0.9.0 (release/v0.9.0 885121936); 0.9.1 changed no docker/ file "
-                            "that ncclgen could read"},
+        "0.8.0": {
+            "image": "verlai/verl:vllm020.dev1",
+            "source": "verl-project/verl@3e4edb6e3 (release/v0.8.0) .github/workflows IMAGE",
+        },
+        "0.9.0": {
+            "image": "verlai/verl:vllm024.dev2",
+            "source": "verl-project/verl@885121936 (release/v0.9.0) docker/Dockerfile.stable.vllm "
+            "'Target: verlai/verl:vllm024.dev2' and .github/workflows IMAGE",
+        },
+        "0.9.1": {
+            "image": "verlai/verl:vllm024.dev2",
+            "source": "same image as 0.9.0 (release/v0.9.0 885121936); 0.9.1 changed no docker/ file "
+            "that ncclgen could read",
+        },
     },
 }
 
@@ -147,6 +171,7 @@ def _dead(version: str) -> dict:
 
 
 # -- extraction --------------------------------------------------------------------------------------------
+
 
 def _flatten(node, prefix: str, out: dict) -> None:
     if isinstance(node, dict):
@@ -210,11 +235,17 @@ def extract(root: str) -> dict:
                     e = _ENV_AT_IMPORT.fullmatch(line)
                     if e:
                         env_set.setdefault(module, {})[e.group(1)] = {
-                            "value": e.group(2), "where": f"verl/trainer/{f}:{i}"}
+                            "value": e.group(2),
+                            "where": f"verl/trainer/{f}:{i}",
+                        }
     names = set(entries.values())
-    names |= {f[len("_generated_"):-5] for f in os.listdir(config_dir)
-              if f.startswith("_generated_") and f.endswith(".yaml")
-              and os.path.exists(os.path.join(config_dir, f[len("_generated_"):]))}
+    names |= {
+        f[len("_generated_") : -5]
+        for f in os.listdir(config_dir)
+        if f.startswith("_generated_")
+        and f.endswith(".yaml")
+        and os.path.exists(os.path.join(config_dir, f[len("_generated_") :]))
+    }
     configs = {n: _compose(config_dir, n) for n in sorted(names)}
     groups = {n: _groups(config_dir, n) for n in sorted(names)}
     # Group overrides that swap a whole engine (ppo_trainer model_engine=megatron, sft engine=megatron)
@@ -233,8 +264,14 @@ def extract(root: str) -> dict:
                 variants.setdefault(n, {})[f"{group}={opt}"] = target
     with open(os.path.join(root, "verl", "version", "version"), encoding="utf-8") as f:
         version = f.read().strip()
-    return {"version": version, "entries": entries, "configs": configs, "groups": groups,
-            "variants": variants, "env_set": env_set}
+    return {
+        "version": version,
+        "entries": entries,
+        "configs": configs,
+        "groups": groups,
+        "variants": variants,
+        "env_set": env_set,
+    }
 
 
 def _cell(value) -> str:
@@ -252,12 +289,14 @@ def tables(trees: list[dict], sources: dict[str, str]) -> tuple[str, dict]:
     names = sorted({c for t in trees for c in t["configs"]})
     letters = {c: chr(ord("A") + i) if i < 26 else chr(ord("a") + i - 26) for i, c in enumerate(names)}
     vidx = {t["version"]: str(i) for i, t in enumerate(trees)}
-    lines = [f"# Generated by `{GENERATOR}` from verl's released wheels (versions.json names them). Do not edit.",
-             "# Every Hydra key of each config with its default (JSON, uninterpolated) and where it exists:",
-             "# CONFIGS:VERSIONS groups separated by spaces; a letter is a config, a digit a version:",
-             "# " + " ".join(f"{letters[c]}={c}" for c in names),
-             "# " + " ".join(f"{i}={v}" for v, i in vidx.items()),
-             "key\tdefault\twhere"]
+    lines = [
+        f"# Generated by `{GENERATOR}` from verl's released wheels (versions.json names them). Do not edit.",
+        "# Every Hydra key of each config with its default (JSON, uninterpolated) and where it exists:",
+        "# CONFIGS:VERSIONS groups separated by spaces; a letter is a config, a digit a version:",
+        "# " + " ".join(f"{letters[c]}={c}" for c in names),
+        "# " + " ".join(f"{i}={v}" for v, i in vidx.items()),
+        "key\tdefault\twhere",
+    ]
     for (key, val), where in sorted(rows.items()):
         by_versions: dict[str, str] = {}
         for cfg, vs in sorted(where.items()):
@@ -287,14 +326,21 @@ def tables(trees: list[dict], sources: dict[str, str]) -> tuple[str, dict]:
             "image": CURATED["images"][v],
         }
         prev = t
-    meta = {"generated_by": GENERATOR, "versions": versions, "configs": letters, "order": list(vidx),
-            "replacements": CURATED["replacements"], "modules": CURATED["modules"]}
+    meta = {
+        "generated_by": GENERATOR,
+        "versions": versions,
+        "configs": letters,
+        "order": list(vidx),
+        "replacements": CURATED["replacements"],
+        "modules": CURATED["modules"],
+    }
     return "\n".join(lines) + "\n", meta
 
 
 def _download(version: str, dest: str) -> str:
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"verl=={version}",
-                    "-d", dest], check=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", f"verl=={version}", "-d", dest], check=True
+    )
     return os.path.join(dest, f"verl-{version}-py3-none-any.whl")
 
 
@@ -306,8 +352,9 @@ def _sha(path: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--wheels", help="folder holding verl-X-py3-none-any.whl (default: download)")
-    ap.add_argument("--check", nargs="+", metavar="ROOT=VERSION",
-                    help="compare with installed trees instead of writing")
+    ap.add_argument(
+        "--check", nargs="+", metavar="ROOT=VERSION", help="compare with installed trees instead of writing"
+    )
     a = ap.parse_args(argv)
     if a.check:
         roots = dict(x.split("=", 1)[::-1] for x in a.check)
@@ -315,15 +362,18 @@ def main(argv=None) -> int:
         with open(os.path.join(OUT, "versions.json"), encoding="utf-8") as f:
             sources = {v: m["wheel"] for v, m in json.load(f)["versions"].items()}
         text, meta = tables(trees, sources)
-        stale = [n for n, want in (("keys.tsv", text), ("versions.json", _json(meta)))
-                 if open(os.path.join(OUT, n), encoding="utf-8").read() != want]
+        stale = [
+            n
+            for n, want in (("keys.tsv", text), ("versions.json", _json(meta)))
+            if open(os.path.join(OUT, n), encoding="utf-8").read() != want
+        ]
         for n in stale:
             print(f"ncclgen/data/verl/{n} is stale: run {GENERATOR}", file=sys.stderr)
         return 1 if stale else 0
     with tempfile.TemporaryDirectory() as tmp:
         trees, sources = [], {}
         for v in VERSIONS:
-            whl = (os.path.join(a.wheels, f"verl-{v}-py3-none-any.whl") if a.wheels else _download(v, tmp))
+            whl = os.path.join(a.wheels, f"verl-{v}-py3-none-any.whl") if a.wheels else _download(v, tmp)
             root = os.path.join(tmp, v)
             with zipfile.ZipFile(whl) as z:
                 z.extractall(root)

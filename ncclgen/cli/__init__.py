@@ -65,8 +65,9 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
-                                                            "max_content_width": 100})
+@click.group(
+    cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
 @click.version_option(__version__, "--version", prog_name="ncclgen")
 def cli():
     """Generate NCCL/PyTorch environment, NUMA binding and launch lines for Slurm and Kubernetes
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.UsageError as exc:
         msg = exc.format_message().replace("\n", " ")
         where = f"{exc.ctx.command_path}: " if exc.ctx else ""
-        click.echo(printable(f"ncclgen: error: {where}{msg}"), err=True)   # click quotes the raw argument
+        click.echo(printable(f"ncclgen: error: {where}{msg}"), err=True)  # click quotes the raw argument
         return 2
     except click.ClickException as exc:
         click.echo(printable(f"ncclgen: error: {exc.format_message()}").replace("\\n", " "), err=True)

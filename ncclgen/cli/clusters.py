@@ -6,8 +6,8 @@ import json
 
 import click
 
-from ..load import cpuset, descriptor
 from ..errors import UserError, error_lines
+from ..load import cpuset, descriptor
 
 
 @click.group()
@@ -41,21 +41,29 @@ def show(cluster):
 def render_show(d: descriptor.Descriptor) -> str:
     """The text of `clusters show`; deterministic, used by the golden test."""
     net = d.network
-    lines = [f"{d.name}: {d.description}",
-             f"node: {d.node.gpus_per_node}x {d.node.gpu_model}, {len(d.node.numa_nodes)} NUMA "
-             f"node{'s' if len(d.node.numa_nodes) != 1 else ''}, "
-             f"{d.cpus_per_node} CPUs" + (f", NVLink {d.node.nvlink_gbps:g} Gb/s per GPU" if d.node.nvlink_gbps else ""),
-             f"fabric: {net.fabric}" + (f", net plugin {net.net_plugin}" if net.net_plugin != "none" else "")
-             + (f", RoCE GID index {net.roce.gid_index}" if net.roce else "")
-             + (f", {net.efa.devices_per_node} EFA devices x {net.efa.gbps_per_device} Gb/s" if net.efa else "")
-             + (", SHARP" if net.sharp else ""),
-             f"software: NCCL {d.software.nccl}, PyTorch {d.software.torch}, CUDA {d.software.cuda}",
-             ""]
+    lines = [
+        f"{d.name}: {d.description}",
+        f"node: {d.node.gpus_per_node}x {d.node.gpu_model}, {len(d.node.numa_nodes)} NUMA "
+        f"node{'s' if len(d.node.numa_nodes) != 1 else ''}, "
+        f"{d.cpus_per_node} CPUs" + (f", NVLink {d.node.nvlink_gbps:g} Gb/s per GPU" if d.node.nvlink_gbps else ""),
+        f"fabric: {net.fabric}"
+        + (f", net plugin {net.net_plugin}" if net.net_plugin != "none" else "")
+        + (f", RoCE GID index {net.roce.gid_index}" if net.roce else "")
+        + (f", {net.efa.devices_per_node} EFA devices x {net.efa.gbps_per_device} Gb/s" if net.efa else "")
+        + (", SHARP" if net.sharp else ""),
+        f"software: NCCL {d.software.nccl}, PyTorch {d.software.torch}, CUDA {d.software.cuda}",
+        "",
+    ]
     rows = [("GPU", "NUMA", "CPUS", "COMPUTE RAILS (hca:port netdev speed)")]
     for g in sorted(d.node.gpus, key=lambda g: g.index):
-        rails = ", ".join(f"{r.hca + ':' + str(r.port) if r.hca else r.netdev}"
-                          f"{' ' + r.netdev if r.hca and r.netdev else ''} {r.gbps}G"
-                          for r in d.rails_for_gpu(g.index)) or "-"
+        rails = (
+            ", ".join(
+                f"{r.hca + ':' + str(r.port) if r.hca else r.netdev}"
+                f"{' ' + r.netdev if r.hca and r.netdev else ''} {r.gbps}G"
+                for r in d.rails_for_gpu(g.index)
+            )
+            or "-"
+        )
         rows.append((f"GPU{g.index}", str(g.numa), d.numa(g.numa).cpus, rails))
     lines.append(_table(rows))
     lines.append("")
@@ -125,8 +133,9 @@ def validate(paths):
             for w in warnings:
                 click.echo(f"ncclgen: warning: {w}", err=True)
             cpus = cpuset.format(set().union(*(cpuset.parse(n.cpus) for n in d.node.numa_nodes)))
-            click.echo(f"{path}: ok ({d.name}: {d.node.gpus_per_node}x {d.node.gpu_model}, "
-                       f"{d.network.fabric}, CPUs {cpus})")
+            click.echo(
+                f"{path}: ok ({d.name}: {d.node.gpus_per_node}x {d.node.gpu_model}, {d.network.fabric}, CPUs {cpus})"
+            )
         except UserError as exc:
             click.echo("\n".join(error_lines(exc.located(path))), err=True)
             bad += 1

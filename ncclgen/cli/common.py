@@ -12,22 +12,40 @@ def plan_options(f):
     """--cluster, --tier, --workload, --nodes, --set, --debug and `-- ARGS` (defaults: ncclgen/load/defaults.py)."""
     f = click.argument("extra_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")(f)
     f = click.option("--debug", is_flag=True, help="NCCL_DEBUG=INFO with NET subsystem logging.")(f)
-    f = click.option("--set", "sets", multiple=True, metavar="NAME=VALUE",
-                     help="Override or add a variable (repeatable); linted like everything else.")(f)
+    f = click.option(
+        "--set",
+        "sets",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="Override or add a variable (repeatable); linted like everything else.",
+    )(f)
     f = click.option("--nodes", type=click.IntRange(1, 4096), help="Node count (default: the workload's).")(f)
-    f = click.option("--workload", "-w", metavar="NAME|PATH",
-                     help="Bundled workload name or YAML file (default: verl-grpo-qwen2-7b).")(f)
-    f = click.option("--tier", "-t", type=click.IntRange(1, 3), metavar="1|2|3",
-                     help="1 stable, 2 performance, 3 expert (cumulative; default 1).")(f)
-    f = click.option("--cluster", "-c", metavar="NAME|PATH",
-                     help="Descriptor name or file (default: h100-ib).")(f)
+    f = click.option(
+        "--workload",
+        "-w",
+        metavar="NAME|PATH",
+        help="Bundled workload name or YAML file (default: verl-grpo-qwen2-7b).",
+    )(f)
+    f = click.option(
+        "--tier",
+        "-t",
+        type=click.IntRange(1, 3),
+        metavar="1|2|3",
+        help="1 stable, 2 performance, 3 expert (cumulative; default 1).",
+    )(f)
+    f = click.option("--cluster", "-c", metavar="NAME|PATH", help="Descriptor name or file (default: h100-ib).")(f)
     return f
 
 
 def target_option(f):
     """--target for commands that print a plan without rendering it for a scheduler (env, explain)."""
-    return click.option("--target", type=click.Choice(TARGETS), default="host", show_default=True,
-                        help="host: the view from a Slurm job on the node; pod: from a Kubernetes pod.")(f)
+    return click.option(
+        "--target",
+        type=click.Choice(TARGETS),
+        default="host",
+        show_default=True,
+        help="host: the view from a Slurm job on the node; pod: from a Kubernetes pod.",
+    )(f)
 
 
 def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host") -> Plan:

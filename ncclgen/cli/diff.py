@@ -12,8 +12,14 @@ from .common import make_plan, plan_options
 @plan_options
 @click.option("--vs-tier", type=click.IntRange(1, 3), metavar="1|2|3", help="Compare with this tier.")
 @click.option("--vs-cluster", metavar="NAME|PATH", help="Compare with this descriptor (e.g. the changed file).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: for a reviewer; json: for tools (both sides, reasons, sources).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: for a reviewer; json: for tools (both sides, reasons, sources).",
+)
 def diff(cluster, tier, workload, nodes, sets, debug, extra_args, vs_tier, vs_cluster, fmt):
     """Which variables a change of tier or descriptor adds, removes or changes, each with its reason.
 

@@ -14,8 +14,13 @@ from ..scaffold import scaffold
 
 @click.command()
 @click.argument("directory", default=".", type=click.Path(file_okay=False))
-@click.option("--from-discover", "from_discover", type=click.Path(dir_okay=False), metavar="FILE",
-              help="Start from the descriptor `ncclgen discover` wrote on a node instead of the commented template.")
+@click.option(
+    "--from-discover",
+    "from_discover",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Start from the descriptor `ncclgen discover` wrote on a node instead of the commented template.",
+)
 @click.option("--name", help="Cluster name (DNS-1123 label; default: the discovered name, else the folder name).")
 @click.option("--force", is_flag=True, help="Overwrite files that already exist.")
 def init(directory, from_discover, name, force):
@@ -33,7 +38,7 @@ def init(directory, from_discover, name, force):
       ncclgen discover > node.yaml && ncclgen init infra --from-discover node.yaml
     """
     files = scaffold(directory, name, from_discover)
-    for rel in files:   # every check before the first write: an error leaves nothing behind
+    for rel in files:  # every check before the first write: an error leaves nothing behind
         path = os.path.join(directory, rel)
         if os.path.isdir(path):
             raise UserError("is a directory; expected to write a file here", file=path)

@@ -8,9 +8,13 @@ from .. import lint as lintmod
 
 
 @click.command()
-@click.option("--cluster", "-c", metavar="NAME|PATH",
-              help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
-                   "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none.")
+@click.option(
+    "--cluster",
+    "-c",
+    metavar="NAME|PATH",
+    help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
+    "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.argument("files", metavar="FILE|-...", nargs=-1, required=True)
 @click.pass_context
@@ -30,11 +34,13 @@ def lint(ctx, cluster, fmt, files):
     desc, origin = None, ""
     if not cluster:
         from ..load import defaults
+
         found = defaults.configured_cluster()
         if found:
             cluster, origin = found[0], f", from {found[1]}"
     if cluster:
         from ..load import descriptor
+
         desc = descriptor.load_cluster(cluster)
     texts = [(("<stdin>" if f == "-" else f), lintmod.read_input(f)) for f in files]  # all readable first
     failed = False
@@ -44,7 +50,7 @@ def lint(ctx, cluster, fmt, files):
         pairs = lintmod.parse_text(text, label)
         checked = len({name for name, _, _ in pairs if lintmod.is_relevant(name)})
         target = lintmod.target_label(desc)
-        if origin:   # say where the cluster came from: no flag named it
+        if origin:  # say where the cluster came from: no flag named it
             target = target[:-1] + origin + ")"
         click.echo(render(findings, label, checked, target), nl=False)
         failed |= any(f.severity == "error" for f in findings)

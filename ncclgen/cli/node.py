@@ -14,8 +14,8 @@ import sys
 
 import click
 
-from ..load import descriptor
 from ..errors import UserError
+from ..load import descriptor
 from ..node import Unavailable
 from ..output import emit
 
@@ -37,13 +37,16 @@ def _writable(path):
         raise UserError("output folder does not exist", file=path)
 
 
-@click.command(epilog="""\b
+@click.command(
+    epilog="""\b
 Examples:
   ncclgen discover -o clusters/my-cluster.yaml --name my-cluster
   ncclgen discover --sysfs-root ./captured-node   # a tree copied from /sys and /proc/net
-""")
-@click.option("--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
-              help=SYSFS_HELP)
+"""
+)
+@click.option(
+    "--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False), help=SYSFS_HELP
+)
 @click.option("--name", help="Cluster name, a DNS-1123 label (default: from the host name).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 def discover(sysfs_root, name, output):
@@ -62,16 +65,23 @@ def discover(sysfs_root, name, output):
     emit(text, output)
 
 
-@click.command(epilog="""\b
+@click.command(
+    epilog="""\b
 Examples:
   ncclgen doctor --cluster h100-ib
   srun --ntasks-per-node=1 ncclgen doctor --cluster clusters/my-cluster.yaml --format json
-""")
-@click.option("--cluster", "-c", metavar="NAME|PATH",
-              help="Descriptor name or file (default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:).")
+"""
+)
+@click.option(
+    "--cluster",
+    "-c",
+    metavar="NAME|PATH",
+    help="Descriptor name or file (default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False),
-              help=SYSFS_HELP)
+@click.option(
+    "--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False), help=SYSFS_HELP
+)
 @click.pass_context
 def doctor(ctx, cluster, fmt, sysfs_root):
     """Check this node against a descriptor: GPUs (NVML), compute HCA ports (ACTIVE, LinkUp, rate,
@@ -86,10 +96,12 @@ def doctor(ctx, cluster, fmt, sysfs_root):
 
     if not cluster:
         from ..load import defaults
+
         found = defaults.configured_cluster()
         if found is None:
-            raise click.UsageError("no cluster to check against: give --cluster NAME|PATH or set cluster: in "
-                                   "ncclgen.yaml")
+            raise click.UsageError(
+                "no cluster to check against: give --cluster NAME|PATH or set cluster: in ncclgen.yaml"
+            )
         cluster = found[0]
         click.echo(f"doctor: checking against {cluster} (from {found[1]})", err=True)
     desc = descriptor.load_cluster(cluster)
@@ -98,30 +110,49 @@ def doctor(ctx, cluster, fmt, sysfs_root):
     ctx.exit(1 if mod.failed(checks) else 0)
 
 
-@click.command(epilog="""\b
+@click.command(
+    epilog="""\b
 Examples:
   torchrun --nproc-per-node=8 -m ncclgen bench --cluster h100-ib --json allreduce.json
   srun torchrun --nnodes=2 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=$HEAD:29500 \\
       -m ncclgen bench --sizes 1M:4G --op all_gather --cluster h100-ib
   torchrun --nproc-per-node=2 -m ncclgen bench --backend gloo   # CPU smoke test (pip install 'ncclgen[bench]')
-""")
+"""
+)
 # nccl-tests' defaults (its banner: "warmup iters: 5 iters: 20"), and its usual -b 8 -e 1G sweep.
-@click.option("--sizes", metavar="MIN:MAX",
-              help="Message sizes in bytes: powers of two from MIN to MAX (K/M/G = 2^10/2^20/2^30), or one "
-                   "size.  [default: 8:1G with nccl, 8:1M with gloo]")
+@click.option(
+    "--sizes",
+    metavar="MIN:MAX",
+    help="Message sizes in bytes: powers of two from MIN to MAX (K/M/G = 2^10/2^20/2^30), or one "
+    "size.  [default: 8:1G with nccl, 8:1M with gloo]",
+)
 @click.option("--iters", type=click.IntRange(min=1), default=20, show_default=True, help="Timed iterations per size.")
-@click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Untimed iterations per size first.")
-@click.option("--op", type=click.Choice(["all_reduce", "all_gather", "reduce_scatter"]), default="all_reduce",
-              show_default=True)
-@click.option("--backend", type=click.Choice(["nccl", "gloo"]), default="nccl", show_default=True,
-              help="torch.distributed backend: nccl on GPUs, gloo on CPUs.")
-@click.option("--cluster", "-c", metavar="NAME|PATH",
-              help="Descriptor: also print busbw as % of its NVLink (one node) or rail (several nodes) bound "
-                   "(nccl backend).")
+@click.option(
+    "--warmup", type=click.IntRange(min=0), default=5, show_default=True, help="Untimed iterations per size first."
+)
+@click.option(
+    "--op", type=click.Choice(["all_reduce", "all_gather", "reduce_scatter"]), default="all_reduce", show_default=True
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["nccl", "gloo"]),
+    default="nccl",
+    show_default=True,
+    help="torch.distributed backend: nccl on GPUs, gloo on CPUs.",
+)
+@click.option(
+    "--cluster",
+    "-c",
+    metavar="NAME|PATH",
+    help="Descriptor: also print busbw as % of its NVLink (one node) or rail (several nodes) bound (nccl backend).",
+)
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the results as JSON (rank 0).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              help="Draw busbw vs size to this PNG (rank 0; needs pip install 'ncclgen[plot]').")
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(dir_okay=False),
+    help="Draw busbw vs size to this PNG (rank 0; needs pip install 'ncclgen[plot]').",
+)
 def bench(sizes, iters, warmup, op, backend, cluster, json_path, plot_path):
     """Measure collective bus bandwidth with torch.distributed, one process per GPU under torchrun.
 
@@ -151,16 +182,21 @@ def bench(sizes, iters, warmup, op, backend, cluster, json_path, plot_path):
         mod.plot(res, plot_path)
 
 
-@click.group(invoke_without_command=True, epilog="""\b
+@click.group(
+    invoke_without_command=True,
+    epilog="""\b
 Examples:
   ncclgen monitor --interval 5 -o gpu-$(hostname).jsonl &   # background step; killed at job end
   ncclgen monitor --duration 60                             # one minute to stdout
   ncclgen monitor summary gpu-node01.jsonl
-""")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True,
-              help="Seconds between samples.")
-@click.option("--duration", type=click.FloatRange(min=0),
-              help="Stop after this many seconds (default: on SIGTERM/SIGINT).")
+""",
+)
+@click.option(
+    "--interval", type=click.FloatRange(min=0.05), default=1.0, show_default=True, help="Seconds between samples."
+)
+@click.option(
+    "--duration", type=click.FloatRange(min=0), help="Stop after this many seconds (default: on SIGTERM/SIGINT)."
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write JSONL here instead of stdout.")
 @click.pass_context
 def monitor(ctx, interval, duration, output):
@@ -184,10 +220,13 @@ def monitor(ctx, interval, duration, output):
             mod.run(out, interval, duration)
 
 
-@monitor.command("summary", epilog="""\b
+@monitor.command(
+    "summary",
+    epilog="""\b
 Example:
   ncclgen monitor summary gpu-node01.jsonl gpu-node02.jsonl
-""")
+""",
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 def summary(files):
     """Per-GPU mean, p5 and p95 utilisation and the share of samples above 85% (the seed article's

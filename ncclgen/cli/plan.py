@@ -16,16 +16,31 @@ from .common import make_plan, plan_options, target_option
 
 
 def header(p) -> str:
-    return (f"ncclgen {__version__}: cluster {p.cluster.name}, tier {p.tier}, workload {p.workload.name}, "
-            f"{p.launch.nodes} node(s)")
+    return (
+        f"ncclgen {__version__}: cluster {p.cluster.name}, tier {p.tier}, workload {p.workload.name}, "
+        f"{p.launch.nodes} node(s)"
+    )
 
 
 def format_env(p, fmt: str) -> str:
     """shell: `export` lines safe to `source` for any value; dotenv: the same without `export`."""
     if fmt == "json":
-        doc = {"cluster": p.cluster.name, "tier": p.tier, "workload": p.workload.name,
-               "env": [{"name": e.name, "value": e.value, "tier": e.tier, "origin": str(e.origin),
-                        "reason": e.reason, "source": e.source} for e in p.env]}
+        doc = {
+            "cluster": p.cluster.name,
+            "tier": p.tier,
+            "workload": p.workload.name,
+            "env": [
+                {
+                    "name": e.name,
+                    "value": e.value,
+                    "tier": e.tier,
+                    "origin": str(e.origin),
+                    "reason": e.reason,
+                    "source": e.source,
+                }
+                for e in p.env
+            ],
+        }
         return json.dumps(doc, indent=2) + "\n"
     prefix = "export " if fmt == "shell" else ""
     lines = [f"# {header(p)}"]
@@ -33,7 +48,7 @@ def format_env(p, fmt: str) -> str:
         lines.append(f"# {e.label()}: {_one_line(e.reason)}")
         value = shlex.quote(e.value)
         if fmt == "shell" and prepends(e, p.target):
-            value += f'"${{{e.name}:+:${e.name}}}"'   # in front of the loader path the shell already has
+            value += f'"${{{e.name}:+:${e.name}}}"'  # in front of the loader path the shell already has
         lines.append(f"{prefix}{e.name}={value}")
     return "\n".join(lines) + "\n"
 
@@ -45,8 +60,14 @@ def _one_line(text: str) -> str:
 @click.command()
 @plan_options
 @target_option
-@click.option("--format", "fmt", type=click.Choice(["shell", "dotenv", "json"]), default="shell",
-              show_default=True, help="shell: export lines to source; dotenv: NAME=value; json.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["shell", "dotenv", "json"]),
+    default="shell",
+    show_default=True,
+    help="shell: export lines to source; dotenv: NAME=value; json.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 def env(cluster, tier, workload, nodes, sets, debug, extra_args, target, fmt, output):
     """Print the plan's environment.
@@ -79,31 +100,40 @@ def render_explain(p) -> str:
         out.append(f"  {e.name.ljust(width)}  {e.value}    [{e.label()}]")
         out += wrap.wrap(_one_line(e.reason))
         out.append(f"    source: {e.source}")
-    out += ["", "BINDING (local rank -> GPU -> NUMA node)" +
-            ("" if p.launch.bind else f": computed, applied only at tier 3 (this is tier {p.tier})")]
+    out += [
+        "",
+        "BINDING (local rank -> GPU -> NUMA node)"
+        + ("" if p.launch.bind else f": computed, applied only at tier 3 (this is tier {p.tier})"),
+    ]
     rows = [("RANK", "GPU", "NUMA", "CPUS", "RAILS")]
     rows += [(str(b.local_rank), str(b.gpu), str(b.numa), b.cpus, ",".join(b.rails) or "-") for b in p.binding]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    mem = f" --membind=<numa>" if p.launch.bind_memory else " (no --membind: descriptor bind_memory is false)"
+    mem = " --membind=<numa>" if p.launch.bind_memory else " (no --membind: descriptor bind_memory is false)"
     if p.launch.bind:
         out.append(f"  each rank runs under: numactl --physcpubind=<cpus>{mem}")
     la = p.launch
     out += ["", "LAUNCH", f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs"]
     from ..plan import preflight
 
-    out.append(f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
-               "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p))))
+    out.append(
+        f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
+        "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p)))
+    )
     cmd = shlex.join(la.command)
     if la.launcher == "torchrun":
         bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""
-        out.append(f"  per node: torchrun --nnodes={la.nodes} {' '.join(la.torchrun_options())} "
-                   f"--rdzv-endpoint=<head-address>:{la.rdzv_port} --rdzv-id=<job-id> {bind}{cmd}")
+        out.append(
+            f"  per node: torchrun --nnodes={la.nodes} {' '.join(la.torchrun_options())} "
+            f"--rdzv-endpoint=<head-address>:{la.rdzv_port} --rdzv-id=<job-id> {bind}{cmd}"
+        )
     else:
         out.append(f"  head: {shlex.join(la.ray_head_argv())}")
         out.append(f"  workers: {shlex.join(la.ray_worker_argv('<head-address>'))}")
-        out.append(f"  wait: until {la.nodes} nodes and {la.want_gpus} GPUs joined (timeout "
-                   f"{la.ray_ready_timeout_s} s); watchdog every {la.ray_watch_interval_s} s")
+        out.append(
+            f"  wait: until {la.nodes} nodes and {la.want_gpus} GPUs joined (timeout "
+            f"{la.ray_ready_timeout_s} s); watchdog every {la.ray_watch_interval_s} s"
+        )
         if la.bind:
             out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
         out.append(f"  driver (once, head node): {cmd}")
@@ -113,12 +143,15 @@ def render_explain(p) -> str:
     if wl.framework == "verl" and wl.verl:
         from ..load import verl
 
-        out.append(f"  verl: {wl.verl}; every override above checked against its configuration "
-                   "(ncclgen/data/verl, from the released wheels)")
+        out.append(
+            f"  verl: {wl.verl}; every override above checked against its configuration "
+            "(ncclgen/data/verl, from the released wheels)"
+        )
         t = verl.timeout(la.command, wl.verl)
         if t:
             knob = f"set by {t['knob']}" if t["knob"] else "no config key sets it"
-            out.append(f"  collective timeout: {t['seconds']} s, {knob}; ncclgen appends none (NCCL has no "
-                       "NCCL_TIMEOUT)")
+            out.append(
+                f"  collective timeout: {t['seconds']} s, {knob}; ncclgen appends none (NCCL has no NCCL_TIMEOUT)"
+            )
             out += wrap.wrap(_one_line(t["why"]))
     return "\n".join(out) + "\n"

@@ -21,8 +21,8 @@ def source(name: str, compact: bool = False) -> str:
 def _compact(text: str) -> str:
     """The program without docstrings, comments and blank lines; same tokens otherwise, so it runs
     the same (tokenize keeps every line's layout, unlike ast.unparse, whose output varies by Python)."""
-    drop: set[int] = set()       # line numbers to remove entirely
-    cuts: dict[int, int] = {}    # line -> column where a trailing comment starts
+    drop: set[int] = set()  # line numbers to remove entirely
+    cuts: dict[int, int] = {}  # line -> column where a trailing comment starts
     lines = text.splitlines()
     prev, depth = tokenize.NEWLINE, 0
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
@@ -30,9 +30,12 @@ def _compact(text: str) -> str:
             depth += 1
         elif tok.type == tokenize.OP and tok.string in ")]}":
             depth -= 1
-        elif (tok.type == tokenize.STRING and depth == 0
-              and prev in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
-              and lines[tok.end[0] - 1][tok.end[1]:].strip() == ""):
+        elif (
+            tok.type == tokenize.STRING
+            and depth == 0
+            and prev in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT)
+            and lines[tok.end[0] - 1][tok.end[1] :].strip() == ""
+        ):
             # A string statement on its own line(s): a docstring (module, class or function).
             drop.update(range(tok.start[0], tok.end[0] + 1))
         elif tok.type == tokenize.COMMENT:
@@ -44,7 +47,7 @@ def _compact(text: str) -> str:
         if i in drop:
             continue
         if i in cuts:
-            line = line[:cuts[i]].rstrip()
+            line = line[: cuts[i]].rstrip()
         if line.strip():
             out.append(line)
     return "\n".join(out) + "\n"

@@ -94,6 +94,7 @@ def load_nvml():
     """pynvml when importable, else libnvidia-ml.so.1 through ctypes; NvmlUnavailable with both reasons."""
     try:
         import pynvml
+
         return pynvml
     except ImportError as exc:
         why_module = f"no pynvml module ({exc})"
@@ -124,8 +125,11 @@ def sample(nv, handle):
 
 
 def _iso(t):
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds") \
+    return (
+        datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+        .isoformat(timespec="milliseconds")
         .replace("+00:00", "Z")
+    )
 
 
 def run(out_template, interval, nv=None, stop=None, max_samples=None):
@@ -148,8 +152,9 @@ def run(out_template, interval, nv=None, stop=None, max_samples=None):
     try:
         handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(nv.nvmlDeviceGetCount())]
         if not handles:
-            print(f"{PREFIX}: {node}: cannot sample GPUs, no monitor file written: NVML reports no GPU",
-                  file=sys.stderr)
+            print(
+                f"{PREFIX}: {node}: cannot sample GPUs, no monitor file written: NVML reports no GPU", file=sys.stderr
+            )
             return 1
         try:
             fh = open(path, "a", encoding="utf-8")
@@ -162,8 +167,7 @@ def run(out_template, interval, nv=None, stop=None, max_samples=None):
             while True:
                 wall = time.time()
                 for i, h in enumerate(handles):
-                    fh.write(json.dumps({"timestamp": _iso(wall), "hostname": node, "gpu": i,
-                                         **sample(nv, h)}) + "\n")
+                    fh.write(json.dumps({"timestamp": _iso(wall), "hostname": node, "gpu": i, **sample(nv, h)}) + "\n")
                 fh.flush()
                 taken += 1
                 if max_samples is not None and taken >= max_samples:

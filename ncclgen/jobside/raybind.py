@@ -54,6 +54,7 @@ def wrap(original, mapping, setaffinity=os.sched_setaffinity):
 
     One task or actor may hold several GPUs; ncclgen binds a rank per GPU, so the first one decides.
     """
+
     def set_visible_and_bind(visible_ids):
         original(visible_ids)
         ids = [str(i) for i in visible_ids]
@@ -65,6 +66,7 @@ def wrap(original, mapping, setaffinity=os.sched_setaffinity):
                 setaffinity(0, cpus)
             except OSError as exc:  # CPUs outside the job's cgroup, for instance
                 _warn(f"sched_setaffinity to the CPUs of GPU {ids[0]} failed: {exc}")
+
     set_visible_and_bind.ncclgen_wrapped = original
     return set_visible_and_bind
 
@@ -73,8 +75,10 @@ def install(manager, mapping):
     """Replace ``manager``'s GPU-assignment method by the binding wrapper (once). True when done."""
     original = getattr(manager, "set_current_process_visible_accelerator_ids", None)
     if original is None:
-        _warn(f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
-              "(Ray internals changed since 2.60); Ray workers stay unbound")
+        _warn(
+            f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
+            "(Ray internals changed since 2.60); Ray workers stay unbound"
+        )
         return False
     if getattr(original, "ncclgen_wrapped", None) is None:
         manager.set_current_process_visible_accelerator_ids = staticmethod(wrap(original, mapping))

@@ -20,9 +20,9 @@ import sys
 import threading
 import time
 
-POLL_S = 0.5                 # readiness: how often ray.nodes() is asked
-CONNECT_POLL_S = 0.5         # how often the GCS port is tried before ray.init
-WATCH_STALL_S = 60.0         # a watchdog check that blocks this long counts as a lost cluster
+POLL_S = 0.5  # readiness: how often ray.nodes() is asked
+CONNECT_POLL_S = 0.5  # how often the GCS port is tried before ray.init
+WATCH_STALL_S = 60.0  # a watchdog check that blocks this long counts as a lost cluster
 EXIT_NOT_READY = 3
 EXIT_NODE_LOST = 5
 
@@ -83,22 +83,32 @@ def connect(address):
 
 def wait(address, want_nodes, want_gpus, timeout_s):
     have = [0, 0]
-    Deadline(timeout_s, EXIT_NOT_READY, lambda: (
-        f"ncclgen: ERROR: Ray cluster not ready after {timeout_s} s (want {want_nodes} nodes/{want_gpus} "
-        f"GPUs, have {have[0]} nodes/{have[1]} GPUs)")).start()
+    Deadline(
+        timeout_s,
+        EXIT_NOT_READY,
+        lambda: (
+            f"ncclgen: ERROR: Ray cluster not ready after {timeout_s} s (want {want_nodes} nodes/{want_gpus} "
+            f"GPUs, have {have[0]} nodes/{have[1]} GPUs)"
+        ),
+    ).start()
     ray = connect(address)
     while True:
         have[:] = census(ray.nodes())
         if have[0] >= want_nodes and have[1] >= want_gpus:
-            print(f"ncclgen: Ray cluster ready: {have[0]} nodes, {have[1]} GPUs after "
-                  f"{since_job_start():.1f} s", flush=True)
+            print(
+                f"ncclgen: Ray cluster ready: {have[0]} nodes, {have[1]} GPUs after {since_job_start():.1f} s",
+                flush=True,
+            )
             return 0
         time.sleep(POLL_S)
 
 
 def watch(address, want_nodes, interval_s):
-    deadline = Deadline(WATCH_STALL_S, EXIT_NODE_LOST, lambda: (
-        f"ncclgen: ERROR: Ray watchdog: the cluster did not answer for {WATCH_STALL_S:.0f} s"))
+    deadline = Deadline(
+        WATCH_STALL_S,
+        EXIT_NODE_LOST,
+        lambda: f"ncclgen: ERROR: Ray watchdog: the cluster did not answer for {WATCH_STALL_S:.0f} s",
+    )
     deadline.start()
     try:
         ray = connect(address)
@@ -112,8 +122,12 @@ def watch(address, want_nodes, interval_s):
             print(f"ncclgen: ERROR: Ray watchdog: cannot read the node table: {exc}", file=sys.stderr, flush=True)
             return EXIT_NODE_LOST
         if alive < want_nodes:
-            print(f"ncclgen: ERROR: Ray watchdog: only {alive}/{want_nodes} Ray nodes alive after "
-                  f"{since_job_start():.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"ncclgen: ERROR: Ray watchdog: only {alive}/{want_nodes} Ray nodes alive after "
+                f"{since_job_start():.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             return EXIT_NODE_LOST
         deadline.extend(WATCH_STALL_S)
         time.sleep(interval_s)
@@ -130,8 +144,7 @@ def main(argv):
             return watch(address, int(nodes), interval_s)
     except ValueError:
         pass
-    print(f"usage: wait ADDRESS NODES GPUS TIMEOUT_S | watch ADDRESS NODES INTERVAL_S (got {argv})",
-          file=sys.stderr)
+    print(f"usage: wait ADDRESS NODES GPUS TIMEOUT_S | watch ADDRESS NODES INTERVAL_S (got {argv})", file=sys.stderr)
     return 2
 
 

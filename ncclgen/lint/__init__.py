@@ -10,8 +10,22 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["CODES", "SEVERITIES", "Finding", "counts", "detect", "format_json", "format_text", "is_relevant",
-           "lint_environ", "lint_pairs", "lint_text", "parse_text", "read_input", "target_label"]
+__all__ = [
+    "CODES",
+    "SEVERITIES",
+    "Finding",
+    "counts",
+    "detect",
+    "format_json",
+    "format_text",
+    "is_relevant",
+    "lint_environ",
+    "lint_pairs",
+    "lint_text",
+    "parse_text",
+    "read_input",
+    "target_label",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -19,8 +19,7 @@ def check_plan(plan: Plan) -> None:
 
     by_line = {i + 1: e for i, e in enumerate(plan.env)}
     # plan.cluster is already the plan's view (host or pod): a host-only name in a pod is an error.
-    for f in lint_pairs([(e.name, e.value, line) for line, e in by_line.items()], plan.cluster,
-                        target=plan.target):
+    for f in lint_pairs([(e.name, e.value, line) for line, e in by_line.items()], plan.cluster, target=plan.target):
         if f.severity == "error":
             var = by_line.get(f.line or 0)
             origin = str(var.origin) if var is not None else "plan"

@@ -25,9 +25,9 @@ import csv
 import difflib
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping, Optional
 
 from .. import datapaths
 
@@ -35,9 +35,29 @@ from .. import datapaths
 # whose newest column this must be), PyTorch from its 2.13.0 wheel.
 KB_VERSIONS = {"nccl": "2.32.3", "torch": "2.13.0"}
 KB_FILES = ("nccl.tsv", "nccl-history.tsv", "torch.tsv", "other.tsv")
-COLUMNS = ("name", "reader", "type", "default", "min", "max", "choices", "syntax", "first_version",
-           "last_version", "status", "replacement", "scope", "managed_by", "documented", "meaning_verified",
-           "case_sensitive", "multiple", "pattern", "meaning", "source")
+COLUMNS = (
+    "name",
+    "reader",
+    "type",
+    "default",
+    "min",
+    "max",
+    "choices",
+    "syntax",
+    "first_version",
+    "last_version",
+    "status",
+    "replacement",
+    "scope",
+    "managed_by",
+    "documented",
+    "meaning_verified",
+    "case_sensitive",
+    "multiple",
+    "pattern",
+    "meaning",
+    "source",
+)
 TYPES = ("int", "size", "bool", "enum", "list", "string")
 STATUSES = ("active", "deprecated", "removed", "invented", "dead")
 SYNTAXES = ("none", "hca-list", "ifname-list", "proto-list", "caret-list")
@@ -45,7 +65,7 @@ INT64 = (-(1 << 63), (1 << 63) - 1)
 # Collectives accepted in the per-function NCCL_ALGO/NCCL_PROTO form (NCCL >= 2.24, nccl-env.tsv).
 PROTO_FUNCTIONS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 PER_FUNCTION_SINCE = "2.24"
-NAME_MAX = 63      # struct netIf prefix[64] (NCCL src/include/utils.h:46-51)
+NAME_MAX = 63  # struct netIf prefix[64] (NCCL src/include/utils.h:46-51)
 # Readers whose integers go through NCCL_PARAM (strtoll base 0): libnccl, and the nccl-rdma-sharp
 # plugin's own copy of NCCL_PARAM. Everything else is checked as a plain decimal.
 STRTOLL_READERS = ("nccl", "rdma-sharp")
@@ -54,13 +74,14 @@ STRTOLL_READERS = ("nccl", "rdma-sharp")
 @dataclass(frozen=True)
 class VarInfo:
     """One environment variable: who reads it, what values it takes, since/until when, and why."""
+
     name: str
     reader: str
     type: str
     default: str
-    min: Optional[int]
-    max: Optional[int]
-    choices: Optional[tuple[str, ...]]
+    min: int | None
+    max: int | None
+    choices: tuple[str, ...] | None
     syntax: str
     first_version: str
     last_version: str
@@ -73,11 +94,11 @@ class VarInfo:
     documented: bool
     meaning_verified: bool = True
     case_sensitive: bool = False
-    multiple: Optional[int] = None
+    multiple: int | None = None
     pattern: str = ""
 
 
-_VARS: Optional[Mapping[str, VarInfo]] = None
+_VARS: Mapping[str, VarInfo] | None = None
 
 
 def kb_dir() -> str:
@@ -85,7 +106,7 @@ def kb_dir() -> str:
 
 
 def _row_to_info(row: dict, where: str) -> VarInfo:
-    def opt_int(key: str) -> Optional[int]:
+    def opt_int(key: str) -> int | None:
         return int(row[key]) if row[key] else None
 
     def yes(key: str) -> bool:
@@ -102,15 +123,28 @@ def _row_to_info(row: dict, where: str) -> VarInfo:
     if row["pattern"]:
         re.compile(row["pattern"])
     return VarInfo(
-        name=row["name"], reader=row["reader"], type=row["type"], default=row["default"],
-        min=opt_int("min"), max=opt_int("max"),
+        name=row["name"],
+        reader=row["reader"],
+        type=row["type"],
+        default=row["default"],
+        min=opt_int("min"),
+        max=opt_int("max"),
         choices=tuple(row["choices"].split("|")) if row["choices"] else None,
-        syntax=row["syntax"], first_version=row["first_version"], last_version=row["last_version"],
-        status=row["status"], replacement=row["replacement"], scope=row["scope"] or "any",
+        syntax=row["syntax"],
+        first_version=row["first_version"],
+        last_version=row["last_version"],
+        status=row["status"],
+        replacement=row["replacement"],
+        scope=row["scope"] or "any",
         managed_by=tuple(row["managed_by"].split(",")) if row["managed_by"] else (),
-        meaning=row["meaning"], source=row["source"], documented=yes("documented"),
-        meaning_verified=yes("meaning_verified"), case_sensitive=yes("case_sensitive"),
-        multiple=opt_int("multiple"), pattern=row["pattern"])
+        meaning=row["meaning"],
+        source=row["source"],
+        documented=yes("documented"),
+        meaning_verified=yes("meaning_verified"),
+        case_sensitive=yes("case_sensitive"),
+        multiple=opt_int("multiple"),
+        pattern=row["pattern"],
+    )
 
 
 def load_file(path: str) -> dict[str, VarInfo]:
@@ -148,7 +182,7 @@ def all_vars() -> Mapping[str, VarInfo]:
     return _VARS
 
 
-def lookup(name: str) -> Optional[VarInfo]:
+def lookup(name: str) -> VarInfo | None:
     return all_vars().get(name)
 
 
@@ -194,7 +228,8 @@ def read_in(info: VarInfo, nccl_version: str) -> bool:
 
 # -- value syntax -----------------------------------------------------------------------------------
 
-def strtoll(text: str) -> tuple[Optional[int], str, int]:
+
+def strtoll(text: str) -> tuple[int | None, str, int]:
     """C strtoll(text, &end, 0) as NCCL's ncclLoadParam calls it: (value, unparsed rest, base).
 
     value is None when no digits were read (NCCL then stores 0) or on overflow (ERANGE: NCCL keeps the
@@ -208,16 +243,16 @@ def strtoll(text: str) -> tuple[Optional[int], str, int]:
         sign = -1 if text[i] == "-" else 1
         i += 1
     base, digits = 10, "0123456789"
-    if text[i:i + 2].lower() == "0x" and i + 2 < n and text[i + 2] in "0123456789abcdefABCDEF":
+    if text[i : i + 2].lower() == "0x" and i + 2 < n and text[i + 2] in "0123456789abcdefABCDEF":
         base, digits, i = 16, "0123456789abcdefABCDEF", i + 2
-    elif text[i:i + 1] == "0":
+    elif text[i : i + 1] == "0":
         base, digits = 8, "01234567"
     start = i
     while i < n and text[i] in digits:
         i += 1
     if i == start:
         return None, text, base
-    if len(text[start:i].lstrip("0")) > 22:   # beyond 64 bits in any base: ERANGE, without a huge int()
+    if len(text[start:i].lstrip("0")) > 22:  # beyond 64 bits in any base: ERANGE, without a huge int()
         return None, text[i:], base
     value = sign * int(text[start:i], base)
     if not INT64[0] <= value <= INT64[1]:
@@ -250,7 +285,7 @@ def parse_if_list(value: str) -> tuple[bool, bool, list[tuple[str, int]]]:
 
 
 def _atoi(text: str) -> int:
-    m = re.match(r"\s*([+-]?[0-9]{1,18})", text)   # longer overflows C's atoi: no port matches it
+    m = re.match(r"\s*([+-]?[0-9]{1,18})", text)  # longer overflows C's atoi: no port matches it
     return int(m.group(1)) if m else 0
 
 
@@ -264,33 +299,39 @@ def matches(value: str, device: str, port: int = -1) -> bool:
     exclude, exact, entries = parse_if_list(value)
     hit = not entries or any(
         (device == name if exact else device.startswith(name)) and (p == -1 or port == -1 or p == port)
-        for name, p in entries)
+        for name, p in entries
+    )
     return hit != exclude
 
 
-def _if_list_problem(info: VarInfo, value: str) -> Optional[str]:
+def _if_list_problem(info: VarInfo, value: str) -> str | None:
     if info.syntax == "ifname-list" and len(value) <= 1:
-        return (f"{value!r} is ignored: NCCL only reads a value longer than 1 character and otherwise "
-                "picks an interface itself")
+        return (
+            f"{value!r} is ignored: NCCL only reads a value longer than 1 character and otherwise "
+            "picks an interface itself"
+        )
     exclude, exact, entries = parse_if_list(value)
-    body = value[int(exclude) + int(exact):]
+    body = value[int(exclude) + int(exact) :]
     if exact and body.startswith("^"):
-        return ("'^' must come before '=' ('^=' not '=^'): NCCL would look for a device literally named "
-                f"{body.split(',')[0].split(':')[0]!r}")
+        return (
+            "'^' must come before '=' ('^=' not '=^'): NCCL would look for a device literally named "
+            f"{body.split(',')[0].split(':')[0]!r}"
+        )
     items = [i for i in body.split(",") if i]
     for item in items:
         name = item.split(":")[0]
         if name[:1] in ("^", "="):
-            return (f"{item!r}: '^' and '=' apply to the whole list and only at its start; NCCL would look "
-                    f"for a name starting with {name[:1]!r}")
+            return (
+                f"{item!r}: '^' and '=' apply to the whole list and only at its start; NCCL would look "
+                f"for a name starting with {name[:1]!r}"
+            )
         if not name:
             return f"{item!r} has no name: NCCL skips it"
         if len(name) > NAME_MAX:
             return f"{name[:20]}...: names longer than {NAME_MAX} characters are cut by NCCL"
         for label, field in zip(("port", "rail", "plane"), item.split(":")[1:4]):
             if field and not re.fullmatch(r"\d+", field):
-                return (f"{item!r}: {label} {field!r} is not a number (NCCL reads it with atoi, giving "
-                        f"{_atoi(field)})")
+                return f"{item!r}: {label} {field!r} is not a number (NCCL reads it with atoi, giving {_atoi(field)})"
         if item.count(":") > 3:
             return f"{item!r}: at most name:port:rail:plane"
     if not entries:
@@ -300,7 +341,7 @@ def _if_list_problem(info: VarInfo, value: str) -> Optional[str]:
     return None
 
 
-def _tokens_problem(info: VarInfo, text: str) -> Optional[str]:
+def _tokens_problem(info: VarInfo, text: str) -> str | None:
     body = text[1:] if text.startswith("^") else text
     allowed = {c.casefold(): c for c in info.choices or ()}
     for tok in (t.strip() for t in body.split(",")):
@@ -311,7 +352,7 @@ def _tokens_problem(info: VarInfo, text: str) -> Optional[str]:
     return None
 
 
-def _proto_problem(info: VarInfo, value: str) -> Optional[str]:
+def _proto_problem(info: VarInfo, value: str) -> str | None:
     """NCCL_ALGO / NCCL_PROTO: '[^]a,b' or, since 2.24, 'func:[^]a,b;func:...' (unknown token fails)."""
     if ":" not in value and ";" not in value:
         return _tokens_problem(info, value)
@@ -328,7 +369,7 @@ def _proto_problem(info: VarInfo, value: str) -> Optional[str]:
     return None
 
 
-def parse_int(info: VarInfo, value: str) -> tuple[Optional[int], Optional[str]]:
+def parse_int(info: VarInfo, value: str) -> tuple[int | None, str | None]:
     """Parse an integer the way its reader does: NCCL_PARAM readers via strtoll, others as decimals."""
     if value.strip() == "":
         return None, "empty value: the default is used"
@@ -344,14 +385,14 @@ def parse_int(info: VarInfo, value: str) -> tuple[Optional[int], Optional[str]]:
         if base == 8 and int(digits, 8) != int(digits, 10):
             return None, f"a leading 0 means octal to NCCL: {value.strip()} is read as {number}"
         return number, None
-    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):   # ASCII digits: C readers take no others
+    if not re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):  # ASCII digits: C readers take no others
         return None, f"{value!r} is not an integer"
     if len(value.strip().lstrip("+-").lstrip("0")) > 19:
         return None, f"{value.strip()[:24]}... is outside the 64-bit range"
     return int(value), None
 
 
-def _range_problem(info: VarInfo, number: int) -> Optional[str]:
+def _range_problem(info: VarInfo, number: int) -> str | None:
     lo, hi = info.min, info.max
     if (lo is not None and number < lo) or (hi is not None and number > hi):
         bounds = f"{lo}..{hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
@@ -361,7 +402,7 @@ def _range_problem(info: VarInfo, number: int) -> Optional[str]:
     return None
 
 
-def classify(info: VarInfo, value: str) -> Optional[tuple[str, str]]:
+def classify(info: VarInfo, value: str) -> tuple[str, str] | None:
     """('invalid' | 'range', why) when ``value`` is not what ``info``'s reader accepts, else None."""
     t = info.type
     if t in ("int", "size"):
@@ -371,11 +412,12 @@ def classify(info: VarInfo, value: str) -> Optional[tuple[str, str]]:
         problem = _range_problem(info, number)
         return ("range", problem) if problem else None
     if t in ("bool", "enum") and info.choices:
-        if value in info.choices or (not info.case_sensitive and
-                                     value.casefold() in {c.casefold() for c in info.choices}):
+        if value in info.choices or (
+            not info.case_sensitive and value.casefold() in {c.casefold() for c in info.choices}
+        ):
             return None
         if (info.min is not None or info.max is not None) and re.fullmatch(r"[0-9]{1,19}", value):
-            problem = _range_problem(info, int(value))     # legacy numeric form (NCCL_*_LEVEL)
+            problem = _range_problem(info, int(value))  # legacy numeric form (NCCL_*_LEVEL)
             return ("range", problem) if problem else None
         hint = ""
         if info.case_sensitive and value.casefold() in {c.casefold() for c in info.choices}:
@@ -390,14 +432,15 @@ def classify(info: VarInfo, value: str) -> Optional[tuple[str, str]]:
         problem = _tokens_problem(info, value)
     elif info.pattern:
         flags = 0 if info.case_sensitive else re.IGNORECASE
-        problem = None if re.fullmatch(info.pattern, value, flags) else \
-            f"{value!r} does not have the form {info.pattern}"
+        problem = (
+            None if re.fullmatch(info.pattern, value, flags) else f"{value!r} does not have the form {info.pattern}"
+        )
     else:
         problem = None
     return ("invalid", problem) if problem else None
 
 
-def check_value(info: VarInfo, value: str) -> Optional[str]:
+def check_value(info: VarInfo, value: str) -> str | None:
     """None if ``value`` is fine for ``info``'s reader, else one sentence saying why it is not."""
     found = classify(info, value)
     return found[1] if found else None
@@ -410,13 +453,19 @@ def same_value(info: VarInfo, a: str, b: str) -> bool:
         nb, pb = parse_int(info, b)
         return pa is None and pb is None and na == nb
     if info.type == "bool":
-        def truth(v: str) -> Optional[bool]:
+
+        def truth(v: str) -> bool | None:
             v = v.strip().casefold()
-            return True if v in ("1", "y", "yes", "t", "true") else False if v in ("0", "n", "no", "f", "false") else None
+            return (
+                True if v in ("1", "y", "yes", "t", "true") else False if v in ("0", "n", "no", "f", "false") else None
+            )
+
         return truth(a) is not None and truth(a) == truth(b)
     if info.type == "list":
+
         def norm(v: str) -> tuple:
             return (v.startswith("^"), frozenset(t.strip().casefold() for t in v.lstrip("^").split(",") if t.strip()))
+
         return norm(a) == norm(b)
     if info.case_sensitive:
         return a == b

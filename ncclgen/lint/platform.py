@@ -10,7 +10,7 @@ which sees the pod view's net_plugin.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
@@ -19,7 +19,7 @@ CODE = "NG017"
 NAME_TOKEN = re.compile(r"[A-Za-z0-9_.@-]+")
 
 
-def host_only_findings(name: str, value: Optional[str], cluster: "Descriptor") -> list[tuple]:
+def host_only_findings(name: str, value: str | None, cluster: Descriptor) -> list[tuple]:
     """(code, severity, message, fix) for host-only names in ``value`` of a pod's variable ``name``."""
     from ..load import views
 
@@ -30,9 +30,18 @@ def host_only_findings(name: str, value: Optional[str], cluster: "Descriptor") -
     if not bad:
         return []
     pod = [names[b] for b in bad]
-    fix = (f"in a pod use {', '.join(p for p in pod if p)}" if all(pod)
-           else "use the names the pod sees (kubernetes.bootstrap_interfaces / netdevs / hcas)")
+    fix = (
+        f"in a pod use {', '.join(p for p in pod if p)}"
+        if all(pod)
+        else "use the names the pod sees (kubernetes.bootstrap_interfaces / netdevs / hcas)"
+    )
     seen = ", ".join(dict.fromkeys(p for p in pod if p))
-    return [(CODE, "error", f"{name} names {', '.join(dict.fromkeys(bad))}: only the {cluster.name} host has "
-                            f"that name; a pod ({cluster.kubernetes.flavour}) does not see it"
-                            + (f" and uses {seen}" if seen else ""), fix)]
+    return [
+        (
+            CODE,
+            "error",
+            f"{name} names {', '.join(dict.fromkeys(bad))}: only the {cluster.name} host has "
+            f"that name; a pod ({cluster.kubernetes.flavour}) does not see it" + (f" and uses {seen}" if seen else ""),
+            fix,
+        )
+    ]

@@ -35,7 +35,7 @@ def normalise(text: str) -> str:
     return re.sub(r"\s*,\s*", ",", text.strip())
 
 
-def format(cpus) -> str:  # noqa: A001 - mirrors parse()
+def format(cpus) -> str:
     """{0,1,2,3,8} -> '0-3,8' (sorted, ranges merged)."""
     out, run = [], []
     for c in sorted(cpus):

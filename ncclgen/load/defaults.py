@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Optional
 
-from . import workload
 from ..errors import UserError
+from . import workload
 from .schema import field, load_dataclass
 from .yamlio import load_file
 
@@ -22,9 +21,10 @@ BUILTIN = {"cluster": "h100-ib", "tier": 1, "workload": workload.DEFAULT}
 @dataclass(frozen=True, kw_only=True)
 class Project:
     """ncclgen.yaml: defaults for every command run in this folder."""
-    cluster: Optional[str] = field(None, doc="default --cluster (name or path)")
-    tier: Optional[int] = field(None, doc="default --tier", min=1, max=3)
-    workload: Optional[str] = field(None, doc="default --workload (name or path)")
+
+    cluster: str | None = field(None, doc="default --cluster (name or path)")
+    tier: int | None = field(None, doc="default --tier", min=1, max=3)
+    workload: str | None = field(None, doc="default --workload (name or path)")
 
 
 def _project() -> Project:
@@ -47,7 +47,7 @@ def default(key: str):
     return value if value is not None else BUILTIN[key]
 
 
-def configured_cluster() -> Optional[tuple[str, str]]:
+def configured_cluster() -> tuple[str, str] | None:
     """(cluster, where it was set) from NCCLGEN_CLUSTER or ncclgen.yaml, without the built-in default.
 
     For `lint` and `doctor`, which check against no cluster (lint) or refuse (doctor) rather than

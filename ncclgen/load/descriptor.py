@@ -9,35 +9,41 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal, Optional, Union
+from typing import Literal
 
-from . import cpuset, podspec, sbatch
 from .. import datapaths
 from ..errors import UserError, collect, warn
+from . import cpuset, podspec, sbatch
 from .schema import field, json_schema, load_dataclass
 from .yamlio import Document, load_file
 
 DNS1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 # Kubernetes qualified resource name: optional DNS-subdomain prefix + "/" + name (k8s.io/apimachinery
 # validation.IsQualifiedName), e.g. nvidia.com/gpu, rdma/ib, vpc.amazonaws.com/efa, hugepages-2Mi.
-RESOURCE_NAME = r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+RESOURCE_NAME = (
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+)
 QUANTITY = r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"
 VERSION = r"[0-9]{1,6}(\.[0-9]{1,6}){1,3}"
 # What `python -c "import torch; print(torch.__version__)"` prints: 2.13.0, 2.6.0+cu124, and NGC's
 # 2.6.0a0+ecf3bae40a (PEP 440 pre/dev release and local version).
-TORCH_VERSION = VERSION + r"((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,9})?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
+TORCH_VERSION = (
+    VERSION + r"((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,9})?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
+)
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"        # Linux IFNAMSIZ is 16 with the NUL
+IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"  # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
 
 
 @dataclass(frozen=True, kw_only=True)
 class NumaNode:
     """A NUMA node and its CPUs."""
+
     id: int = field(doc="NUMA node id, as in /sys/devices/system/node/nodeN", min=0, max=1023)
-    cpus: str = field(doc="cpuset list, e.g. 0-55,112-167", pattern=cpuset.PATTERN,
-                      pattern_doc="a cpuset list like 0-55,112-167")
-    source: Optional[str] = field(None, doc="id in `sources` that this fact comes from")
+    cpus: str = field(
+        doc="cpuset list, e.g. 0-55,112-167", pattern=cpuset.PATTERN, pattern_doc="a cpuset list like 0-55,112-167"
+    )
+    source: str | None = field(None, doc="id in `sources` that this fact comes from")
 
     def __post_init__(self):  # "48-95, 144-191" is accepted; numactl and Slurm get "48-95,144-191"
         object.__setattr__(self, "cpus", cpuset.normalise(self.cpus))
@@ -46,145 +52,199 @@ class NumaNode:
 @dataclass(frozen=True, kw_only=True)
 class Gpu:
     """One GPU: its index (CUDA_DEVICE_ORDER=PCI_BUS_ID) and NUMA node."""
+
     index: int = field(doc="GPU index 0..n-1", min=0, max=63)
     numa: int = field(doc="NUMA node id the GPU is attached to", min=0, max=1023)
-    pci_bus_id: Optional[str] = field(None, doc="PCI address DDDD:BB:DD.F",
-                                      pattern=r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]",
-                                      pattern_doc="a PCI address like 0000:1b:00.0")
+    pci_bus_id: str | None = field(
+        None,
+        doc="PCI address DDDD:BB:DD.F",
+        pattern=r"[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]",
+        pattern_doc="a PCI address like 0000:1b:00.0",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Node:
     """What one node has: GPUs, NUMA layout, NVLink."""
+
     gpu_model: str = field(doc="GPU model, e.g. H100-SXM5-80GB")
     gpus_per_node: int = field(doc="number of GPUs per node", min=1, max=64)
     numa_nodes: tuple[NumaNode, ...] = field(doc="NUMA nodes with their CPU lists")
     gpus: tuple[Gpu, ...] = field(doc="every GPU, index 0..gpus_per_node-1 exactly once")
-    nvlink_gbps: Optional[float] = field(None, doc="NVLink bandwidth per GPU, one direction, Gbit/s "
-                                         "(bench uses it as the intra-node bound)", min=0)
-    bind_memory: bool = field(True, doc="bind memory to the GPU's NUMA node (numactl --membind) as well "
-                              "as CPUs; false only where the declared NUMA nodes are not real ones")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    nvlink_gbps: float | None = field(
+        None, doc="NVLink bandwidth per GPU, one direction, Gbit/s (bench uses it as the intra-node bound)", min=0
+    )
+    bind_memory: bool = field(
+        True,
+        doc="bind memory to the GPU's NUMA node (numactl --membind) as well "
+        "as CPUs; false only where the declared NUMA nodes are not real ones",
+    )
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Rail:
     """A compute NIC port that carries GPU traffic, and the GPUs it serves."""
-    hca: Optional[str] = field(None, doc="RDMA device name, e.g. mlx5_0 (InfiniBand/RoCE)", pattern=HCA,
-                               pattern_doc="an RDMA device name like mlx5_0")
+
+    hca: str | None = field(
+        None,
+        doc="RDMA device name, e.g. mlx5_0 (InfiniBand/RoCE)",
+        pattern=HCA,
+        pattern_doc="an RDMA device name like mlx5_0",
+    )
     port: int = field(1, doc="HCA port number (1-based)", min=1, max=16)
-    netdev: Optional[str] = field(None, doc="network interface of this port, e.g. ibp24s0 or eth1",
-                                  pattern=IFNAME, pattern_doc="an interface name (max 15 chars)")
+    netdev: str | None = field(
+        None,
+        doc="network interface of this port, e.g. ibp24s0 or eth1",
+        pattern=IFNAME,
+        pattern_doc="an interface name (max 15 chars)",
+    )
     gbps: int = field(doc="link speed, Gbit/s", min=1, max=100000)
     gpus: tuple[int, ...] = field(doc="GPU indexes this rail serves")
     numa: int = field(doc="NUMA node of the NIC", min=0, max=1023)
-    source: Optional[str] = field(None, doc="id in `sources`")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class StorageNic:
     """A storage / in-band / front-end NIC that NCCL must not use for GPU traffic."""
-    name: str = field(doc="RDMA device (e.g. mlx5_1) or interface name", pattern=HCA,
-                      pattern_doc="a device or interface name")
+
+    name: str = field(
+        doc="RDMA device (e.g. mlx5_1) or interface name", pattern=HCA, pattern_doc="a device or interface name"
+    )
     kind: Literal["hca", "netdev"] = field("hca", doc="hca: an RDMA device; netdev: an interface")
     note: str = field("", doc="what it is used for")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Roce:
     """RoCE addressing: which GID to use and the traffic class of the lossless queue."""
-    gid_index: Union[int, Literal["auto"]] = field(doc="NCCL_IB_GID_INDEX, or auto to let NCCL pick", min=0,
-                                                   max=255)
-    traffic_class: Optional[int] = field(None, doc="NCCL_IB_TC", min=0, max=255)
-    source: Optional[str] = field(None, doc="id in `sources`")
+
+    gid_index: int | Literal["auto"] = field(doc="NCCL_IB_GID_INDEX, or auto to let NCCL pick", min=0, max=255)
+    traffic_class: int | None = field(None, doc="NCCL_IB_TC", min=0, max=255)
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Efa:
     """AWS Elastic Fabric Adapter devices."""
+
     devices_per_node: int = field(doc="EFA interfaces per node (vpc.amazonaws.com/efa)", min=1, max=64)
     gbps_per_device: int = field(doc="line rate of one EFA interface, Gbit/s", min=1)
-    source: Optional[str] = field(None, doc="id in `sources`")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Network:
     """The fabric: compute rails, NICs to keep NCCL off, bootstrap interface, plugin."""
+
     fabric: Literal["infiniband", "roce", "efa", "tcp", "tcpx", "tcpxo"] = field(doc="GPU-to-GPU transport")
-    bootstrap_interfaces: tuple[str, ...] = field(doc="exact interface names for NCCL/Gloo bootstrap "
-                                                  "sockets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)")
+    bootstrap_interfaces: tuple[str, ...] = field(
+        doc="exact interface names for NCCL/Gloo bootstrap sockets (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)"
+    )
     bootstrap_match: Literal["exact", "prefix", "exclude"] = field(
-        "exact", doc="exact: bootstrap_interfaces are interface names (NCCL_SOCKET_IFNAME gets '='); "
+        "exact",
+        doc="exact: bootstrap_interfaces are interface names (NCCL_SOCKET_IFNAME gets '='); "
         "prefix: they are name prefixes (e.g. AWS's 'en'); exclude: NCCL uses any interface but these "
-        "('^' list); Gloo takes only exact names, so GLOO_SOCKET_IFNAME is set only for exact")
+        "('^' list); Gloo takes only exact names, so GLOO_SOCKET_IFNAME is set only for exact",
+    )
     compute: tuple[Rail, ...] = field((), doc="compute rails, one entry per HCA port or NIC")
     storage: tuple[StorageNic, ...] = field((), doc="NICs NCCL must not use")
-    roce: Optional[Roce] = field(None, doc="required when fabric is roce")
-    efa: Optional[Efa] = field(None, doc="required when fabric is efa")
+    roce: Roce | None = field(None, doc="required when fabric is roce")
+    efa: Efa | None = field(None, doc="required when fabric is efa")
     net_plugin: Literal["none", "aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp"] = field(
-        "none", doc="NCCL net plugin the nodes load; its own settings are left to it")
-    topo_file: Optional[str] = field(None, doc="vendor NCCL topology XML path on the node (NCCL_TOPO_FILE)")
-    sharp: bool = field(False, doc="the fabric offers SHARP in-network reduction (NCCL CollNet); it takes "
-                        "effect only where a CollNet plugin (rdma-sharp) is loaded")
-    plugin_dir: Optional[str] = field(None, doc="folder of the net plugin's libraries on the host or VM "
-                                      "(default: where the plugin's vendor installs it, ncclgen/data/plugins.yaml)",
-                                      pattern=r"/[^\s:]*", pattern_doc="an absolute path without ':' or spaces")
-    unconfirmed: tuple[Literal["bootstrap_interfaces"], ...] = field((), doc="facts here that are a site's choice no vendor source "
-                                         "confirms (e.g. bootstrap_interfaces); the preflight checks them on "
-                                         "every node")
-    source: Optional[str] = field(None, doc="id in `sources`")
+        "none", doc="NCCL net plugin the nodes load; its own settings are left to it"
+    )
+    topo_file: str | None = field(None, doc="vendor NCCL topology XML path on the node (NCCL_TOPO_FILE)")
+    sharp: bool = field(
+        False,
+        doc="the fabric offers SHARP in-network reduction (NCCL CollNet); it takes "
+        "effect only where a CollNet plugin (rdma-sharp) is loaded",
+    )
+    plugin_dir: str | None = field(
+        None,
+        doc="folder of the net plugin's libraries on the host or VM "
+        "(default: where the plugin's vendor installs it, ncclgen/data/plugins.yaml)",
+        pattern=r"/[^\s:]*",
+        pattern_doc="an absolute path without ':' or spaces",
+    )
+    unconfirmed: tuple[Literal["bootstrap_interfaces"], ...] = field(
+        (),
+        doc="facts here that are a site's choice no vendor source "
+        "confirms (e.g. bootstrap_interfaces); the preflight checks them on "
+        "every node",
+    )
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Software:
     """Versions the rules and the linter depend on."""
+
     nccl: str = field(doc="NCCL version, e.g. '2.21.5'", pattern=VERSION, pattern_doc="a version like 2.21.5")
-    torch: str = field(doc="PyTorch version as torch.__version__ prints it, e.g. '2.6.0' or "
-                       "'2.6.0a0+ecf3bae40a'", pattern=TORCH_VERSION,
-                       pattern_doc="a version like 2.6.0 or 2.6.0a0+ecf3bae40a")
+    torch: str = field(
+        doc="PyTorch version as torch.__version__ prints it, e.g. '2.6.0' or '2.6.0a0+ecf3bae40a'",
+        pattern=TORCH_VERSION,
+        pattern_doc="a version like 2.6.0 or 2.6.0a0+ecf3bae40a",
+    )
     cuda: str = field(doc="CUDA version, e.g. '12.4'", pattern=VERSION, pattern_doc="a version like 12.4")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Slurm:
     """Slurm defaults for jobs on this cluster."""
-    partition: Optional[str] = field(None, doc="#SBATCH --partition")
-    account: Optional[str] = field(None, doc="#SBATCH --account")
-    qos: Optional[str] = field(None, doc="#SBATCH --qos")
-    constraint: Optional[str] = field(None, doc="#SBATCH --constraint")
-    gres_type: Optional[str] = field(None, doc="GPU GRES type, e.g. h100 -> --gpus-per-node=h100:8",
-                                     pattern=r"[A-Za-z0-9_.-]+", pattern_doc="a GRES type name")
-    cpus_per_task: Optional[int] = field(None, doc="CPUs per node task; default: all CPUs of the NUMA nodes",
-                                         min=1)
-    mem: Optional[str] = field(None, doc="#SBATCH --mem (e.g. 0 for all, or 1800G)", pattern=r"[0-9]{1,15}[KMGT]?",
-                               pattern_doc="a size like 0 or 1800G")
+
+    partition: str | None = field(None, doc="#SBATCH --partition")
+    account: str | None = field(None, doc="#SBATCH --account")
+    qos: str | None = field(None, doc="#SBATCH --qos")
+    constraint: str | None = field(None, doc="#SBATCH --constraint")
+    gres_type: str | None = field(
+        None,
+        doc="GPU GRES type, e.g. h100 -> --gpus-per-node=h100:8",
+        pattern=r"[A-Za-z0-9_.-]+",
+        pattern_doc="a GRES type name",
+    )
+    cpus_per_task: int | None = field(None, doc="CPUs per node task; default: all CPUs of the NUMA nodes", min=1)
+    mem: str | None = field(
+        None,
+        doc="#SBATCH --mem (e.g. 0 for all, or 1800G)",
+        pattern=r"[0-9]{1,15}[KMGT]?",
+        pattern_doc="a size like 0 or 1800G",
+    )
     exclusive: bool = field(True, doc="#SBATCH --exclusive")
-    container_image: Optional[str] = field(None, doc="pyxis/enroot image for srun --container-image")
+    container_image: str | None = field(None, doc="pyxis/enroot image for srun --container-image")
     container_mounts: tuple[str, ...] = field((), doc="pyxis --container-mounts entries SRC:DST[:FLAGS]")
-    extra_sbatch: dict[str, Union[bool, int, str]] = field(
-                                         factory=dict, doc="more #SBATCH options, name -> value (true for a "
-                                         "flag such as requeue), checked against sbatch's option list",
-                                         key_pattern=r"[a-z][a-z0-9-]*",
-                                         key_pattern_doc="a long sbatch option name like gpu-bind",
-                                         scalar=True)
+    extra_sbatch: dict[str, bool | int | str] = field(
+        factory=dict,
+        doc="more #SBATCH options, name -> value (true for a "
+        "flag such as requeue), checked against sbatch's option list",
+        key_pattern=r"[a-z][a-z0-9-]*",
+        key_pattern_doc="a long sbatch option name like gpu-bind",
+        scalar=True,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Toleration:
     """A pod toleration."""
-    key: Optional[str] = field(None, doc="taint key")
+
+    key: str | None = field(None, doc="taint key")
     operator: Literal["Exists", "Equal"] = field("Exists", doc="Exists or Equal")
-    value: Optional[str] = field(None, doc="taint value (with Equal)")
-    effect: Optional[Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]] = field(None, doc="taint effect")
+    value: str | None = field(None, doc="taint value (with Equal)")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = field(None, doc="taint effect")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Mount:
     """A volume mounted into a container."""
-    volume: str = field(doc="name of a volume in kubernetes.volumes (or one the net plugin adds)",
-                        pattern=DNS1123, pattern_doc="a DNS-1123 label")
+
+    volume: str = field(
+        doc="name of a volume in kubernetes.volumes (or one the net plugin adds)",
+        pattern=DNS1123,
+        pattern_doc="a DNS-1123 label",
+    )
     path: str = field(doc="mount path in the container", pattern=r"/.*", pattern_doc="an absolute path")
     read_only: bool = field(False, doc="mount read-only")
 
@@ -193,158 +253,241 @@ class Mount:
 class Volume:
     """A pod volume from the node (hostPath), a ConfigMap or a PersistentVolumeClaim, optionally mounted
     into the main container (`ncclgen k8s --volume` adds more)."""
+
     name: str = field(doc="volume name", pattern=DNS1123, pattern_doc="a DNS-1123 label")
-    host_path: Optional[str] = field(None, doc="path on the node (a hostPath volume)", pattern=r"/.*",
-                                     pattern_doc="an absolute path")
-    host_path_type: Optional[Literal["Directory", "File", "CharDevice", "DirectoryOrCreate"]] = field(
-        None, doc="hostPath type the kubelet checks before starting the pod")
-    config_map: Optional[str] = field(None, doc="name of a ConfigMap the site creates (a configMap volume)",
-                                      pattern=DNS1123 + r"(\." + DNS1123 + r")*",
-                                      pattern_doc="a DNS-1123 subdomain")
-    pvc: Optional[str] = field(None, doc="name of a PersistentVolumeClaim (a persistentVolumeClaim volume), "
-                               "e.g. shared storage for data and checkpoints")
-    mount_path: Optional[str] = field(None, doc="where the main container mounts it (none: only sidecars "
-                                      "mount it)", pattern=r"/.*", pattern_doc="an absolute path")
-    sub_path: Optional[str] = field(None, doc="mount only this entry of the volume (e.g. one ConfigMap key)")
+    host_path: str | None = field(
+        None, doc="path on the node (a hostPath volume)", pattern=r"/.*", pattern_doc="an absolute path"
+    )
+    host_path_type: Literal["Directory", "File", "CharDevice", "DirectoryOrCreate"] | None = field(
+        None, doc="hostPath type the kubelet checks before starting the pod"
+    )
+    config_map: str | None = field(
+        None,
+        doc="name of a ConfigMap the site creates (a configMap volume)",
+        pattern=DNS1123 + r"(\." + DNS1123 + r")*",
+        pattern_doc="a DNS-1123 subdomain",
+    )
+    pvc: str | None = field(
+        None,
+        doc="name of a PersistentVolumeClaim (a persistentVolumeClaim volume), "
+        "e.g. shared storage for data and checkpoints",
+    )
+    mount_path: str | None = field(
+        None,
+        doc="where the main container mounts it (none: only sidecars mount it)",
+        pattern=r"/.*",
+        pattern_doc="an absolute path",
+    )
+    sub_path: str | None = field(None, doc="mount only this entry of the volume (e.g. one ConfigMap key)")
     read_only: bool = field(False, doc="mount read-only in the main container")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Sidecar:
     """An extra container the platform needs next to the job's container (e.g. GKE's tcpxo-daemon)."""
+
     name: str = field(doc="container name", pattern=DNS1123, pattern_doc="a DNS-1123 label")
     image: str = field(doc="container image")
     command: tuple[str, ...] = field((), doc="entrypoint argv")
     args: tuple[str, ...] = field((), doc="arguments")
-    env: dict[str, str] = field(factory=dict, doc="environment of this container", key_pattern=ENV_NAME,
-                                key_pattern_doc="an environment variable name", scalar=True)
+    env: dict[str, str] = field(
+        factory=dict,
+        doc="environment of this container",
+        key_pattern=ENV_NAME,
+        key_pattern_doc="an environment variable name",
+        scalar=True,
+    )
     capabilities: tuple[str, ...] = field((), doc="added Linux capabilities")
     privileged: bool = field(False, doc="run privileged")
     mounts: tuple[Mount, ...] = field((), doc="volumes it mounts")
-    native: bool = field(True, doc="a native sidecar (an initContainer with restartPolicy Always, Kubernetes "
-                         ">= 1.29): it starts before the job's container and ends with it")
-    startup_file: Optional[str] = field(None, doc="a startup probe waits until this file exists (`cat FILE`)")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    native: bool = field(
+        True,
+        doc="a native sidecar (an initContainer with restartPolicy Always, Kubernetes "
+        ">= 1.29): it starts before the job's container and ends with it",
+    )
+    startup_file: str | None = field(None, doc="a startup probe waits until this file exists (`cat FILE`)")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodNetwork:
     """A secondary pod interface and the network attachment behind it (GKE multi-networking or Multus)."""
-    interface: str = field(doc="interface name inside the pod", pattern=IFNAME,
-                           pattern_doc="an interface name (max 15 chars)")
+
+    interface: str = field(
+        doc="interface name inside the pod", pattern=IFNAME, pattern_doc="an interface name (max 15 chars)"
+    )
     network: str = field(doc="GKE Network object or Multus NetworkAttachmentDefinition name")
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodTopoFile:
     """How the NCCL topology file reaches the pod: from the node (hostPath), a ConfigMap, or the image."""
+
     path: str = field(doc="path inside the pod (NCCL_TOPO_FILE)", pattern=r"/.*", pattern_doc="an absolute path")
-    host_path: Optional[str] = field(None, doc="mount this node file at `path`", pattern=r"/.*",
-                                     pattern_doc="an absolute path")
-    config_map: Optional[str] = field(None, doc="mount key `key` of this ConfigMap at `path` (the site creates "
-                                      "it: kubectl create configmap NAME --from-file=KEY=FILE)",
-                                      pattern=DNS1123 + r"(\." + DNS1123 + r")*", pattern_doc="a DNS-1123 subdomain")
-    key: Optional[str] = field(None, doc="ConfigMap key (default: the file name of `path`)")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    host_path: str | None = field(
+        None, doc="mount this node file at `path`", pattern=r"/.*", pattern_doc="an absolute path"
+    )
+    config_map: str | None = field(
+        None,
+        doc="mount key `key` of this ConfigMap at `path` (the site creates "
+        "it: kubectl create configmap NAME --from-file=KEY=FILE)",
+        pattern=DNS1123 + r"(\." + DNS1123 + r")*",
+        pattern_doc="a DNS-1123 subdomain",
+    )
+    key: str | None = field(None, doc="ConfigMap key (default: the file name of `path`)")
+    source: str | None = field(None, doc="id in `sources`")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Kubernetes:
     """Kubernetes defaults and the pod view: how the node's hardware looks from a pod on this platform."""
+
     flavour: Literal["gke", "eks", "aks", "oke", "generic"] = field(
-        "generic", doc="the Kubernetes service: selects the net plugin's pod elements (volumes, sidecars, "
-        "annotations) and how `networks` are attached (GKE multi-networking, else Multus)")
+        "generic",
+        doc="the Kubernetes service: selects the net plugin's pod elements (volumes, sidecars, "
+        "annotations) and how `networks` are attached (GKE multi-networking, else Multus)",
+    )
     namespace: str = field("default", doc="namespace", pattern=DNS1123, pattern_doc="a DNS-1123 label")
-    image: str = field("verlai/verl:latest", doc="container image; left at this floating default, a verl "
-                       "workload gets the image verl's CI ran for its release (see docs/workload.md)")
-    gpu_resource: str = field("nvidia.com/gpu", doc="GPU extended resource name", pattern=RESOURCE_NAME,
-                              pattern_doc="a Kubernetes resource name")
-    resources: dict[str, Union[int, str]] = field(factory=dict, doc="more resources per pod, requested "
-                                                  "and limited alike: a count (rdma/ib: 8, vpc.amazonaws.com/efa: 32) "
-                                                  "or a quantity (hugepages-2Mi: 5120Mi, memory: 32000Mi)",
-                                                  key_pattern=RESOURCE_NAME,
-                                      key_pattern_doc="a Kubernetes resource name like nvidia.com/gpu")
-    annotations: dict[str, str] = field(factory=dict, doc="pod annotations, e.g. Multus "
-                                        "k8s.v1.cni.cncf.io/networks")
+    image: str = field(
+        "verlai/verl:latest",
+        doc="container image; left at this floating default, a verl "
+        "workload gets the image verl's CI ran for its release (see docs/workload.md)",
+    )
+    gpu_resource: str = field(
+        "nvidia.com/gpu",
+        doc="GPU extended resource name",
+        pattern=RESOURCE_NAME,
+        pattern_doc="a Kubernetes resource name",
+    )
+    resources: dict[str, int | str] = field(
+        factory=dict,
+        doc="more resources per pod, requested "
+        "and limited alike: a count (rdma/ib: 8, vpc.amazonaws.com/efa: 32) "
+        "or a quantity (hugepages-2Mi: 5120Mi, memory: 32000Mi)",
+        key_pattern=RESOURCE_NAME,
+        key_pattern_doc="a Kubernetes resource name like nvidia.com/gpu",
+    )
+    annotations: dict[str, str] = field(factory=dict, doc="pod annotations, e.g. Multus k8s.v1.cni.cncf.io/networks")
     node_selector: dict[str, str] = field(factory=dict, doc="pod nodeSelector")
     tolerations: tuple[Toleration, ...] = field((), doc="pod tolerations")
-    shm_size: str = field("64Gi", doc="size of the memory-backed /dev/shm", pattern=QUANTITY,
-                          pattern_doc="a quantity like 64Gi")
+    shm_size: str = field(
+        "64Gi", doc="size of the memory-backed /dev/shm", pattern=QUANTITY, pattern_doc="a quantity like 64Gi"
+    )
     host_network: bool = field(False, doc="run pods in the host network namespace")
     privileged: bool = field(False, doc="run privileged (only where the vendor requires it)")
     capabilities: tuple[str, ...] = field(("IPC_LOCK",), doc="added Linux capabilities; RDMA needs IPC_LOCK")
-    bootstrap_interfaces: Optional[tuple[str, ...]] = field(
-        None, doc="bootstrap interfaces inside the pod (default: network.bootstrap_interfaces, right only "
-        "with host_network)")
-    bootstrap_match: Optional[Literal["exact", "prefix", "exclude"]] = field(
-        None, doc="as network.bootstrap_match; exclude: the names are excluded ('^' list, e.g. AWS's "
-        "^docker,lo,veth), for pods whose interface names the CNI picks")
-    netdevs: dict[str, str] = field(factory=dict, doc="host interface -> its name inside the pod (e.g. "
-                                    "enp6s0: eth1); rails not listed keep their name", key_pattern=IFNAME,
-                                    key_pattern_doc="an interface name")
-    hcas: dict[str, str] = field(factory=dict, doc="host RDMA device -> its name inside the pod (e.g. "
-                                 "mlx5_ib0: mlx5_0)", key_pattern=HCA, key_pattern_doc="an RDMA device name")
-    topo_file: Optional[PodTopoFile] = field(None, doc="where NCCL_TOPO_FILE is inside the pod and how it gets "
-                                             "there; required when network.topo_file is set (unless host_network)")
-    net_plugin: Optional[Literal["same", "none"]] = field(
-        None, doc="same (default): the pod image or the plugin's volumes carry network.net_plugin; none: the "
-        "pod has no net plugin (its plugin-only settings are then not emitted)")
-    plugin_dir: Optional[str] = field(None, doc="folder of the net plugin's libraries inside the pod (default: "
-                                      "the plugin's usual place on this flavour)", pattern=r"/[^\s:]*",
-                                      pattern_doc="an absolute path without ':' or spaces")
-    networks: tuple[PodNetwork, ...] = field((), doc="secondary interfaces and their networks (GKE: "
-                                             "networking.gke.io/interfaces; otherwise Multus)")
+    bootstrap_interfaces: tuple[str, ...] | None = field(
+        None,
+        doc="bootstrap interfaces inside the pod (default: network.bootstrap_interfaces, right only with host_network)",
+    )
+    bootstrap_match: Literal["exact", "prefix", "exclude"] | None = field(
+        None,
+        doc="as network.bootstrap_match; exclude: the names are excluded ('^' list, e.g. AWS's "
+        "^docker,lo,veth), for pods whose interface names the CNI picks",
+    )
+    netdevs: dict[str, str] = field(
+        factory=dict,
+        doc="host interface -> its name inside the pod (e.g. enp6s0: eth1); rails not listed keep their name",
+        key_pattern=IFNAME,
+        key_pattern_doc="an interface name",
+    )
+    hcas: dict[str, str] = field(
+        factory=dict,
+        doc="host RDMA device -> its name inside the pod (e.g. mlx5_ib0: mlx5_0)",
+        key_pattern=HCA,
+        key_pattern_doc="an RDMA device name",
+    )
+    topo_file: PodTopoFile | None = field(
+        None,
+        doc="where NCCL_TOPO_FILE is inside the pod and how it gets "
+        "there; required when network.topo_file is set (unless host_network)",
+    )
+    net_plugin: Literal["same", "none"] | None = field(
+        None,
+        doc="same (default): the pod image or the plugin's volumes carry network.net_plugin; none: the "
+        "pod has no net plugin (its plugin-only settings are then not emitted)",
+    )
+    plugin_dir: str | None = field(
+        None,
+        doc="folder of the net plugin's libraries inside the pod (default: the plugin's usual place on this flavour)",
+        pattern=r"/[^\s:]*",
+        pattern_doc="an absolute path without ':' or spaces",
+    )
+    networks: tuple[PodNetwork, ...] = field(
+        (), doc="secondary interfaces and their networks (GKE: networking.gke.io/interfaces; otherwise Multus)"
+    )
     volumes: tuple[Volume, ...] = field((), doc="extra volumes (hostPath or ConfigMap)")
     sidecars: tuple[Sidecar, ...] = field((), doc="extra containers next to the job's container")
-    service_account: Optional[str] = field(None, doc="pod serviceAccountName", pattern=podspec.DNS1123_SUBDOMAIN,
-                                           pattern_doc="a DNS-1123 subdomain")
-    priority_class: Optional[str] = field(None, doc="pod priorityClassName", pattern=podspec.DNS1123_SUBDOMAIN,
-                                          pattern_doc="a DNS-1123 subdomain")
-    scheduler_name: Optional[str] = field(None, doc="pod schedulerName", pattern=podspec.DNS1123_SUBDOMAIN,
-                                          pattern_doc="a DNS-1123 subdomain")
+    service_account: str | None = field(
+        None, doc="pod serviceAccountName", pattern=podspec.DNS1123_SUBDOMAIN, pattern_doc="a DNS-1123 subdomain"
+    )
+    priority_class: str | None = field(
+        None, doc="pod priorityClassName", pattern=podspec.DNS1123_SUBDOMAIN, pattern_doc="a DNS-1123 subdomain"
+    )
+    scheduler_name: str | None = field(
+        None, doc="pod schedulerName", pattern=podspec.DNS1123_SUBDOMAIN, pattern_doc="a DNS-1123 subdomain"
+    )
     image_pull_secrets: tuple[str, ...] = field((), doc="names of Secrets used to pull the image")
-    labels: dict[str, str] = field(factory=dict, doc="labels on every object and pod, e.g. Kueue's "
-                                   "kueue.x-k8s.io/queue-name")
-    secret_env: tuple[str, ...] = field((), doc="variables taken from Secrets, NAME=SECRET:KEY (a "
-                                        "secretKeyRef: the value never appears in a manifest)")
-    affinity: Optional[podspec.Affinity] = field(None, doc="pod affinity and anti-affinity, with the keys "
-                                                 "of the Kubernetes API (nodeAffinity, podAffinity, "
-                                                 "podAntiAffinity)")
-    source: Optional[str] = field(None, doc="id in `sources`")
+    labels: dict[str, str] = field(
+        factory=dict, doc="labels on every object and pod, e.g. Kueue's kueue.x-k8s.io/queue-name"
+    )
+    secret_env: tuple[str, ...] = field(
+        (), doc="variables taken from Secrets, NAME=SECRET:KEY (a secretKeyRef: the value never appears in a manifest)"
+    )
+    affinity: podspec.Affinity | None = field(
+        None,
+        doc="pod affinity and anti-affinity, with the keys "
+        "of the Kubernetes API (nodeAffinity, podAffinity, "
+        "podAntiAffinity)",
+    )
+    source: str | None = field(None, doc="id in `sources`")
 
     def pod_settings(self) -> podspec.PodSettings:
         """The pod settings of this section (already checked by check())."""
         return podspec.PodSettings(
             volumes=tuple(podspec.from_descriptor(v) for v in self.volumes),
-            service_account=self.service_account, priority_class=self.priority_class,
-            image_pull_secrets=self.image_pull_secrets, scheduler_name=self.scheduler_name,
-            labels=dict(self.labels), annotations=dict(self.annotations),
+            service_account=self.service_account,
+            priority_class=self.priority_class,
+            image_pull_secrets=self.image_pull_secrets,
+            scheduler_name=self.scheduler_name,
+            labels=dict(self.labels),
+            annotations=dict(self.annotations),
             secret_env=tuple(podspec.parse_secret_env(s) for s in self.secret_env),
-            affinity=podspec.as_manifest(self.affinity) if self.affinity else None)
+            affinity=podspec.as_manifest(self.affinity) if self.affinity else None,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
 class EnvSetting:
     """One environment variable with its reason and source."""
+
     name: str = field(doc="variable name", pattern=ENV_NAME, pattern_doc="an environment variable name")
-    value: Optional[str] = field(None, doc="value (exactly as exported); required unless omit", scalar=True)
-    omit: bool = field(False, doc="vendor_env only: the vendor advises against setting this variable, so no "
-                       "tier rule sets it either")
+    value: str | None = field(None, doc="value (exactly as exported); required unless omit", scalar=True)
+    omit: bool = field(
+        False, doc="vendor_env only: the vendor advises against setting this variable, so no tier rule sets it either"
+    )
     reason: str = field(doc="why this value")
-    source: Optional[str] = field(None, doc="id in `sources`, or a citation")
+    source: str | None = field(None, doc="id in `sources`, or a citation")
     tier: int = field(1, doc="lowest tier that emits it: 1 correctness, 2 performance, 3 expert", min=1, max=3)
-    unchecked: bool = field(False, doc="opt in to a name ncclgen cannot check: one outside its knowledge base, "
-                            "or a search path or plugin library (PATH, LD_LIBRARY_PATH, PYTHONPATH, "
-                            "NCCL_NET_PLUGIN, ...); explain shows it. Names that run code (BASH_ENV, "
-                            "LD_PRELOAD, ...) are refused even so")
+    unchecked: bool = field(
+        False,
+        doc="opt in to a name ncclgen cannot check: one outside its knowledge base, "
+        "or a search path or plugin library (PATH, LD_LIBRARY_PATH, PYTHONPATH, "
+        "NCCL_NET_PLUGIN, ...); explain shows it. Names that run code (BASH_ENV, "
+        "LD_PRELOAD, ...) are refused even so",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Descriptor:
     """A cluster descriptor: one kind of node, its fabric, software and scheduler defaults."""
-    name: str = field(doc="cluster name (DNS-1123 label)", pattern=DNS1123, pattern_doc="a DNS-1123 label "
-                      "(lower-case letters, digits, '-')")
+
+    name: str = field(
+        doc="cluster name (DNS-1123 label)",
+        pattern=DNS1123,
+        pattern_doc="a DNS-1123 label (lower-case letters, digits, '-')",
+    )
     description: str = field(doc="one line for `ncclgen clusters list`")
     sources: dict[str, str] = field(doc="where the facts come from: id -> URL or document")
     node: Node = field(doc="GPUs and NUMA layout")
@@ -386,20 +529,28 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
 
     # An empty list would render NCCL_SOCKET_IFNAME='=' (no interface); a ',' or '^' inside a name would
     # change the list NCCL parses.
-    for where, names in ((("network",), net.bootstrap_interfaces),
-                         (("kubernetes",), desc.kubernetes.bootstrap_interfaces)):
+    for where, names in (
+        (("network",), net.bootstrap_interfaces),
+        (("kubernetes",), desc.kubernetes.bootstrap_interfaces),
+    ):
         if names is not None and not names:
-            fail(where + ("bootstrap_interfaces",), "name at least one interface (an empty list would "
-                                                    "render NCCL_SOCKET_IFNAME='=')")
+            fail(
+                where + ("bootstrap_interfaces",),
+                "name at least one interface (an empty list would render NCCL_SOCKET_IFNAME='=')",
+            )
         for i, ifname in enumerate(names or ()):
             if not re.fullmatch(IFNAME, ifname, re.ASCII):
-                fail(where + ("bootstrap_interfaces", i), f"{ifname!r} is not an interface name (at most 15 "
-                                                          "of A-Z a-z 0-9 _ . : @ -)")
+                fail(
+                    where + ("bootstrap_interfaces", i),
+                    f"{ifname!r} is not an interface name (at most 15 of A-Z a-z 0-9 _ . : @ -)",
+                )
 
-    def cite(path: tuple, source: Optional[str]) -> None:
+    def cite(path: tuple, source: str | None) -> None:
         if source is not None and source not in known:
-            fail(path + ("source",), f"source {source!r} is not an id in `sources` "
-                                     f"(known: {', '.join(sorted(known)) or 'none'})")
+            fail(
+                path + ("source",),
+                f"source {source!r} is not an id in `sources` (known: {', '.join(sorted(known)) or 'none'})",
+            )
 
     if not desc.sources:
         fail(("sources",), "cite at least one source for the facts in this file")
@@ -425,8 +576,10 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         numa_cpus.setdefault(n.id, cpus)
         overlap = sorted(c for c in cpus if c in owner)
         if overlap:
-            fail(path + ("cpus",), f"CPU {overlap[0]} is also in NUMA node {owner[overlap[0]]}; "
-                                   "NUMA CPU lists must not overlap")
+            fail(
+                path + ("cpus",),
+                f"CPU {overlap[0]} is also in NUMA node {owner[overlap[0]]}; NUMA CPU lists must not overlap",
+            )
         for c in cpus:
             owner.setdefault(c, n.id)
     if not node.numa_nodes:
@@ -450,8 +603,9 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         if g.pci_bus_id is not None:
             bus = g.pci_bus_id.lower()
             if bus in seen_bus:
-                fail(path + ("pci_bus_id",), f"PCI address {g.pci_bus_id} is also GPU "
-                                             f"{node.gpus[seen_bus[bus]].index}'s")
+                fail(
+                    path + ("pci_bus_id",), f"PCI address {g.pci_bus_id} is also GPU {node.gpus[seen_bus[bus]].index}'s"
+                )
             seen_bus.setdefault(bus, i)
 
     storage = {s.name for s in net.storage if s.kind == "hca"}
@@ -476,8 +630,10 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
                 fail(path + ("netdev",), f"{r.netdev} is listed both as a compute rail and as storage")
             port = f"{r.hca}:{r.port}" if r.hca else r.netdev
             if r.netdev in netdev_owner and netdev_owner[r.netdev] != port:
-                fail(path + ("netdev",), f"interface {r.netdev} is also the netdev of "
-                                         f"{netdev_owner[r.netdev]}; one port has one interface")
+                fail(
+                    path + ("netdev",),
+                    f"interface {r.netdev} is also the netdev of {netdev_owner[r.netdev]}; one port has one interface",
+                )
             netdev_owner.setdefault(r.netdev, port)
         if not r.gpus:
             fail(path + ("gpus",), "a rail serves at least one GPU")
@@ -497,9 +653,12 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
 
     newest = kb_newest_nccl()
     if newest and _newer(desc.software.nccl, newest):
-        warn(("software", "nccl"), f"NCCL {desc.software.nccl} is newer than ncclgen's knowledge base (NCCL "
-                                   f"{newest}): lint and the rules do not know the variables it added or "
-                                   "dropped; check its release notes, or upgrade ncclgen")
+        warn(
+            ("software", "nccl"),
+            f"NCCL {desc.software.nccl} is newer than ncclgen's knowledge base (NCCL "
+            f"{newest}): lint and the rules do not know the variables it added or "
+            "dropped; check its release notes, or upgrade ncclgen",
+        )
 
     fabric = net.fabric
     if fabric in ("infiniband", "roce"):
@@ -507,9 +666,12 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         if not net.compute or any(r.hca is None and r.netdev is not None for r in net.compute):
             fail(("network", "compute"), f"{fabric} needs compute rails with an hca each")
         if "storage" not in (doc.data.get("network") or {}):
-            warn(("network",), f"fabric {fabric} and no network.storage list: a storage or in-band HCA "
-                               "the node has is not kept away from NCCL; list it, or write `storage: []` "
-                               "if the node has none")
+            warn(
+                ("network",),
+                f"fabric {fabric} and no network.storage list: a storage or in-band HCA "
+                "the node has is not kept away from NCCL; list it, or write `storage: []` "
+                "if the node has none",
+            )
     if fabric == "roce" and net.roce is None:
         fail(("network",), "fabric roce needs network.roce.gid_index (a number, or auto)")
     if fabric != "roce" and net.roce is not None:
@@ -518,8 +680,10 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
         if net.efa is None:
             fail(("network",), "fabric efa needs network.efa.devices_per_node")
         if any(r.hca for r in net.compute):
-            fail(("network", "compute"), "EFA clusters declare no InfiniBand HCAs; EFA "
-                                         "devices are counted in network.efa")
+            fail(
+                ("network", "compute"),
+                "EFA clusters declare no InfiniBand HCAs; EFA devices are counted in network.efa",
+            )
     elif net.efa is not None:
         fail(("network", "efa"), f"network.efa is only for fabric efa, not {fabric}")
     if fabric in ("tcpx", "tcpxo") and any(r.hca for r in net.compute):
@@ -538,8 +702,10 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
 
     for i, mount in enumerate(desc.slurm.container_mounts):
         if "," in mount:
-            fail(("slurm", "container_mounts", i), "a mount must not contain ',': pyxis "
-                 "--container-mounts separates mounts with it")
+            fail(
+                ("slurm", "container_mounts", i),
+                "a mount must not contain ',': pyxis --container-mounts separates mounts with it",
+            )
 
     kube = desc.kubernetes
     for key, qty in kube.resources.items():
@@ -550,8 +716,11 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
             fail(path, f"{qty!r} is not a Kubernetes quantity like 5120Mi")
     huge = [k for k in kube.resources if k.startswith("hugepages-")]
     if huge and not {"cpu", "memory"} & set(kube.resources):
-        fail(("kubernetes", "resources", huge[0]), "hugepages need a cpu or memory request too; "
-             "the API server rejects the pod otherwise (add memory: <quantity>)")
+        fail(
+            ("kubernetes", "resources", huge[0]),
+            "hugepages need a cpu or memory request too; "
+            "the API server rejects the pod otherwise (add memory: <quantity>)",
+        )
 
     _check_pod_view(desc, fail, cite)
 
@@ -578,7 +747,7 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     return warnings
 
 
-def kb_newest_nccl() -> Optional[str]:
+def kb_newest_nccl() -> str | None:
     """The newest NCCL release the knowledge base covers: the last column of data/kb/nccl-releases.tsv
     (generated from the PyPI wheels by tools/nccl_wheel_names.py). Read here, not from ncclgen.lint,
     because the load layer may not import the lint layer; tests/test_knowledge.py checks they agree."""
@@ -611,12 +780,18 @@ def _check_cpu_holes(node: Node, numa_cpus: dict[int, frozenset[int]], warn) -> 
     small = [i for i, n in enumerate(node.numa_nodes) if sizes[n.id] < max(sizes.values())]
     at = ("node", "numa_nodes", small[0] if small else 0, "cpus")
     if missing:
-        warn(at, f"CPUs {cpuset.format(missing)} are in no NUMA node's list (a CPU list cut short, "
-                 "e.g. 0-47 where 0-47,96-143 was meant?)")
+        warn(
+            at,
+            f"CPUs {cpuset.format(missing)} are in no NUMA node's list (a CPU list cut short, "
+            "e.g. 0-47 where 0-47,96-143 was meant?)",
+        )
     elif small:
         n = node.numa_nodes[small[0]]
-        warn(at, f"NUMA node {n.id} has {sizes[n.id]} CPUs, another has {max(sizes.values())}: "
-                 "check this CPU list against /sys/devices/system/node/node*/cpulist")
+        warn(
+            at,
+            f"NUMA node {n.id} has {sizes[n.id]} CPUs, another has {max(sizes.values())}: "
+            "check this CPU list against /sys/devices/system/node/node*/cpulist",
+        )
 
 
 def _check_rail_layout(desc: Descriptor, rails_of: dict[int, list[int]], warn) -> None:
@@ -630,37 +805,51 @@ def _check_rail_layout(desc: Descriptor, rails_of: dict[int, list[int]], warn) -
         other = [g for g in r.gpus if numa_of.get(g, r.numa) != r.numa]
         if other:
             g = other[0]
-            warn(("network", "compute", i, "numa"),
-                 f"rail {r.hca or r.netdev} is on NUMA node {r.numa} but serves GPU {g} on NUMA node "
-                 f"{numa_of[g]}: traffic crosses the CPU interconnect; check this numa and the GPU's")
+            warn(
+                ("network", "compute", i, "numa"),
+                f"rail {r.hca or r.netdev} is on NUMA node {r.numa} but serves GPU {g} on NUMA node "
+                f"{numa_of[g]}: traffic crosses the CPU interconnect; check this numa and the GPU's",
+            )
     without = [g.index for g in gpus if g.index not in rails_of]
     doubled = [gi for gi, rails in sorted(rails_of.items()) if len(rails) > 1]
     for g in without:
         pos = next(i for i, x in enumerate(desc.node.gpus) if x.index == g)
         if doubled:
             gd = doubled[0]
-            warn(("node", "gpus", pos), f"GPU {g} has no compute rail while GPU {gd} has "
-                 f"{len(rails_of[gd])} (network.compute[{rails_of[gd][1]}]): a typo in a rail's gpus?")
+            warn(
+                ("node", "gpus", pos),
+                f"GPU {g} has no compute rail while GPU {gd} has "
+                f"{len(rails_of[gd])} (network.compute[{rails_of[gd][1]}]): a typo in a rail's gpus?",
+            )
         else:
-            warn(("node", "gpus", pos), f"GPU {g} has no compute rail (no network.compute entry lists "
-                 "it): its traffic goes through another GPU's NIC")
+            warn(
+                ("node", "gpus", pos),
+                f"GPU {g} has no compute rail (no network.compute entry lists "
+                "it): its traffic goes through another GPU's NIC",
+            )
 
 
 def _check_pod_view(desc: Descriptor, fail, cite) -> None:
     """kubernetes' pod view names only the host's own interfaces and devices, and its volumes exist."""
     kube, net = desc.kubernetes, desc.network
-    netdevs = {r.netdev for r in net.compute if r.netdev} | set(net.bootstrap_interfaces) \
+    netdevs = (
+        {r.netdev for r in net.compute if r.netdev}
+        | set(net.bootstrap_interfaces)
         | {s.name for s in net.storage if s.kind == "netdev"}
+    )
     hcas = {r.hca for r in net.compute if r.hca} | {s.name for s in net.storage if s.kind == "hca"}
     for key, known, what in (("netdevs", netdevs, "interface"), ("hcas", hcas, "RDMA device")):
         mapping = getattr(kube, key)
         for name, pod_name in mapping.items():
             if name not in known:
-                fail(("kubernetes", key, name), f"{name} is not a host {what} of this descriptor "
-                     f"(known: {', '.join(sorted(known)) or 'none'})")
+                fail(
+                    ("kubernetes", key, name),
+                    f"{name} is not a host {what} of this descriptor (known: {', '.join(sorted(known)) or 'none'})",
+                )
             if pod_name in mapping and mapping[pod_name] != pod_name:
-                fail(("kubernetes", key, name), f"{pod_name} is itself renamed; a pod name must "
-                     "not be another host name")
+                fail(
+                    ("kubernetes", key, name), f"{pod_name} is itself renamed; a pod name must not be another host name"
+                )
     if kube.bootstrap_match and kube.bootstrap_interfaces is None:
         fail(("kubernetes", "bootstrap_match"), "set kubernetes.bootstrap_interfaces with it")
     if kube.topo_file is not None:
@@ -668,8 +857,10 @@ def _check_pod_view(desc: Descriptor, fail, cite) -> None:
         if kube.topo_file.host_path and kube.topo_file.config_map:
             fail(("kubernetes", "topo_file"), "give host_path or config_map, not both")
         if net.topo_file is None:
-            fail(("kubernetes", "topo_file"), "network.topo_file is not set: there is no topology "
-                 "file to bring into the pod")
+            fail(
+                ("kubernetes", "topo_file"),
+                "network.topo_file is not set: there is no topology file to bring into the pod",
+            )
     names: set[str] = set()
     for i, v in enumerate(kube.volumes):
         path = ("kubernetes", "volumes", i)
@@ -685,6 +876,7 @@ def _check_pod_view(desc: Descriptor, fail, cite) -> None:
 
 def check_pod_settings(kube: Kubernetes, fail) -> None:
     """The kubernetes section's pod settings, checked as the API server would (ncclgen/load/podspec.py)."""
+
     def at(path: tuple, fn, *args) -> None:
         try:
             fn(*args)
@@ -697,9 +889,9 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
         if v.mount_path is not None:
             at(("volumes", i, "mount_path"), podspec.abs_path, v.mount_path, "mount path")
     vols = [podspec.from_descriptor(v) for v in kube.volumes]
-    for i in range(1, len(vols)):       # the error names the later of two clashing volumes (the first clash)
+    for i in range(1, len(vols)):  # the error names the later of two clashing volumes (the first clash)
         try:
-            podspec.check_volumes(vols[:i + 1])
+            podspec.check_volumes(vols[: i + 1])
         except podspec.Invalid as exc:
             fail(("kubernetes", "volumes", i), str(exc))
             break
@@ -722,7 +914,7 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
             fail(("kubernetes", "affinity") + path, message)
 
 
-def env_name_problem(e: EnvSetting) -> Optional[str]:
+def env_name_problem(e: EnvSetting) -> str | None:
     """Why ``e``'s name may not be set from a file: it runs code, or needs the opt-in (load/envnames.py)."""
     from . import envnames
 
@@ -763,6 +955,7 @@ def schema() -> dict:
 
 # -- finding descriptors -----------------------------------------------------------------------------
 
+
 def search_dirs() -> list[str]:
     """$NCCLGEN_CLUSTERS (colon-separated), then ./clusters, then the bundled presets."""
     return datapaths.search_dirs("NCCLGEN_CLUSTERS", "clusters")
@@ -785,8 +978,11 @@ def resolve(name_or_path: str) -> str:
     if name_or_path in found:
         return found[name_or_path]
     from ..errors import did_you_mean
-    raise UserError(f"--cluster: unknown cluster {name_or_path!r}{did_you_mean(name_or_path, found)}; "
-                    f"available: {', '.join(sorted(found)) or 'none'}")
+
+    raise UserError(
+        f"--cluster: unknown cluster {name_or_path!r}{did_you_mean(name_or_path, found)}; "
+        f"available: {', '.join(sorted(found)) or 'none'}"
+    )
 
 
 def load_cluster(name_or_path: str) -> Descriptor:

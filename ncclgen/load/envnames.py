@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Optional
 
 from .. import datapaths
 
@@ -23,9 +22,9 @@ OPT_IN_CLI = "--set-unchecked"
 
 @dataclass(frozen=True)
 class Policy:
-    refuse: dict[str, str]          # name -> reason
+    refuse: dict[str, str]  # name -> reason
     prefixes: tuple[tuple[str, str], ...]
-    paths: dict[str, str]           # name -> reason
+    paths: dict[str, str]  # name -> reason
     safe: dict[str, tuple[str, ...]]  # name -> values that load nothing ('none' for NCCL plugins)
 
 
@@ -34,10 +33,12 @@ def policy() -> Policy:
     from .yamlio import load_file
 
     data = load_file(datapaths.data("envnames.yaml")).data
-    return Policy(refuse={e["name"]: e["reason"] for e in data["refuse"]},
-                  prefixes=tuple((e["prefix"], e["reason"]) for e in data["prefixes"]),
-                  paths={e["name"]: e["reason"] for e in data["paths"]},
-                  safe={e["name"]: tuple(e.get("safe_values", ())) for e in data["paths"]})
+    return Policy(
+        refuse={e["name"]: e["reason"] for e in data["refuse"]},
+        prefixes=tuple((e["prefix"], e["reason"]) for e in data["prefixes"]),
+        paths={e["name"]: e["reason"] for e in data["paths"]},
+        safe={e["name"]: tuple(e.get("safe_values", ())) for e in data["paths"]},
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,7 +59,7 @@ def known_names() -> frozenset[str]:
     return frozenset(names)
 
 
-def refused(name: str) -> Optional[str]:
+def refused(name: str) -> str | None:
     """Why ``name`` may never come from user input, or None."""
     p = policy()
     if name in p.refuse:
@@ -71,7 +72,7 @@ def refused(name: str) -> Optional[str]:
     return None
 
 
-def needs_opt_in(name: str, value: Optional[str] = None) -> Optional[str]:
+def needs_opt_in(name: str, value: str | None = None) -> str | None:
     """Why ``name`` needs the explicit opt-in, or None when it does not.
 
     Names NCCL-prefixed but unknown are left to the lint gate, which refuses them with a
@@ -83,12 +84,14 @@ def needs_opt_in(name: str, value: Optional[str] = None) -> Optional[str]:
             return None
         return f"{p.paths[name]}; ncclgen's own plugin data sets it where a plugin needs it"
     if name not in known_names() and not name.startswith("NCCL_"):
-        return ("no NCCL, PyTorch or plugin variable in ncclgen's knowledge base has this name, so ncclgen "
-                "cannot check what it does")
+        return (
+            "no NCCL, PyTorch or plugin variable in ncclgen's knowledge base has this name, so ncclgen "
+            "cannot check what it does"
+        )
     return None
 
 
-def check(name: str, value: Optional[str], unchecked: bool, opt_in: str = OPT_IN_YAML) -> Optional[str]:
+def check(name: str, value: str | None, unchecked: bool, opt_in: str = OPT_IN_YAML) -> str | None:
     """The one-line refusal for ``name`` from user input, or None when it may be set.
 
     ``opt_in`` names how this input opts in (the YAML key or the CLI flag), for the message.

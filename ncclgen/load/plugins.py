@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 from .. import datapaths
 from .descriptor import ENV_NAME, Sidecar, Volume
@@ -23,6 +23,7 @@ PLATFORMS = ("host", "gke", "eks", "aks", "oke", "generic")
 @dataclass(frozen=True, kw_only=True)
 class PluginEnv:
     """A variable the plugin needs, emitted at tier 1 together with what loads it."""
+
     name: str = field(pattern=ENV_NAME, pattern_doc="an environment variable name")
     value: str = field(scalar=True)
     reason: str = field()
@@ -32,9 +33,10 @@ class PluginEnv:
 @dataclass(frozen=True, kw_only=True)
 class Location:
     """Where the plugin is on one platform, and what a pod there needs for it."""
+
     lib_dir: str = field(pattern=r"/[^\s:]*", pattern_doc="an absolute path without ':' or spaces")
     source: str = field()
-    container_mount: bool = field(False)   # host: a pyxis container needs the folder mounted (same path)
+    container_mount: bool = field(False)  # host: a pyxis container needs the folder mounted (same path)
     volumes: tuple[Volume, ...] = field(())
     sidecars: tuple[Sidecar, ...] = field(())
     annotations: dict[str, str] = field(factory=dict)
@@ -44,9 +46,10 @@ class Location:
 @dataclass(frozen=True, kw_only=True)
 class Plugin:
     """One NCCL net plugin."""
+
     id: str = field()
     description: str = field()
-    net_name: Optional[str] = field()
+    net_name: str | None = field()
     net_name_source: str = field()
     load: Literal["ld_library_path", "net_plugin"] = field()
     load_source: str = field()
@@ -57,7 +60,7 @@ class Plugin:
     env: tuple[PluginEnv, ...] = field(())
     platforms: dict[str, Location] = field(key_pattern="|".join(PLATFORMS), key_pattern_doc="host or a flavour")
 
-    def location(self, platform: str) -> Optional[Location]:
+    def location(self, platform: str) -> Location | None:
         return self.platforms.get(platform)
 
     def owns(self, var: str) -> bool:
@@ -77,11 +80,11 @@ def all_plugins() -> dict[str, Plugin]:
     return {p.id: p for p in data.plugins}
 
 
-def get(plugin_id: str) -> Optional[Plugin]:
+def get(plugin_id: str) -> Plugin | None:
     """The plugin ncclgen knows under ``plugin_id`` (network.net_plugin), or None."""
     return all_plugins().get(plugin_id)
 
 
-def owner(var: str) -> Optional[Plugin]:
+def owner(var: str) -> Plugin | None:
     """The plugin through which alone ``var`` takes effect, or None."""
     return next((p for p in all_plugins().values() if p.owns(var)), None)

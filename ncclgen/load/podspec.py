@@ -16,8 +16,10 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from dataclasses import dataclass, field as dc_field
-from typing import Iterable, Literal, Optional
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from typing import Literal
 
 from ..errors import UserError
 from .schema import field
@@ -27,13 +29,14 @@ DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
 QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 LABEL_VALUE = rf"({QUALIFIED_NAME})?"
-CONFIG_KEY = r"[-._a-zA-Z0-9]+"          # IsConfigMapKey: Secret and ConfigMap data keys
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"     # a name every shell can export as well
-ANNOTATIONS_MAX = 256 * 1024             # TotalAnnotationSizeLimitB
+CONFIG_KEY = r"[-._a-zA-Z0-9]+"  # IsConfigMapKey: Secret and ConfigMap data keys
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # a name every shell can export as well
+ANNOTATIONS_MAX = 256 * 1024  # TotalAnnotationSizeLimitB
 
 VOLUME_KINDS = ("pvc", "hostpath", "configmap")
-VOLUME_SYNTAX = "pvc:CLAIM:/mount/path, hostpath:/host/path:/mount/path or configmap:NAME:/mount/path, " \
-                "optionally followed by :ro"
+VOLUME_SYNTAX = (
+    "pvc:CLAIM:/mount/path, hostpath:/host/path:/mount/path or configmap:NAME:/mount/path, optionally followed by :ro"
+)
 # Paths ncclgen mounts itself (render/k8s.py): a user volume there would shadow them.
 RESERVED_MOUNTS = ("/dev/shm", "/etc/ncclgen")
 
@@ -44,12 +47,15 @@ class Invalid(ValueError):
 
 # -- single values -----------------------------------------------------------------------------------------
 
+
 def subdomain(value: str, what: str) -> str:
     """A DNS-1123 subdomain (IsDNS1123Subdomain): the name of a Secret, ConfigMap, PVC, ServiceAccount,
     PriorityClass, or a scheduler."""
     if not isinstance(value, str) or len(value) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, value):
-        raise Invalid(f"{what} {value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and "
-                      "'.', starting and ending with a letter or digit, at most 253 characters)")
+        raise Invalid(
+            f"{what} {value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and "
+            "'.', starting and ending with a letter or digit, at most 253 characters)"
+        )
     return value
 
 
@@ -59,23 +65,28 @@ def qualified_name(key: str, what: str) -> str:
     if slash and (not prefix or len(prefix) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, prefix)):
         raise Invalid(f"{what} {key!r}: prefix {prefix!r} is not a DNS-1123 subdomain")
     if not name or len(name) > 63 or not re.fullmatch(QUALIFIED_NAME, name):
-        raise Invalid(f"{what} {key!r}: {name!r} is not a qualified name (at most 63 letters, digits, "
-                      "'-', '_', '.', starting and ending with a letter or digit, after an optional "
-                      "DNS-subdomain prefix and '/')")
+        raise Invalid(
+            f"{what} {key!r}: {name!r} is not a qualified name (at most 63 letters, digits, "
+            "'-', '_', '.', starting and ending with a letter or digit, after an optional "
+            "DNS-subdomain prefix and '/')"
+        )
     return key
 
 
 def label_value(value: str, what: str) -> str:
     if not isinstance(value, str) or len(value) > 63 or not re.fullmatch(LABEL_VALUE, value):
-        raise Invalid(f"{what} {value!r} is not a label value (at most 63 letters, digits, '-', '_', '.', "
-                      "starting and ending with a letter or digit, or empty)")
+        raise Invalid(
+            f"{what} {value!r} is not a label value (at most 63 letters, digits, '-', '_', '.', "
+            "starting and ending with a letter or digit, or empty)"
+        )
     return value
 
 
 def env_name(value: str, what: str) -> str:
     if not re.fullmatch(ENV_NAME, value):
-        raise Invalid(f"{what} {value!r} is not an environment variable name (letters, digits and '_', "
-                      "not starting with a digit)")
+        raise Invalid(
+            f"{what} {value!r} is not an environment variable name (letters, digits and '_', not starting with a digit)"
+        )
     return value
 
 
@@ -89,18 +100,20 @@ def key_value(text: str, what: str) -> tuple[str, str]:
 
 # -- volumes -----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Volume:
     """One pod volume and its mount in the job's main container: from `--volume` (named after what it
     mounts) or the descriptor's kubernetes.volumes (named there, possibly not mounted in the main
     container, e.g. a sidecar's)."""
+
     kind: Literal["pvc", "hostpath", "configmap"]
-    source: str                        # claim name, host path or ConfigMap name
-    mount_path: Optional[str]
+    source: str  # claim name, host path or ConfigMap name
+    mount_path: str | None
     read_only: bool = False
-    given_name: Optional[str] = None   # the descriptor's name; None: derived from the source
-    host_path_type: Optional[str] = None
-    sub_path: Optional[str] = None
+    given_name: str | None = None  # the descriptor's name; None: derived from the source
+    host_path_type: str | None = None
+    sub_path: str | None = None
 
     @property
     def name(self) -> str:
@@ -111,7 +124,7 @@ class Volume:
             return self.given_name
         if self.kind == "hostpath":
             readable = self.source.strip("/").replace("/", "-")
-            exact = re.fullmatch(r"[a-z0-9/]*", self.source) is not None   # no '-' of its own: injective
+            exact = re.fullmatch(r"[a-z0-9/]*", self.source) is not None  # no '-' of its own: injective
         else:
             readable = self.source.replace(".", "-")
             exact = "." not in self.source
@@ -137,7 +150,7 @@ class Volume:
             src = {"configMap": {"name": self.source}}
         return {"name": self.name, **src}
 
-    def mount(self) -> Optional[dict]:
+    def mount(self) -> dict | None:
         if self.mount_path is None:
             return None
         m: dict = {"name": self.name, "mountPath": self.mount_path}
@@ -164,7 +177,7 @@ def abs_path(path: str, what: str) -> str:
     if not path.startswith("/"):
         raise Invalid(f"{what} {path!r} must be an absolute path")
     if any(part == ".." for part in path.split("/")):
-        raise Invalid(f"{what} {path!r} must not contain '..'")   # validatePathNoBacksteps
+        raise Invalid(f"{what} {path!r} must not contain '..'")  # validatePathNoBacksteps
     if any(not c.isprintable() for c in path):
         raise Invalid(f"{what} {path!r} contains a control character")
     return posixpath.normpath(path)
@@ -203,18 +216,19 @@ def check_volumes(volumes: Iterable[Volume]) -> tuple[Volume, ...]:
             if v.mount_path is None or w.mount_path is None:
                 continue
             if v.mount_path == w.mount_path:
-                raise Invalid(f"mount path {v.mount_path} is used twice ({w.kind}:{w.source} and "
-                              f"{v.kind}:{v.source})")
+                raise Invalid(f"mount path {v.mount_path} is used twice ({w.kind}:{w.source} and {v.kind}:{v.source})")
             if v.mount_path.startswith(w.mount_path + "/") or w.mount_path.startswith(v.mount_path + "/"):
                 raise Invalid(f"mount paths {w.mount_path} and {v.mount_path} are nested")
             if v.name == w.name:
-                raise Invalid(f"{v.kind}:{v.source} is mounted twice ({w.mount_path} and {v.mount_path}); "
-                              "mount it once")
+                raise Invalid(
+                    f"{v.kind}:{v.source} is mounted twice ({w.mount_path} and {v.mount_path}); mount it once"
+                )
         out.append(v)
     return tuple(out)
 
 
 # -- Secret-backed env -------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class SecretEnv:
@@ -231,8 +245,7 @@ def parse_secret_env(text: str) -> SecretEnv:
     name, eq, ref = text.partition("=")
     secret, colon, key = ref.partition(":")
     if not eq or not colon:
-        raise Invalid(f"{text!r}: expected NAME=SECRET:KEY (the variable, the Secret's name and the key "
-                      "in the Secret)")
+        raise Invalid(f"{text!r}: expected NAME=SECRET:KEY (the variable, the Secret's name and the key in the Secret)")
     env_name(name, "variable name")
     subdomain(secret, "Secret name")
     if len(key) > 253 or not re.fullmatch(CONFIG_KEY, key):
@@ -242,18 +255,22 @@ def parse_secret_env(text: str) -> SecretEnv:
 
 # -- affinity (the descriptor's kubernetes.affinity; same keys as the Kubernetes API) ----------------------
 
+
 @dataclass(frozen=True, kw_only=True)
 class NodeSelectorRequirement:
     """A node label requirement, e.g. key: agentpool, operator: In, values: [gpu]."""
+
     key: str = field(doc="node label key")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = field(doc="how to match")
-    values: tuple[str, ...] = field((), doc="values (In, NotIn: at least one; Gt, Lt: one integer; "
-                                    "Exists, DoesNotExist: none)")
+    values: tuple[str, ...] = field(
+        (), doc="values (In, NotIn: at least one; Gt, Lt: one integer; Exists, DoesNotExist: none)"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
 class NodeSelectorTerm:
     """Requirements that must all hold."""
+
     matchExpressions: tuple[NodeSelectorRequirement, ...] = field((), doc="by node label")
     matchFields: tuple[NodeSelectorRequirement, ...] = field((), doc="by node field (metadata.name)")
 
@@ -261,12 +278,14 @@ class NodeSelectorTerm:
 @dataclass(frozen=True, kw_only=True)
 class NodeSelector:
     """Terms of which at least one must hold."""
+
     nodeSelectorTerms: tuple[NodeSelectorTerm, ...] = field(doc="terms, ORed")
 
 
 @dataclass(frozen=True, kw_only=True)
 class PreferredSchedulingTerm:
     """A preferred node term with its weight."""
+
     weight: int = field(doc="1-100", min=1, max=100)
     preference: NodeSelectorTerm = field(doc="the term")
 
@@ -274,14 +293,15 @@ class PreferredSchedulingTerm:
 @dataclass(frozen=True, kw_only=True)
 class NodeAffinity:
     """Which nodes the pods may or should run on."""
-    requiredDuringSchedulingIgnoredDuringExecution: Optional[NodeSelector] = field(None, doc="hard rule")
-    preferredDuringSchedulingIgnoredDuringExecution: tuple[PreferredSchedulingTerm, ...] = field(
-        (), doc="soft rules")
+
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = field(None, doc="hard rule")
+    preferredDuringSchedulingIgnoredDuringExecution: tuple[PreferredSchedulingTerm, ...] = field((), doc="soft rules")
 
 
 @dataclass(frozen=True, kw_only=True)
 class LabelSelectorRequirement:
     """A pod label requirement."""
+
     key: str = field(doc="pod label key")
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = field(doc="how to match")
     values: tuple[str, ...] = field((), doc="values (In, NotIn: at least one; Exists, DoesNotExist: none)")
@@ -290,6 +310,7 @@ class LabelSelectorRequirement:
 @dataclass(frozen=True, kw_only=True)
 class LabelSelector:
     """Pods selected by labels."""
+
     matchLabels: dict[str, str] = field(factory=dict, doc="label -> value, ANDed")
     matchExpressions: tuple[LabelSelectorRequirement, ...] = field((), doc="requirements, ANDed")
 
@@ -297,7 +318,8 @@ class LabelSelector:
 @dataclass(frozen=True, kw_only=True)
 class PodAffinityTerm:
     """Pods matching labelSelector, in the same topology domain (topologyKey)."""
-    labelSelector: Optional[LabelSelector] = field(None, doc="which pods")
+
+    labelSelector: LabelSelector | None = field(None, doc="which pods")
     topologyKey: str = field(doc="node label naming the domain, e.g. kubernetes.io/hostname or ib/torset")
     namespaces: tuple[str, ...] = field((), doc="namespaces of those pods (default: the job's)")
 
@@ -305,6 +327,7 @@ class PodAffinityTerm:
 @dataclass(frozen=True, kw_only=True)
 class WeightedPodAffinityTerm:
     """A preferred pod term with its weight."""
+
     weight: int = field(doc="1-100", min=1, max=100)
     podAffinityTerm: PodAffinityTerm = field(doc="the term")
 
@@ -312,17 +335,18 @@ class WeightedPodAffinityTerm:
 @dataclass(frozen=True, kw_only=True)
 class PodAffinity:
     """Pod (anti-)affinity rules."""
+
     requiredDuringSchedulingIgnoredDuringExecution: tuple[PodAffinityTerm, ...] = field((), doc="hard rules")
-    preferredDuringSchedulingIgnoredDuringExecution: tuple[WeightedPodAffinityTerm, ...] = field(
-        (), doc="soft rules")
+    preferredDuringSchedulingIgnoredDuringExecution: tuple[WeightedPodAffinityTerm, ...] = field((), doc="soft rules")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Affinity:
     """Pod affinity, as in the Kubernetes API (core/v1 Affinity)."""
-    nodeAffinity: Optional[NodeAffinity] = field(None, doc="node affinity, e.g. Azure's agentpool")
-    podAffinity: Optional[PodAffinity] = field(None, doc="run near pods, e.g. the same ib/torset")
-    podAntiAffinity: Optional[PodAffinity] = field(None, doc="run apart from pods, e.g. one per node")
+
+    nodeAffinity: NodeAffinity | None = field(None, doc="node affinity, e.g. Azure's agentpool")
+    podAffinity: PodAffinity | None = field(None, doc="run near pods, e.g. the same ib/torset")
+    podAntiAffinity: PodAffinity | None = field(None, doc="run apart from pods, e.g. one per node")
 
 
 def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
@@ -388,8 +412,7 @@ def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
             for i, t in enumerate(req.nodeSelectorTerms):
                 term(p + ("nodeSelectorTerms", i), t)
         for i, pt in enumerate(na.preferredDuringSchedulingIgnoredDuringExecution):
-            term(("nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", i, "preference"),
-                 pt.preference)
+            term(("nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", i, "preference"), pt.preference)
     for which in ("podAffinity", "podAntiAffinity"):
         pa = getattr(a, which)
         if pa is None:
@@ -397,8 +420,9 @@ def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
         for i, t in enumerate(pa.requiredDuringSchedulingIgnoredDuringExecution):
             pod_term((which, "requiredDuringSchedulingIgnoredDuringExecution", i), t)
         for i, w in enumerate(pa.preferredDuringSchedulingIgnoredDuringExecution):
-            pod_term((which, "preferredDuringSchedulingIgnoredDuringExecution", i, "podAffinityTerm"),
-                     w.podAffinityTerm)
+            pod_term(
+                (which, "preferredDuringSchedulingIgnoredDuringExecution", i, "podAffinityTerm"), w.podAffinityTerm
+            )
     return errors
 
 
@@ -422,18 +446,20 @@ def as_manifest(value):
 
 # -- the merged settings -----------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PodSettings:
     """Everything above, merged from the descriptor and the command line, ready for the renderer."""
+
     volumes: tuple[Volume, ...] = ()
-    service_account: Optional[str] = None
-    priority_class: Optional[str] = None
+    service_account: str | None = None
+    priority_class: str | None = None
     image_pull_secrets: tuple[str, ...] = ()
-    scheduler_name: Optional[str] = None
+    scheduler_name: str | None = None
     labels: dict = dc_field(default_factory=dict)
     annotations: dict = dc_field(default_factory=dict)
     secret_env: tuple[SecretEnv, ...] = ()
-    affinity: Optional[dict] = None
+    affinity: dict | None = None
 
     def pod_spec(self) -> dict:
         """The PodSpec fields these settings set (volumes and env are the renderer's to place)."""
@@ -458,11 +484,20 @@ def _option(what: str, fn, *args):
         raise UserError(f"{what}: {exc}") from None
 
 
-def merge(base: PodSettings, *, volumes: Iterable[str] = (), service_account: str | None = None,
-          priority_class: str | None = None, image_pull_secrets: Iterable[str] = (),
-          scheduler_name: str | None = None, labels: Iterable[str] = (), annotations: Iterable[str] = (),
-          secret_env: Iterable[str] = (), reserved_labels: Iterable[str] = (),
-          env_names: Iterable[str] = ()) -> PodSettings:
+def merge(
+    base: PodSettings,
+    *,
+    volumes: Iterable[str] = (),
+    service_account: str | None = None,
+    priority_class: str | None = None,
+    image_pull_secrets: Iterable[str] = (),
+    scheduler_name: str | None = None,
+    labels: Iterable[str] = (),
+    annotations: Iterable[str] = (),
+    secret_env: Iterable[str] = (),
+    reserved_labels: Iterable[str] = (),
+    env_names: Iterable[str] = (),
+) -> PodSettings:
     """``base`` (the descriptor's) with the command line's options on top; UserError on a bad value.
 
     ``reserved_labels``: label keys ncclgen sets itself; ``env_names``: the plan's variables, which a
@@ -489,20 +524,25 @@ def merge(base: PodSettings, *, volumes: Iterable[str] = (), service_account: st
     plan_env = set(env_names)
     for s in secrets:
         if s.name in seen:
-            raise UserError(f"--secret-env {s.name}: set twice ({seen[s.name].secret}:{seen[s.name].key} "
-                            f"and {s.secret}:{s.key})")
+            raise UserError(
+                f"--secret-env {s.name}: set twice ({seen[s.name].secret}:{seen[s.name].key} and {s.secret}:{s.key})"
+            )
         if s.name in plan_env:
-            raise UserError(f"--secret-env {s.name}: the plan already sets {s.name} (see ncclgen explain); "
-                            "a second entry would silently replace it")
+            raise UserError(
+                f"--secret-env {s.name}: the plan already sets {s.name} (see ncclgen explain); "
+                "a second entry would silently replace it"
+            )
         seen[s.name] = s
     pulls = list(base.image_pull_secrets)
     for p in image_pull_secrets:
         _option("--image-pull-secret", subdomain, p, "Secret name")
         if p not in pulls:
             pulls.append(p)
-    for opt, value, what in (("--service-account", service_account, "ServiceAccount name"),
-                             ("--priority-class", priority_class, "PriorityClass name"),
-                             ("--scheduler-name", scheduler_name, "scheduler name")):
+    for opt, value, what in (
+        ("--service-account", service_account, "ServiceAccount name"),
+        ("--priority-class", priority_class, "PriorityClass name"),
+        ("--scheduler-name", scheduler_name, "scheduler name"),
+    ):
         if value is not None:
             _option(opt, subdomain, value, what)
     return PodSettings(
@@ -511,4 +551,8 @@ def merge(base: PodSettings, *, volumes: Iterable[str] = (), service_account: st
         priority_class=priority_class if priority_class is not None else base.priority_class,
         image_pull_secrets=tuple(pulls),
         scheduler_name=scheduler_name if scheduler_name is not None else base.scheduler_name,
-        labels=lab, annotations=ann, secret_env=tuple(secrets), affinity=base.affinity)
+        labels=lab,
+        annotations=ann,
+        secret_env=tuple(secrets),
+        affinity=base.affinity,
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Optional, Union
 
 from .. import datapaths
 
@@ -39,11 +38,17 @@ SET_BY_NCCLGEN = {
 }
 # GPU requests: ncclgen asks for --gpus-per-node=[TYPE:]N itself (node.gpus_per_node, slurm.gres_type),
 # and the plan (ranks per node, Ray's --num-gpus, the binding) is built for exactly that count.
-GPU_REQUESTS = ("gpus", "gpus-per-node", "gpus-per-socket", "gpus-per-task", "cpus-per-gpu",
-                "ntasks-per-gpu", "mem-per-gpu")
+GPU_REQUESTS = (
+    "gpus",
+    "gpus-per-node",
+    "gpus-per-socket",
+    "gpus-per-task",
+    "cpus-per-gpu",
+    "ntasks-per-gpu",
+    "mem-per-gpu",
+)
 # Options that change what sbatch itself does (print, wait, wrap), not the job: no place in a script.
-NOT_IN_A_SCRIPT = ("help", "usage", "version", "parsable", "test-only", "wait", "wrap", "quiet",
-                   "verbose")
+NOT_IN_A_SCRIPT = ("help", "usage", "version", "parsable", "test-only", "wait", "wrap", "quiet", "verbose")
 
 
 class SbatchOptionError(ValueError):
@@ -63,7 +68,7 @@ def options() -> dict[str, tuple[str, str]]:
     return out
 
 
-def _gpu_gres(value: str) -> Optional[str]:
+def _gpu_gres(value: str) -> str | None:
     """The GPU item of a --gres list (gpu, gpu:8, gpu:h100:8), or None."""
     for item in value.split(","):
         if item.split(":", 1)[0].strip() == "gpu":
@@ -71,7 +76,7 @@ def _gpu_gres(value: str) -> Optional[str]:
     return None
 
 
-def check(key: str, value: Union[str, bool, int, None], *, gpu_request: str = "") -> tuple[str, Optional[str]]:
+def check(key: str, value: str | bool | int | None, *, gpu_request: str = "") -> tuple[str, str | None]:
     """(long option name, value or None for a flag) for one #SBATCH option, or SbatchOptionError.
 
     ``value``: a string, True (a flag), False (the option's `no-` form, where sbatch has one), None or
@@ -84,18 +89,21 @@ def check(key: str, value: Union[str, bool, int, None], *, gpu_request: str = ""
         if name.lstrip("-") in shorts:
             raise SbatchOptionError(f"use the long option name: {shorts[name.lstrip('-')]}")
         from ..errors import did_you_mean
-        raise SbatchOptionError(f"sbatch has no option --{name}{did_you_mean(name, table)} "
-                                f"(Slurm 22.05 option list)")
+
+        raise SbatchOptionError(f"sbatch has no option --{name}{did_you_mean(name, table)} (Slurm 22.05 option list)")
     if name in NOT_IN_A_SCRIPT:
-        raise SbatchOptionError(f"--{name} changes what the sbatch command does, not the job: pass it to "
-                                "sbatch when submitting, if at all")
+        raise SbatchOptionError(
+            f"--{name} changes what the sbatch command does, not the job: pass it to sbatch when submitting, if at all"
+        )
     if name in SET_BY_NCCLGEN:
         raise SbatchOptionError(f"--{name} is set by ncclgen: use {SET_BY_NCCLGEN[name]}")
     own = f" --gpus-per-node={gpu_request}" if gpu_request else " --gpus-per-node"
     if name in GPU_REQUESTS:
-        raise SbatchOptionError(f"--{name} conflicts with ncclgen's own GPU request{own}: the plan (ranks "
-                                "per node, Ray's GPU count, the NUMA binding) is built for exactly that "
-                                "request; change the descriptor's node.gpus_per_node / slurm.gres_type instead")
+        raise SbatchOptionError(
+            f"--{name} conflicts with ncclgen's own GPU request{own}: the plan (ranks "
+            "per node, Ray's GPU count, the NUMA binding) is built for exactly that "
+            "request; change the descriptor's node.gpus_per_node / slurm.gres_type instead"
+        )
     arg, _short = table[name]
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)  # `nice: 10` in YAML
@@ -108,20 +116,26 @@ def check(key: str, value: Union[str, bool, int, None], *, gpu_request: str = ""
             raise SbatchOptionError(f"--{name} needs a value")
         return name, None
     if arg == "none":
-        raise SbatchOptionError(f"--{name} is a flag and takes no value: write it as `{name}: true` "
-                                f"(descriptor) or `--sbatch {name}` (command line)")
+        raise SbatchOptionError(
+            f"--{name} is a flag and takes no value: write it as `{name}: true` "
+            f"(descriptor) or `--sbatch {name}` (command line)"
+        )
     if _CONTROL.search(value):
-        raise SbatchOptionError(f"--{name} {value!r}: control characters (newline, tab, ...) are not allowed "
-                                "in an #SBATCH value: a newline would end the #SBATCH line")
+        raise SbatchOptionError(
+            f"--{name} {value!r}: control characters (newline, tab, ...) are not allowed "
+            "in an #SBATCH value: a newline would end the #SBATCH line"
+        )
     if name == "gres" and _gpu_gres(value):
-        raise SbatchOptionError(f"--gres={value} asks for GPUs ({_gpu_gres(value)}), which conflicts with "
-                                f"ncclgen's own GPU request{own}: a job must ask for its GPUs once. Keep "
-                                "only the non-GPU GRES here and set the GPU count and type in the descriptor "
-                                "(node.gpus_per_node, slurm.gres_type)")
+        raise SbatchOptionError(
+            f"--gres={value} asks for GPUs ({_gpu_gres(value)}), which conflicts with "
+            f"ncclgen's own GPU request{own}: a job must ask for its GPUs once. Keep "
+            "only the non-GPU GRES here and set the GPU count and type in the descriptor "
+            "(node.gpus_per_node, slurm.gres_type)"
+        )
     return name, value
 
 
-def parse_cli(item: str) -> tuple[str, Union[str, bool]]:
+def parse_cli(item: str) -> tuple[str, str | bool]:
     """`--sbatch KEY[=VALUE]` -> (KEY, VALUE or True for a flag)."""
     key, sep, value = item.partition("=")
     return key.strip(), (value if sep else True)

@@ -114,8 +114,9 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         out, errors = {}, []
         for k, v in value.items():
             if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k, re.ASCII):
-                errors.append(doc.error(path + (k,), f"key {k!r} is not "
-                                                     f"{meta.get('key_pattern_doc', meta['key_pattern'])}"))
+                errors.append(
+                    doc.error(path + (k,), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}")
+                )
                 continue
             try:
                 out[k] = convert(doc, v, val_tp, path + (k,))
@@ -176,8 +177,7 @@ def load_dataclass(doc: Document, value: Any, cls: type, path: tuple = ()) -> An
         if key not in fields:
             hint = did_you_mean(key, fields)
             meant.update(name for name in fields if hint == f" (did you mean '{name}'?)")
-            errors.append(doc.error(path + (key,), f"unknown key {key!r}{hint}; "
-                                                   f"expected one of: {', '.join(fields)}"))
+            errors.append(doc.error(path + (key,), f"unknown key {key!r}{hint}; expected one of: {', '.join(fields)}"))
     kwargs = {}
     th = hints(cls)
     for name, f in fields.items():
@@ -196,8 +196,16 @@ def json_schema(cls: type, title: str) -> dict:
     """JSON Schema (draft 2020-12) for ``cls`` and everything it contains."""
     defs: dict[str, dict] = {}
     root = _schema_of(cls, {}, defs)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
-            **defs.pop(cls.__name__), "$defs": defs} if root else {}
+    return (
+        {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": title,
+            **defs.pop(cls.__name__),
+            "$defs": defs,
+        }
+        if root
+        else {}
+    )
 
 
 def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
@@ -212,8 +220,12 @@ def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
                 props[f.name] = _schema_of(hints(tp)[f.name], dict(f.metadata), defs)
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                     required.append(f.name)
-            defs[name] = {"type": "object", "description": (tp.__doc__ or "").strip().split("\n")[0],
-                          "properties": props, "additionalProperties": False}
+            defs[name] = {
+                "type": "object",
+                "description": (tp.__doc__ or "").strip().split("\n")[0],
+                "properties": props,
+                "additionalProperties": False,
+            }
             if required:
                 defs[name]["required"] = required
         out = {"$ref": f"#/$defs/{name}"}

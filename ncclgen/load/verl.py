@@ -13,7 +13,6 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from .. import datapaths
 
@@ -27,28 +26,28 @@ _CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name"
 @dataclass(frozen=True)
 class Release:
     version: str
-    entries: dict           # module -> config name
-    groups: dict            # config -> {group: [options]}
-    removed: dict           # key -> "in V (present in P)"
-    dead: dict              # key -> {replacement, why}
-    variants: dict          # config -> {"group=option": config composed with it}
-    env_set: dict           # module -> {VAR: {value, where}}: set by the module at import
-    timeout: dict           # module -> {knob, seconds, why}
-    image: dict             # {image, source}
-    keys: dict              # config -> {key: default (JSON text)}
+    entries: dict  # module -> config name
+    groups: dict  # config -> {group: [options]}
+    removed: dict  # key -> "in V (present in P)"
+    dead: dict  # key -> {replacement, why}
+    variants: dict  # config -> {"group=option": config composed with it}
+    env_set: dict  # module -> {VAR: {value, where}}: set by the module at import
+    timeout: dict  # module -> {knob, seconds, why}
+    image: dict  # {image, source}
+    keys: dict  # config -> {key: default (JSON text)}
 
 
 def _vt(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _meta() -> dict:
     with open(datapaths.data("verl/versions.json"), encoding="utf-8") as f:
         return json.load(f)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def releases() -> dict[str, Release]:
     """Every release the knowledge base covers, oldest first."""
     meta = _meta()
@@ -69,8 +68,18 @@ def releases() -> dict[str, Release]:
     out = {}
     for v in sorted(meta["versions"], key=_vt):
         m = meta["versions"][v]
-        out[v] = Release(v, m["entries"], m["groups"], m["removed"], m["dead"], m["variants"], m["env_set"],
-                         m["timeout"], m["image"], keys[v])
+        out[v] = Release(
+            v,
+            m["entries"],
+            m["groups"],
+            m["removed"],
+            m["dead"],
+            m["variants"],
+            m["env_set"],
+            m["timeout"],
+            m["image"],
+            keys[v],
+        )
     return out
 
 
@@ -84,8 +93,10 @@ def versions_in(spec: str) -> list[str]:
     spec = spec.strip()
     if re.fullmatch(r"\d+(\.\d+)*", spec):
         if spec not in known:
-            raise ValueError(f"verl {spec} is not in ncclgen's knowledge base (knows {', '.join(known)}; "
-                             "tools/verl_kb.py adds a release)")
+            raise ValueError(
+                f"verl {spec} is not in ncclgen's knowledge base (knows {', '.join(known)}; "
+                "tools/verl_kb.py adds a release)"
+            )
         return [spec]
     tests = []
     for part in spec.split(","):
@@ -93,8 +104,14 @@ def versions_in(spec: str) -> list[str]:
         if not m:
             raise ValueError(f"verl {spec!r}: expected a version like 0.9.1 or a range like >=0.8.0,<=0.9.1")
         tests.append((m.group(1), _vt(m.group(2))))
-    ops = {">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b, "==": lambda a, b: a == b,
-           "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b}
+    ops = {
+        ">=": lambda a, b: a >= b,
+        "<=": lambda a, b: a <= b,
+        "==": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+        ">": lambda a, b: a > b,
+        "<": lambda a, b: a < b,
+    }
     got = [v for v in known if all(ops[op](_vt(v), b) for op, b in tests)]
     if not got:
         raise ValueError(f"verl {spec!r} matches no release ncclgen knows ({', '.join(known)})")
@@ -104,15 +121,16 @@ def versions_in(spec: str) -> list[str]:
 @dataclass(frozen=True)
 class Command:
     """A verl command line split the way python -m + @hydra.main read it."""
+
     module: str
     module_index: int
-    config: str                        # config name composed (the entry's, or --config-name)
-    base: str                          # the same before engine group overrides (model_engine=megatron)
-    overrides: tuple[tuple[int, str], ...]   # (argv index, override)
+    config: str  # config name composed (the entry's, or --config-name)
+    base: str  # the same before engine group overrides (model_engine=megatron)
+    overrides: tuple[tuple[int, str], ...]  # (argv index, override)
 
 
 class CommandError(ValueError):
-    def __init__(self, index: Optional[int], message: str):
+    def __init__(self, index: int | None, message: str):
         super().__init__(message)
         self.index = index
         self.message = message
@@ -128,8 +146,10 @@ def parse(command, release: Release) -> Command:
     if module not in release.entries:
         repl = replacements_for_module(module)
         hint = repl or did_you_mean(module, release.entries)
-        raise CommandError(mi, f"verl {release.version} has no entry module {module}{hint}; entries: "
-                               f"{', '.join(sorted(release.entries))}")
+        raise CommandError(
+            mi,
+            f"verl {release.version} has no entry module {module}{hint}; entries: {', '.join(sorted(release.entries))}",
+        )
     config = release.entries[module]
     overrides = []
     i = mi + 1
@@ -144,18 +164,27 @@ def parse(command, release: Release) -> Command:
                 val = argv[i]
             if _CONFIG_FLAGS[flag] == "path":
                 if val != "config":
-                    raise CommandError(i, f"{flag}={val}: ncclgen checks overrides against verl's own config "
-                                          f"directory (config); a site config directory cannot be checked")
+                    raise CommandError(
+                        i,
+                        f"{flag}={val}: ncclgen checks overrides against verl's own config "
+                        f"directory (config); a site config directory cannot be checked",
+                    )
             else:
                 name = val[:-5] if val.endswith(".yaml") else val
                 if name not in release.keys:
-                    raise CommandError(i, f"--config-name={val}: verl {release.version} has no config {name}"
-                                          f"{did_you_mean(name, release.keys)}; configs: "
-                                          f"{', '.join(sorted(release.keys))}")
+                    raise CommandError(
+                        i,
+                        f"--config-name={val}: verl {release.version} has no config {name}"
+                        f"{did_you_mean(name, release.keys)}; configs: "
+                        f"{', '.join(sorted(release.keys))}",
+                    )
                 config = name
         elif a.startswith("-"):
-            raise CommandError(i, f"{a}: not a Hydra override; ncclgen understands --config-name and "
-                                  "--config-path before the KEY=VALUE overrides")
+            raise CommandError(
+                i,
+                f"{a}: not a Hydra override; ncclgen understands --config-name and "
+                "--config-path before the KEY=VALUE overrides",
+            )
         else:
             overrides.append((i, a))
         i += 1
@@ -175,7 +204,7 @@ def did_you_mean(word: str, choices) -> str:
     return f" (did you mean '{match[0]}'?)" if match else ""
 
 
-def _removed_message(key: str, release: Release) -> Optional[str]:
+def _removed_message(key: str, release: Release) -> str | None:
     r = replacements().get(key)
     gone = release.removed.get(key)
     if r is None and gone is None:
@@ -193,8 +222,9 @@ def _removed_message(key: str, release: Release) -> Optional[str]:
     return text
 
 
-def check_override(arg: str, config: str, release: Release, derived: tuple[str, ...] = (),
-                   base: Optional[str] = None) -> Optional[str]:
+def check_override(
+    arg: str, config: str, release: Release, derived: tuple[str, ...] = (), base: str | None = None
+) -> str | None:
     """The problem with one Hydra override for ``config`` in ``release``, or None when verl takes it."""
     m = _OVERRIDE.fullmatch(arg)
     if not m:
@@ -203,7 +233,7 @@ def check_override(arg: str, config: str, release: Release, derived: tuple[str, 
     if prefix != "~" and not m.group("eq"):
         return f"{arg!r}: expected KEY=VALUE"
     if key.split(".")[0] == "hydra":
-        return None   # Hydra's own settings (hydra.run.dir ...): composed by Hydra, not by verl's config
+        return None  # Hydra's own settings (hydra.run.dir ...): composed by Hydra, not by verl's config
     keys = release.keys[config]
     groups = release.groups.get(base or config, {})
     where = f"verl {release.version} {config}"
@@ -216,8 +246,10 @@ def check_override(arg: str, config: str, release: Release, derived: tuple[str, 
             return f"{key}: {where} has no config group {group}{did_you_mean(group, groups)}"
         value = (m.group("value") or "").strip()
         if prefix != "~" and value not in options:
-            return f"{arg}: {where} group {group} has no option {value!r}{did_you_mean(value, options)}; " \
-                   f"options: {', '.join(options)}"
+            return (
+                f"{arg}: {where} group {group} has no option {value!r}{did_you_mean(value, options)}; "
+                f"options: {', '.join(options)}"
+            )
         return None
     if key in release.dead:
         d = release.dead[key]
@@ -231,8 +263,9 @@ def check_override(arg: str, config: str, release: Release, derived: tuple[str, 
         # "Could not append to config. An item is already at ..." unless the value is a dict or list.
         value = (m.group("value") or "").lstrip()
         if node and keys.get(key, "{}") != "null" and not value.startswith(("[", "{")):
-            return f"+{key}: {key} already exists in {where} (Hydra refuses to append it); write {key}=... " \
-                   "without the +"
+            return (
+                f"+{key}: {key} already exists in {where} (Hydra refuses to append it); write {key}=... without the +"
+            )
         if parent and parent not in keys and not any(k.startswith(parent + ".") for k in keys):
             return _unknown(parent, keys, release, where, what="parent ")
         return None
@@ -258,8 +291,8 @@ def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "")
     ancestors = {".".join(parts[:i]) for i in range(1, len(parts))}
     parent = max((a for a in ancestors if a in nodes), key=len, default="")
     # Suggest under the deepest ancestor that exists first, then any key as deep as this one.
-    rest = key[len(parent) + 1:] if parent else key
-    under = {n[len(parent) + 1:] for n in nodes if parent and n.startswith(parent + ".")}
+    rest = key[len(parent) + 1 :] if parent else key
+    under = {n[len(parent) + 1 :] for n in nodes if parent and n.startswith(parent + ".")}
     match = difflib.get_close_matches(rest, list(under), n=1, cutoff=0.6)
     if match:
         hint = f" (did you mean '{parent}.{match[0]}'?)"
@@ -273,13 +306,13 @@ def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "")
     return text
 
 
-def check_command(command, spec: str, *, derived: tuple[str, ...] = (), extra=()) -> list[tuple[Optional[int], str]]:
+def check_command(command, spec: str, *, derived: tuple[str, ...] = (), extra=()) -> list[tuple[int | None, str]]:
     """Problems of ``command`` (+ ``extra`` overrides, indexed after it) for every release in ``spec``.
 
     Each problem is (argv index or None, message); a problem that differs between releases names the
     release. Empty when verl composes the command on every targeted release.
     """
-    problems: dict[tuple[Optional[int], str], None] = {}
+    problems: dict[tuple[int | None, str], None] = {}
     for v in versions_in(spec):
         rel = releases()[v]
         try:
@@ -294,7 +327,7 @@ def check_command(command, spec: str, *, derived: tuple[str, ...] = (), extra=()
     return list(problems)
 
 
-def timeout(command, spec: str) -> Optional[dict]:
+def timeout(command, spec: str) -> dict | None:
     """The process-group timeout the newest targeted release's entry really uses ({knob, seconds, why})."""
     rel = releases()[versions_in(spec)[-1]]
     try:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 from dataclasses import replace
-from typing import Optional
 
 from ..errors import UserError
 from . import plugins
@@ -33,7 +32,7 @@ def view(desc: Descriptor, target: str = "host") -> Descriptor:
     return _pod(desc) if target == "pod" else _host(desc)
 
 
-def plugin_of(desc: Descriptor) -> Optional[plugins.Plugin]:
+def plugin_of(desc: Descriptor) -> plugins.Plugin | None:
     """The net plugin a view loads (network.net_plugin, with its folder resolved), or None."""
     net = desc.network
     plugin = plugins.get(net.net_plugin)
@@ -63,8 +62,11 @@ def _rename(value: str, names: dict[str, str]) -> str:
     """Whole device/interface names in ``value`` replaced by their pod names (mlx5_ib0:1 -> mlx5_0:1)."""
     if not names:
         return value
-    pattern = r"(?<![A-Za-z0-9_.-])(" + "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True)) \
+    pattern = (
+        r"(?<![A-Za-z0-9_.-])("
+        + "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
         + r")(?![A-Za-z0-9_.-])"
+    )
     return re.sub(pattern, lambda m: names[m.group(1)], value)
 
 
@@ -94,11 +96,19 @@ def _pod(desc: Descriptor) -> Descriptor:
     elif kube.host_network or kube.flavour == "generic":
         boot, match = net.bootstrap_interfaces, net.bootstrap_match
     else:
-        raise UserError(f"{where}: a {kube.flavour.upper()} pod does not see the host's interfaces "
-                        f"({', '.join(net.bootstrap_interfaces)}); declare kubernetes.bootstrap_interfaces "
-                        "(the names inside the pod) or host_network: true")
-    rails = tuple(replace(r, hca=names.get(r.hca, r.hca) if r.hca else None,
-                          netdev=names.get(r.netdev, r.netdev) if r.netdev else None) for r in net.compute)
+        raise UserError(
+            f"{where}: a {kube.flavour.upper()} pod does not see the host's interfaces "
+            f"({', '.join(net.bootstrap_interfaces)}); declare kubernetes.bootstrap_interfaces "
+            "(the names inside the pod) or host_network: true"
+        )
+    rails = tuple(
+        replace(
+            r,
+            hca=names.get(r.hca, r.hca) if r.hca else None,
+            netdev=names.get(r.netdev, r.netdev) if r.netdev else None,
+        )
+        for r in net.compute
+    )
     storage = tuple(replace(s, name=names.get(s.name, s.name)) for s in net.storage)
 
     # The topology file: a host path is not in a pod unless something puts it there.
@@ -107,29 +117,43 @@ def _pod(desc: Descriptor) -> Descriptor:
     if net.topo_file:
         t = kube.topo_file
         if t is None:
-            raise UserError(f"{where}: network.topo_file {net.topo_file} is a file on the node, not in the pod; "
-                            "declare kubernetes.topo_file (its path in the pod, and host_path or config_map "
-                            "to mount it, or neither when the image carries it)")
+            raise UserError(
+                f"{where}: network.topo_file {net.topo_file} is a file on the node, not in the pod; "
+                "declare kubernetes.topo_file (its path in the pod, and host_path or config_map "
+                "to mount it, or neither when the image carries it)"
+            )
         topo = t.path
         if t.host_path:
-            volumes.append(Volume(name=TOPO_VOLUME, host_path=t.host_path, host_path_type="File",
-                                  mount_path=t.path, read_only=True))
+            volumes.append(
+                Volume(
+                    name=TOPO_VOLUME, host_path=t.host_path, host_path_type="File", mount_path=t.path, read_only=True
+                )
+            )
         elif t.config_map:
-            volumes.append(Volume(name=TOPO_VOLUME, config_map=t.config_map, mount_path=t.path,
-                                  sub_path=t.key or os.path.basename(t.path), read_only=True))
+            volumes.append(
+                Volume(
+                    name=TOPO_VOLUME,
+                    config_map=t.config_map,
+                    mount_path=t.path,
+                    sub_path=t.key or os.path.basename(t.path),
+                    read_only=True,
+                )
+            )
 
     # The net plugin in the pod.
     plugin = plugins.get(net.net_plugin)
-    lib_dir: Optional[str] = None
+    lib_dir: str | None = None
     sidecars = []
     annotations: dict[str, str] = {}
     if plugin is not None and kube.net_plugin != "none":
         loc = plugin.location(kube.flavour)
         lib_dir = kube.plugin_dir or (loc.lib_dir if loc else None)
         if lib_dir is None:
-            raise UserError(f"{where}: ncclgen does not know where the {plugin.id} plugin is in a "
-                            f"{kube.flavour} pod; set kubernetes.plugin_dir to its folder in your image, or "
-                            "kubernetes.net_plugin: none if the pod has no such plugin")
+            raise UserError(
+                f"{where}: ncclgen does not know where the {plugin.id} plugin is in a "
+                f"{kube.flavour} pod; set kubernetes.plugin_dir to its folder in your image, or "
+                "kubernetes.net_plugin: none if the pod has no such plugin"
+            )
         if loc is not None:
             volumes[:0] = loc.volumes
             sidecars.extend(loc.sidecars)
@@ -137,7 +161,7 @@ def _pod(desc: Descriptor) -> Descriptor:
             for container, devices in loc.device_annotations.items():
                 paths = []
                 for d in devices:
-                    paths += ([d.format(gpu=g.index) for g in desc.node.gpus] if "{gpu}" in d else [d])
+                    paths += [d.format(gpu=g.index) for g in desc.node.gpus] if "{gpu}" in d else [d]
                 annotations[f"devices.gke.io/container.{container}"] = "".join(f"- path: {p}\n" for p in paths)
     loaded = plugin is not None and lib_dir is not None
 
@@ -149,25 +173,40 @@ def _pod(desc: Descriptor) -> Descriptor:
             ifaces += [{"interfaceName": n.interface, "network": n.network} for n in kube.networks]
             annotations["networking.gke.io/interfaces"] = json.dumps(ifaces, separators=(",", ":"))
         else:
-            annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(
-                f"{n.network}@{n.interface}" for n in kube.networks)
+            annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(f"{n.network}@{n.interface}" for n in kube.networks)
     annotations.update(kube.annotations)
 
-    network = replace(net, bootstrap_interfaces=boot, bootstrap_match=match, compute=rails, storage=storage,
-                      topo_file=topo, net_plugin=net.net_plugin if loaded else "none",
-                      plugin_dir=lib_dir if loaded else None,
-                      sharp=net.sharp and loaded and bool(plugin and plugin.collnet))
+    network = replace(
+        net,
+        bootstrap_interfaces=boot,
+        bootstrap_match=match,
+        compute=rails,
+        storage=storage,
+        topo_file=topo,
+        net_plugin=net.net_plugin if loaded else "none",
+        plugin_dir=lib_dir if loaded else None,
+        sharp=net.sharp and loaded and bool(plugin and plugin.collnet),
+    )
     names_known = {v.name for v in volumes} | {v.name for v in kube.volumes}
     for sc in tuple(sidecars) + kube.sidecars:
         for m in sc.mounts:
             if m.volume not in names_known:
-                raise UserError(f"{where}.sidecars: {sc.name} mounts volume {m.volume!r}, which neither "
-                                f"kubernetes.volumes nor the net plugin's pod elements declare (known: "
-                                f"{', '.join(sorted(names_known)) or 'none'})")
+                raise UserError(
+                    f"{where}.sidecars: {sc.name} mounts volume {m.volume!r}, which neither "
+                    f"kubernetes.volumes nor the net plugin's pod elements declare (known: "
+                    f"{', '.join(sorted(names_known)) or 'none'})"
+                )
     # The view keeps every host-only name (bootstrap ones included) so `lint` can still name them.
-    kubernetes = replace(kube, annotations=annotations, volumes=tuple(volumes) + kube.volumes,
-                         sidecars=tuple(sidecars) + kube.sidecars, netdevs=host_only_names(desc),
-                         hcas={}, bootstrap_interfaces=boot, bootstrap_match=match)
+    kubernetes = replace(
+        kube,
+        annotations=annotations,
+        volumes=tuple(volumes) + kube.volumes,
+        sidecars=tuple(sidecars) + kube.sidecars,
+        netdevs=host_only_names(desc),
+        hcas={},
+        bootstrap_interfaces=boot,
+        bootstrap_match=match,
+    )
     vendor_env = tuple(replace(e, value=_rename(e.value, names)) for e in desc.vendor_env)
     return replace(desc, network=network, kubernetes=kubernetes, vendor_env=vendor_env)
 

@@ -6,12 +6,12 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 from .. import datapaths
-from .descriptor import DNS1123, EnvSetting, check_env
 from ..errors import UserError, did_you_mean
 from . import verl as verlkb
+from .descriptor import DNS1123, EnvSetting, check_env
 from .schema import field, json_schema, load_dataclass
 from .yamlio import load_file
 
@@ -21,34 +21,64 @@ DEFAULT = "verl-grpo-qwen2-7b"
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """What runs: the launcher, the command and the facts tier rules depend on."""
-    name: str = field("", doc="workload name (DNS-1123 label); default: the file name without .yaml",
-                      pattern=f"(?:{DNS1123})?", pattern_doc="a DNS-1123 label")
+
+    name: str = field(
+        "",
+        doc="workload name (DNS-1123 label); default: the file name without .yaml",
+        pattern=f"(?:{DNS1123})?",
+        pattern_doc="a DNS-1123 label",
+    )
     description: str = field("", doc="one line, shown by `ncclgen workloads list`")
-    launcher: Literal["torchrun", "ray"] = field(doc="torchrun: the command runs once per GPU; ray: the "
-                                                 "command is the driver, run once on the head node")
-    framework: Literal["verl", "torch"] = field("torch", doc="verl: the command is checked against the verl "
-                                                "release(s) named by `verl`, and for Ray drivers ncclgen "
-                                                "appends trainer.nnodes and trainer.n_gpus_per_node")
-    verl: Optional[str] = field(None, doc="framework verl: the verl release the command targets (0.9.1) or a "
-                                "range (>=0.8.0,<=0.9.1); every override is checked against each release "
-                                "in it, and the default image is the one verl's CI used for the newest",
-                                examples=["0.9.1"])
+    launcher: Literal["torchrun", "ray"] = field(
+        doc="torchrun: the command runs once per GPU; ray: the command is the driver, run once on the head node"
+    )
+    framework: Literal["verl", "torch"] = field(
+        "torch",
+        doc="verl: the command is checked against the verl "
+        "release(s) named by `verl`, and for Ray drivers ncclgen "
+        "appends trainer.nnodes and trainer.n_gpus_per_node",
+    )
+    verl: str | None = field(
+        None,
+        doc="framework verl: the verl release the command targets (0.9.1) or a "
+        "range (>=0.8.0,<=0.9.1); every override is checked against each release "
+        "in it, and the default image is the one verl's CI used for the newest",
+        examples=["0.9.1"],
+    )
     backend: Literal["fsdp", "megatron", "ddp", "none"] = field("none", doc="training backend")
-    model_params_b: Optional[float] = field(None, doc="model size, billions of parameters", min=0)
+    model_params_b: float | None = field(None, doc="model size, billions of parameters", min=0)
     nodes: int = field(1, doc="default node count (override with --nodes)", min=1, max=4096)
-    timeout_s: Optional[int] = field(None, doc="refused: no supported launch reads a timeout from ncclgen "
-                                     "(verl >= 0.8 ignores actor_rollout_ref.nccl_timeout; NCCL has no "
-                                     "NCCL_TIMEOUT); `ncclgen explain` shows the timeout that applies")
-    time: str = field("04:00:00", doc="default wall-clock limit", pattern=r"([0-9]{1,3}-)?[0-9]{1,3}:[0-9]{2}:[0-9]{2}",
-                      pattern_doc="[D-]HH:MM:SS")
-    image: Optional[str] = field(None, doc="container image (Kubernetes; --image wins); default for "
-                                 "framework verl: the image verl's CI ran for the targeted release",
-                                 pattern=r"[^\s]+", pattern_doc="an image reference without spaces")
-    setup: tuple[str, ...] = field((), doc="shell lines run on every node before the launch, in order "
-                                   "(module load, activating a venv, pip install --no-deps verl==X)")
-    ray_ready_timeout_s: int = field(300, doc="ray: seconds for every node to join the Ray cluster before "
-                                     "the job stops (first-time image pulls happen inside it)", min=10,
-                                     max=86400)
+    timeout_s: int | None = field(
+        None,
+        doc="refused: no supported launch reads a timeout from ncclgen "
+        "(verl >= 0.8 ignores actor_rollout_ref.nccl_timeout; NCCL has no "
+        "NCCL_TIMEOUT); `ncclgen explain` shows the timeout that applies",
+    )
+    time: str = field(
+        "04:00:00",
+        doc="default wall-clock limit",
+        pattern=r"([0-9]{1,3}-)?[0-9]{1,3}:[0-9]{2}:[0-9]{2}",
+        pattern_doc="[D-]HH:MM:SS",
+    )
+    image: str | None = field(
+        None,
+        doc="container image (Kubernetes; --image wins); default for "
+        "framework verl: the image verl's CI ran for the targeted release",
+        pattern=r"[^\s]+",
+        pattern_doc="an image reference without spaces",
+    )
+    setup: tuple[str, ...] = field(
+        (),
+        doc="shell lines run on every node before the launch, in order "
+        "(module load, activating a venv, pip install --no-deps verl==X)",
+    )
+    ray_ready_timeout_s: int = field(
+        300,
+        doc="ray: seconds for every node to join the Ray cluster before "
+        "the job stops (first-time image pulls happen inside it)",
+        min=10,
+        max=86400,
+    )
     nccl_memory_saving: bool = field(False, doc="opt into NCCL buffers smaller than the 4 MiB default")
     command: tuple[str, ...] = field(doc="argv: the per-rank program (torchrun) or the driver (ray)")
     env: tuple[EnvSetting, ...] = field((), doc="workload env, each with a reason; wins over tier rules")
@@ -60,7 +90,7 @@ def derived_keys(wl: Workload) -> tuple[str, ...]:
     return verlkb.DERIVED if wl.framework == "verl" and wl.launcher == "ray" else ()
 
 
-def check_overrides(wl: Workload, extra=()) -> list[tuple[Optional[int], str]]:
+def check_overrides(wl: Workload, extra=()) -> list[tuple[int | None, str]]:
     """Problems of the verl command (+ per-run overrides ``extra``) against the targeted release(s)."""
     if wl.framework != "verl":
         return []
@@ -82,19 +112,24 @@ def load(path: str) -> Workload:
             raise doc.error(("command", i), "NUL byte in argument")
     for i, line in enumerate(wl.setup):
         if re.search(r"[\x00-\x08\x0a-\x1f\x7f]", line):
-            raise doc.error(("setup", i), "one shell line per entry, without newline or other control "
-                                          "characters")
+            raise doc.error(("setup", i), "one shell line per entry, without newline or other control characters")
         if re.fullmatch(r"NCCLGEN_\w*_EOF", line.strip()):
             raise doc.error(("setup", i), f"{line.strip()!r} would end the job script's quoted heredoc")
     if wl.timeout_s is not None:
-        raise doc.error(("timeout_s",), "nothing reads it: verl >= 0.8 creates its process groups with its "
-                                        "own timeout (ncclgen explain shows it) and NCCL has no "
-                                        "NCCL_TIMEOUT; remove timeout_s")
+        raise doc.error(
+            ("timeout_s",),
+            "nothing reads it: verl >= 0.8 creates its process groups with its "
+            "own timeout (ncclgen explain shows it) and NCCL has no "
+            "NCCL_TIMEOUT; remove timeout_s",
+        )
     if wl.framework == "verl":
         if not wl.verl:
-            raise doc.error(("verl",), "a verl workload names the verl release it targets, e.g. verl: "
-                                       f"\"{list(verlkb.releases())[-1]}\" (known: "
-                                       f"{', '.join(verlkb.releases())})")
+            raise doc.error(
+                ("verl",),
+                "a verl workload names the verl release it targets, e.g. verl: "
+                f'"{list(verlkb.releases())[-1]}" (known: '
+                f"{', '.join(verlkb.releases())})",
+            )
         try:
             verlkb.versions_in(wl.verl)
         except ValueError as e:
@@ -107,7 +142,7 @@ def load(path: str) -> Workload:
     return wl
 
 
-def image(wl: Workload) -> Optional[str]:
+def image(wl: Workload) -> str | None:
     """The workload's image: its own, else for verl the image verl's CI ran for the targeted release."""
     if wl.image:
         return wl.image
@@ -140,8 +175,10 @@ def resolve(name_or_path: str, flag: str = "--workload") -> str:
     found = available()
     if name_or_path in found:
         return found[name_or_path]
-    raise UserError(f"{flag}: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
-                    f"found: {', '.join(found)} (searched $NCCLGEN_WORKLOADS, ./workloads, bundled)")
+    raise UserError(
+        f"{flag}: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
+        f"found: {', '.join(found)} (searched $NCCLGEN_WORKLOADS, ./workloads, bundled)"
+    )
 
 
 def load_workload(name_or_path: str) -> Workload:

@@ -17,12 +17,12 @@ import yaml.constructor
 
 from ..errors import UserError, unsafe_char
 
-MAX_BYTES = 256 << 10        # a descriptor or workload is a few KiB; 256 KiB is generous and reads in well under 2 s
-MAX_NODES = 200_000          # values built, aliases counted each time they are used
-MAX_INT_DIGITS = 30        # no count, size or id in a descriptor needs more (Python stops at 4,300)
+MAX_BYTES = 256 << 10  # a descriptor or workload is a few KiB; 256 KiB is generous and reads in well under 2 s
+MAX_NODES = 200_000  # values built, aliases counted each time they are used
+MAX_INT_DIGITS = 30  # no count, size or id in a descriptor needs more (Python stops at 4,300)
 _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 _DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
-MAX_DEPTH = 64               # descriptors nest about 6 deep; deeper crashes libyaml's C composer
+MAX_DEPTH = 64  # descriptors nest about 6 deep; deeper crashes libyaml's C composer
 
 try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
     _Loader = yaml.CSafeLoader
@@ -108,8 +108,15 @@ def _regular(mode: int, file: str, what: str) -> None:
         return
     if stat.S_ISDIR(mode):
         raise UserError(f"is a directory, expected {what}", file=file)
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
-            "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+    kind = (
+        "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
     raise UserError(f"is {kind}, expected {what} (a regular file)", file=file)
 
 
@@ -129,8 +136,13 @@ def decode(raw: bytes, label: str, *, limit: int = MAX_BYTES, what: str = "a YAM
         # quotes; a shell reads them as ordinary characters. Either way the value is not what it shows.
         line = text.count("\n", 0, m.start()) + 1
         col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
-        raise UserError(f"character U+{ord(m.group()):04X} (a Unicode line break): YAML reads it as a new line, "
-                        "other readers do not; remove it", file=label, line=line, col=col)
+        raise UserError(
+            f"character U+{ord(m.group()):04X} (a Unicode line break): YAML reads it as a new line, "
+            "other readers do not; remove it",
+            file=label,
+            line=line,
+            col=col,
+        )
     return text
 
 
@@ -138,7 +150,7 @@ def load_file(file: str) -> Document:
     return load_text(read_text(file), file)
 
 
-_LAST: list = [None, None, None]   # (file, text, Document): `validate` and a render read a file twice
+_LAST: list = [None, None, None]  # (file, text, Document): `validate` and a render read a file twice
 
 
 def load_text(text: str, file: str) -> Document:
@@ -160,8 +172,9 @@ def _load_text(text: str, file: str) -> Document:
         msg = f"YAML syntax error: {exc.problem or exc.context}"
         if mark is not None and (" tab " in str(exc.problem) or _char_at(text, mark.index) == "\t"):
             msg = "YAML syntax error: tabs are not allowed in YAML indentation (indent with spaces)"
-        raise UserError(msg, file=file, line=mark.line + 1 if mark else None,
-                        col=mark.column + 1 if mark else None) from None
+        raise UserError(
+            msg, file=file, line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None
+        ) from None
     except yaml.YAMLError as exc:
         raise yaml_error(exc, text, file) from None
     if node is None:
@@ -187,8 +200,12 @@ def yaml_error(exc: Exception, text: str, file: str) -> UserError:
     if isinstance(exc, yaml.reader.ReaderError) and position >= 0:
         line = text.count("\n", 0, position) + 1
         col = position - (text.rfind("\n", 0, position) + 1) + 1
-        return UserError(f"YAML error: character #x{exc.character:04x} is not allowed (a control character)",
-                         file=file, line=line, col=col)
+        return UserError(
+            f"YAML error: character #x{exc.character:04x} is not allowed (a control character)",
+            file=file,
+            line=line,
+            col=col,
+        )
     return UserError(f"YAML error: {str(exc).splitlines()[0]}", file=file, line=line, col=col)
 
 
@@ -204,8 +221,9 @@ def _check_depth(text: str, file: str) -> None:
             depth += 1
             if depth > MAX_DEPTH:
                 m = event.start_mark
-                raise UserError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=m.line + 1,
-                                col=m.column + 1)
+                raise UserError(
+                    f"nested more than {MAX_DEPTH} levels deep", file=file, line=m.line + 1, col=m.column + 1
+                )
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -225,8 +243,9 @@ def _check_shape(root, file: str) -> None:
 
     def size(node, path: Path) -> int:
         if len(path) > MAX_DEPTH:  # only a self-referencing anchor (&a [*a]) gets here
-            raise _node_error(node, file, path[:1], f"nested more than {MAX_DEPTH} levels deep "
-                                                    "(a YAML alias refers to itself?)")
+            raise _node_error(
+                node, file, path[:1], f"nested more than {MAX_DEPTH} levels deep (a YAML alias refers to itself?)"
+            )
         if id(node) in sizes:
             return sizes[id(node)]
         if isinstance(node, yaml.MappingNode):
@@ -236,8 +255,7 @@ def _check_shape(root, file: str) -> None:
         else:
             total = 1
         if total > MAX_NODES:
-            raise _node_error(node, file, path, f"document expands to more than {MAX_NODES} values "
-                                                "(YAML alias bomb?)")
+            raise _node_error(node, file, path, f"document expands to more than {MAX_NODES} values (YAML alias bomb?)")
         sizes[id(node)] = total
         return total
 
@@ -264,7 +282,7 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self._err(key_node, path, "YAML merge keys (<<) are not supported")
-                key = self.build(key_node, path + (_key_text(key_node),))   # its errors name the key
+                key = self.build(key_node, path + (_key_text(key_node),))  # its errors name the key
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
                     raise self._err(key_node, path, f"keys must be strings, got {type(key).__name__}")
                 key = str(key)
@@ -288,8 +306,12 @@ class _Builder:
         if isinstance(value, str):
             bad = unsafe_char(value)
             if bad:
-                raise self._err(node, path, f"{bad}: bash drops NUL and YAML readers turn NEL/U+2028 into "
-                                            "line breaks, so the value would not arrive as written; remove it")
+                raise self._err(
+                    node,
+                    path,
+                    f"{bad}: bash drops NUL and YAML readers turn NEL/U+2028 into "
+                    "line breaks, so the value would not arrive as written; remove it",
+                )
         elif isinstance(value, float) and not math.isfinite(value):
             raise self._err(node, path, f"{node.value} is not a finite number")
         return value
@@ -304,21 +326,30 @@ class _Builder:
         text = node.value
         if node.tag == "tag:yaml.org,2002:int":
             if not _DECIMAL.fullmatch(text):
-                raise self._err(node, path, f"{text} is not a plain decimal integer: YAML 1.1 reads a leading 0 "
-                                            "as octal (010 is 8), 0x/0o/0b as other bases, '_' and ':' "
-                                            "specially; write it in decimal without leading zeros, or quote it "
-                                            "if it is text")
+                raise self._err(
+                    node,
+                    path,
+                    f"{text} is not a plain decimal integer: YAML 1.1 reads a leading 0 "
+                    "as octal (010 is 8), 0x/0o/0b as other bases, '_' and ':' "
+                    "specially; write it in decimal without leading zeros, or quote it "
+                    "if it is text",
+                )
             if len(text.lstrip("+-")) > MAX_INT_DIGITS:
-                raise self._err(node, path, f"an integer of {len(text.lstrip('+-'))} digits (more than "
-                                            f"{MAX_INT_DIGITS})")
+                raise self._err(
+                    node, path, f"an integer of {len(text.lstrip('+-'))} digits (more than {MAX_INT_DIGITS})"
+                )
         elif node.tag == "tag:yaml.org,2002:float" and ("_" in text or ":" in text):
-            raise self._err(node, path, f"{text} is not a plain decimal number: YAML 1.1 reads '_' and ':' "
-                                        "(base 60) specially; write it as a plain decimal, or quote it")
+            raise self._err(
+                node,
+                path,
+                f"{text} is not a plain decimal number: YAML 1.1 reads '_' and ':' "
+                "(base 60) specially; write it as a plain decimal, or quote it",
+            )
 
 
 # -- JSON input (lint's `ncclgen env --format json`, monitor records) ----------------------------------
 
-MAX_JSON_DIGITS = 40   # no count, size or id in ncclgen's JSON inputs needs more
+MAX_JSON_DIGITS = 40  # no count, size or id in ncclgen's JSON inputs needs more
 
 
 class _JsonRefused(ValueError):
@@ -348,9 +379,7 @@ def load_json(text: str, file: str, *, line: int | None = None, expected: str = 
         return json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
     except json.JSONDecodeError as exc:
         msg = f"not JSON ({exc.msg}); expected {expected}" if expected else f"JSON syntax error: {exc.msg}"
-        raise UserError(msg, file=file,
-                        line=(line if line is not None else exc.lineno),
-                        col=exc.colno) from None
+        raise UserError(msg, file=file, line=(line if line is not None else exc.lineno), col=exc.colno) from None
     except _JsonRefused as exc:
         raise UserError(f"JSON: {exc}", file=file, line=line if line is not None else 1) from None
     except RecursionError:

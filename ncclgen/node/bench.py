@@ -16,11 +16,11 @@ import re
 import socket
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
-from ..load.descriptor import Descriptor
 from ..errors import UserError
+from ..load.descriptor import Descriptor
 from ..output import OUTPUT_MODE
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
@@ -33,11 +33,23 @@ RESULT_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "ncclgen bench result (--json)",
     "description": "One sweep of one collective. Sizes in bytes, time in microseconds per operation "
-                   "(mean over iters, slowest rank), bandwidths in GB/s (1e9 bytes/s) as in nccl-tests.",
+    "(mean over iters, slowest rank), bandwidths in GB/s (1e9 bytes/s) as in nccl-tests.",
     "type": "object",
     "additionalProperties": False,
-    "required": ["version", "op", "backend", "world_size", "nodes", "dtype", "iters", "warmup",
-                 "busbw_factor", "bound", "bound_reason", "results"],
+    "required": [
+        "version",
+        "op",
+        "backend",
+        "world_size",
+        "nodes",
+        "dtype",
+        "iters",
+        "warmup",
+        "busbw_factor",
+        "bound",
+        "bound_reason",
+        "results",
+    ],
     "properties": {
         "version": {"const": 1},
         "op": {"enum": list(OPS)},
@@ -52,28 +64,37 @@ RESULT_SCHEMA = {
             "description": "the descriptor's bandwidth bound per GPU, or null without --cluster or bound",
             "oneOf": [
                 {"type": "null"},
-                {"type": "object", "additionalProperties": False,
-                 "required": ["kind", "cluster", "gbps", "GBps"],
-                 "properties": {"kind": {"enum": ["nvlink", "rails", "efa"]},
-                                "cluster": {"type": "string"},
-                                "gbps": {"type": "number", "exclusiveMinimum": 0, "description": "Gbit/s"},
-                                "GBps": {"type": "number", "exclusiveMinimum": 0, "description": "gbps / 8"}}},
-            ]},
+                {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["kind", "cluster", "gbps", "GBps"],
+                    "properties": {
+                        "kind": {"enum": ["nvlink", "rails", "efa"]},
+                        "cluster": {"type": "string"},
+                        "gbps": {"type": "number", "exclusiveMinimum": 0, "description": "Gbit/s"},
+                        "GBps": {"type": "number", "exclusiveMinimum": 0, "description": "gbps / 8"},
+                    },
+                },
+            ],
+        },
         "bound_reason": {"type": "string", "description": "which bound applies and why"},
         "results": {
             "type": "array",
-            "items": {"type": "object", "additionalProperties": False,
-                      "required": ["size", "count", "type", "time_us", "algbw_GBps", "busbw_GBps",
-                                   "busbw_pct_of_bound"],
-                      "properties": {
-                          "size": {"type": "integer", "minimum": 1, "description": "S, total bytes"},
-                          "count": {"type": "integer", "minimum": 1, "description": "S / element size"},
-                          "type": {"const": TYPE_NAME},
-                          "time_us": {"type": "number", "exclusiveMinimum": 0},
-                          "algbw_GBps": {"type": "number", "minimum": 0, "description": "S / time / 1e9"},
-                          "busbw_GBps": {"type": "number", "minimum": 0,
-                                         "description": "algbw_GBps * busbw_factor"},
-                          "busbw_pct_of_bound": {"type": ["number", "null"]}}}},
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["size", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "busbw_pct_of_bound"],
+                "properties": {
+                    "size": {"type": "integer", "minimum": 1, "description": "S, total bytes"},
+                    "count": {"type": "integer", "minimum": 1, "description": "S / element size"},
+                    "type": {"const": TYPE_NAME},
+                    "time_us": {"type": "number", "exclusiveMinimum": 0},
+                    "algbw_GBps": {"type": "number", "minimum": 0, "description": "S / time / 1e9"},
+                    "busbw_GBps": {"type": "number", "minimum": 0, "description": "algbw_GBps * busbw_factor"},
+                    "busbw_pct_of_bound": {"type": ["number", "null"]},
+                },
+            },
+        },
     },
 }
 
@@ -119,12 +140,12 @@ def element_count(op: str, size: int, n: int) -> int:
 
 @dataclass(frozen=True)
 class Bound:
-    kind: str       # nvlink | rails | efa
+    kind: str  # nvlink | rails | efa
     cluster: str
     gbps: float
 
 
-def bound_for(desc: Descriptor, nodes: int) -> tuple[Optional[Bound], str]:
+def bound_for(desc: Descriptor, nodes: int) -> tuple[Bound | None, str]:
     """(the per-GPU bound busbw is compared with, why it applies) for ranks spread over ``nodes``.
 
     One node: NVLink. Several: the network share of the slowest GPU - its rails' Gbit/s, a rail
@@ -132,33 +153,46 @@ def bound_for(desc: Descriptor, nodes: int) -> tuple[Optional[Bound], str]:
     """
     if nodes == 1:
         if desc.node.nvlink_gbps:
-            return (Bound("nvlink", desc.name, float(desc.node.nvlink_gbps)),
-                    f"all ranks on one node: NVLink, node.nvlink_gbps of {desc.name}")
+            return (
+                Bound("nvlink", desc.name, float(desc.node.nvlink_gbps)),
+                f"all ranks on one node: NVLink, node.nvlink_gbps of {desc.name}",
+            )
         return None, f"all ranks on one node and {desc.name} declares no node.nvlink_gbps"
     net = desc.network
     if net.efa is not None:
         gbps = net.efa.devices_per_node * net.efa.gbps_per_device / desc.node.gpus_per_node
-        return (Bound("efa", desc.name, gbps),
-                f"{nodes} nodes: EFA {net.efa.devices_per_node} x {net.efa.gbps_per_device} Gb/s / "
-                f"{desc.node.gpus_per_node} GPUs of {desc.name}")
+        return (
+            Bound("efa", desc.name, gbps),
+            f"{nodes} nodes: EFA {net.efa.devices_per_node} x {net.efa.gbps_per_device} Gb/s / "
+            f"{desc.node.gpus_per_node} GPUs of {desc.name}",
+        )
     per_gpu = {g.index: sum(r.gbps / len(r.gpus) for r in desc.rails_for_gpu(g.index)) for g in desc.node.gpus}
     slowest = min(per_gpu.values(), default=0)
     if not slowest:
         return None, f"{nodes} nodes and {desc.name} declares no compute rails for every GPU"
-    return (Bound("rails", desc.name, slowest),
-            f"{nodes} nodes: network rails per GPU (slowest GPU, sum of its rails' gbps) of {desc.name}")
+    return (
+        Bound("rails", desc.name, slowest),
+        f"{nodes} nodes: network rails per GPU (slowest GPU, sum of its rails' gbps) of {desc.name}",
+    )
 
 
-def row(op: str, n: int, size: int, time_us: float, bound: Optional[Bound]) -> dict:
+def row(op: str, n: int, size: int, time_us: float, bound: Bound | None) -> dict:
     algbw = size / (time_us * 1e-6) / 1e9
     busbw = algbw * bus_factor(op, n)
-    return {"size": size, "count": size // ELEMENT_BYTES, "type": TYPE_NAME, "time_us": time_us,
-            "algbw_GBps": algbw, "busbw_GBps": busbw,
-            "busbw_pct_of_bound": busbw / (bound.gbps / 8) * 100 if bound else None}
+    return {
+        "size": size,
+        "count": size // ELEMENT_BYTES,
+        "type": TYPE_NAME,
+        "time_us": time_us,
+        "algbw_GBps": algbw,
+        "busbw_GBps": busbw,
+        "busbw_pct_of_bound": busbw / (bound.gbps / 8) * 100 if bound else None,
+    }
 
 
-def measure(op: str, backend: str, sizes: list[int], iters: int, warmup: int,
-            progress: Callable[[int, int], None]) -> tuple[int, int, int, list[tuple[int, float]]]:
+def measure(
+    op: str, backend: str, sizes: list[int], iters: int, warmup: int, progress: Callable[[int, int], None]
+) -> tuple[int, int, int, list[tuple[int, float]]]:
     """(rank, world size, nodes, [(bytes, seconds per op)]) from a real torch.distributed sweep."""
     import time
 
@@ -185,14 +219,16 @@ def measure(op: str, backend: str, sizes: list[int], iters: int, warmup: int,
         # torch 2.13 renamed the single-tensor collectives; older containers have only the old names.
         gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
         scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        todo = [c for c in (element_count(op, size, n) for size in sizes) if c]   # 0: too small for n ranks
+        todo = [c for c in (element_count(op, size, n) for size in sizes) if c]  # 0: too small for n ranks
         out = []
         for i, count in enumerate(todo):
             full = torch.ones(count, dtype=torch.float32, device=device)
             part = torch.ones(count // n, dtype=torch.float32, device=device)
-            call = {"all_reduce": lambda: dist.all_reduce(full),
-                    "all_gather": lambda: gather(full, part),
-                    "reduce_scatter": lambda: scatter(part, full)}[op]
+            call = {
+                "all_reduce": lambda: dist.all_reduce(full),
+                "all_gather": lambda: gather(full, part),
+                "reduce_scatter": lambda: scatter(part, full),
+            }[op]
             for _ in range(warmup):
                 call()
             sync()
@@ -202,7 +238,7 @@ def measure(op: str, backend: str, sizes: list[int], iters: int, warmup: int,
                 call()
             sync()
             elapsed = torch.tensor([(time.perf_counter() - start) / iters], dtype=torch.float64, device=device)
-            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)   # the collective is as slow as its slowest rank
+            dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the collective is as slow as its slowest rank
             out.append((count * ELEMENT_BYTES, elapsed.item()))
             if rank == 0:
                 progress(i + 1, len(todo))
@@ -211,8 +247,9 @@ def measure(op: str, backend: str, sizes: list[int], iters: int, warmup: int,
         dist.destroy_process_group()
 
 
-def result(op: str, backend: str, n: int, nodes: int, iters: int, warmup: int, timings,
-           desc: Optional[Descriptor]) -> dict:
+def result(
+    op: str, backend: str, n: int, nodes: int, iters: int, warmup: int, timings, desc: Descriptor | None
+) -> dict:
     if desc is None:
         bound, why = None, "no --cluster given"
     elif backend != "nccl":
@@ -221,30 +258,46 @@ def result(op: str, backend: str, n: int, nodes: int, iters: int, warmup: int, t
         bound, why = None, f"{backend} runs on CPUs over TCP: the NVLink and rail bounds apply to nccl only"
     else:
         bound, why = bound_for(desc, nodes)
-    return {"version": 1, "op": op, "backend": backend, "world_size": n, "nodes": nodes, "dtype": DTYPE,
-            "iters": iters, "warmup": warmup, "busbw_factor": bus_factor(op, n),
-            "bound": ({"kind": bound.kind, "cluster": bound.cluster, "gbps": bound.gbps, "GBps": bound.gbps / 8}
-                      if bound else None),
-            "bound_reason": why,
-            "results": [row(op, n, size, sec * 1e6, bound) for size, sec in timings]}
+    return {
+        "version": 1,
+        "op": op,
+        "backend": backend,
+        "world_size": n,
+        "nodes": nodes,
+        "dtype": DTYPE,
+        "iters": iters,
+        "warmup": warmup,
+        "busbw_factor": bus_factor(op, n),
+        "bound": (
+            {"kind": bound.kind, "cluster": bound.cluster, "gbps": bound.gbps, "GBps": bound.gbps / 8}
+            if bound
+            else None
+        ),
+        "bound_reason": why,
+        "results": [row(op, n, size, sec * 1e6, bound) for size, sec in timings],
+    }
 
 
 def table(res: dict) -> str:
     """nccl-tests-style text table of a :func:`result`."""
     b = res["bound"]
-    lines = [f"# ncclgen bench: {res['op']}, {res['backend']}, {res['world_size']} ranks on {res['nodes']} "
-             f"node(s), {res['dtype']}, {res['iters']} iters after {res['warmup']} warm-up",
-             f"# busbw = algbw x {res['busbw_factor']:.4g} (nccl-tests doc/PERFORMANCE.md)",
-             "# bound: " + (f"{b['kind']} {b['gbps']:g} Gb/s = {b['GBps']:g} GB/s per GPU; " if b else "none; ")
-             + res["bound_reason"],
-             f"#{'size':>12} {'count':>12} {'type':>6} {'time':>10} {'algbw':>8} {'busbw':>8}"
-             + (f" {'busbw':>7}" if b else ""),
-             f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"
-             + (f" {'(%)':>7}" if b else "")]
+    lines = [
+        f"# ncclgen bench: {res['op']}, {res['backend']}, {res['world_size']} ranks on {res['nodes']} "
+        f"node(s), {res['dtype']}, {res['iters']} iters after {res['warmup']} warm-up",
+        f"# busbw = algbw x {res['busbw_factor']:.4g} (nccl-tests doc/PERFORMANCE.md)",
+        "# bound: "
+        + (f"{b['kind']} {b['gbps']:g} Gb/s = {b['GBps']:g} GB/s per GPU; " if b else "none; ")
+        + res["bound_reason"],
+        f"#{'size':>12} {'count':>12} {'type':>6} {'time':>10} {'algbw':>8} {'busbw':>8}"
+        + (f" {'busbw':>7}" if b else ""),
+        f"#{'(B)':>12} {'(elements)':>12} {'':>6} {'(us)':>10} {'(GB/s)':>8} {'(GB/s)':>8}"
+        + (f" {'(%)':>7}" if b else ""),
+    ]
     for r in res["results"]:
-        lines.append(f" {r['size']:>12} {r['count']:>12} {r['type']:>6} {r['time_us']:>10.2f} "
-                     f"{r['algbw_GBps']:>8.3f} {r['busbw_GBps']:>8.3f}"
-                     + (f" {r['busbw_pct_of_bound']:>7.1f}" if b else ""))
+        lines.append(
+            f" {r['size']:>12} {r['count']:>12} {r['type']:>6} {r['time_us']:>10.2f} "
+            f"{r['algbw_GBps']:>8.3f} {r['busbw_GBps']:>8.3f}" + (f" {r['busbw_pct_of_bound']:>7.1f}" if b else "")
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -261,8 +314,10 @@ def require_torch() -> None:
 
     missing = [m for m in ("torch", "numpy") if importlib.util.find_spec(m) is None]
     if missing:
-        raise UserError(f"bench needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
-                        "not installed: pip install 'ncclgen[bench]'")
+        raise UserError(
+            f"bench needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+            "not installed: pip install 'ncclgen[bench]'"
+        )
 
 
 def require_matplotlib():
@@ -271,7 +326,7 @@ def require_matplotlib():
         import matplotlib
     except ImportError:
         raise UserError("--plot needs matplotlib, which is not installed: pip install 'ncclgen[plot]'") from None
-    matplotlib.use("Agg")   # files only; no display on compute nodes
+    matplotlib.use("Agg")  # files only; no display on compute nodes
     import matplotlib.pyplot as plt
 
     return plt
@@ -285,8 +340,12 @@ def plot(res: dict, path: str) -> None:
     ax.plot([r["size"] for r in rows], [r["busbw_GBps"] for r in rows], marker="o", label="busbw")
     ax.set_xscale("log", base=2)
     if res["bound"]:
-        ax.axhline(res["bound"]["GBps"], linestyle="--", color="grey",
-                   label=f"{res['bound']['kind']} bound {res['bound']['GBps']:g} GB/s")
+        ax.axhline(
+            res["bound"]["GBps"],
+            linestyle="--",
+            color="grey",
+            label=f"{res['bound']['kind']} bound {res['bound']['GBps']:g} GB/s",
+        )
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title(f"{res['op']} ({res['backend']}), {res['world_size']} ranks on {res['nodes']} node(s)")
@@ -309,8 +368,10 @@ def torchrun_env() -> None:
     """One clear error when not started by torchrun (or another launcher setting the same variables)."""
     missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
     if missing:
-        raise UserError(f"bench runs one process per GPU under torchrun ({', '.join(missing)} not set), e.g. "
-                        "torchrun --nproc-per-node=8 -m ncclgen bench")
+        raise UserError(
+            f"bench runs one process per GPU under torchrun ({', '.join(missing)} not set), e.g. "
+            "torchrun --nproc-per-node=8 -m ncclgen bench"
+        )
 
 
 def terminal_progress(done: int, total: int) -> None:

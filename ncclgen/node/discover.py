@@ -13,11 +13,10 @@ import json
 import re
 import socket
 from dataclasses import dataclass
-from typing import Optional
 
+from ..errors import UserError
 from ..load import cpuset
 from ..load.descriptor import DNS1123, Descriptor, check
-from ..errors import UserError
 from ..load.schema import load_dataclass
 from ..load.yamlio import load_text
 from . import Unavailable, nvml, sysfs
@@ -53,8 +52,9 @@ class Unused:
     reason: str
 
 
-def classify(ports: list[HcaPort], gpu_locs: dict[int, Optional[sysfs.PciLoc]],
-             numa_of_gpu: dict[int, int]) -> tuple[str, list[Rail], list[Unused]]:
+def classify(
+    ports: list[HcaPort], gpu_locs: dict[int, sysfs.PciLoc | None], numa_of_gpu: dict[int, int]
+) -> tuple[str, list[Rail], list[Unused]]:
     """(fabric, compute rails, ports NCCL should not use) for a node.
 
     A port is a compute rail when it is ACTIVE, has the node's GPU-fabric link layer (InfiniBand if
@@ -105,15 +105,21 @@ def classify(ports: list[HcaPort], gpu_locs: dict[int, Optional[sysfs.PciLoc]],
             continue
         gpus = sorted(g for g, _ in served)
         numa = p.pci.numa
-        rails.append(Rail(port=p, gpus=gpus, level=max(lvl for _, lvl in served),
-                          numa=numa if numa is not None else numa_of_gpu[gpus[0]], numa_guess=numa is None))
+        rails.append(
+            Rail(
+                port=p,
+                gpus=gpus,
+                level=max(lvl for _, lvl in served),
+                numa=numa if numa is not None else numa_of_gpu[gpus[0]],
+                numa_guess=numa is None,
+            )
+        )
     compute_hcas = {r.port.hca for r in rails}
     unused = [u for u in unused if u.port.hca not in compute_hcas]
     return fabric, rails, sorted(unused, key=lambda u: (sysfs.natural_key(u.port.hca), u.port.port))
 
 
-def gpu_numa(gpu: nvml.GpuInfo, loc: Optional[sysfs.PciLoc],
-              numa: dict[int, frozenset[int]]) -> tuple[int, Optional[str]]:
+def gpu_numa(gpu: nvml.GpuInfo, loc: sysfs.PciLoc | None, numa: dict[int, frozenset[int]]) -> tuple[int, str | None]:
     """(NUMA node, guess comment or None): sysfs numa_node, else the node NVML's affinity covers."""
     if loc is not None and loc.numa in numa:
         return loc.numa, None
@@ -135,7 +141,7 @@ def _bootstrap(fs: Sysfs, rail_netdevs: set[str]) -> tuple[str, str]:
     raise Unavailable("no network interface is up for NCCL/Gloo bootstrap (none but lo)")
 
 
-def detect_software(session: Optional[nvml.Session]) -> dict[str, tuple[str, str]]:
+def detect_software(session: nvml.Session | None) -> dict[str, tuple[str, str]]:
     """name -> (version, comment) for nccl, torch, cuda, from the PyTorch installed here.
 
     The descriptor's versions are those of the container the jobs run in; the comment says so.
@@ -177,8 +183,14 @@ def host_name_to_cluster(host: str) -> str:
     return label or "node"
 
 
-def discover(sysfs_root: str = "/", *, name: Optional[str] = None, backend=None, hostname: Optional[str] = None,
-             software: Optional[dict[str, tuple[str, str]]] = None) -> str:
+def discover(
+    sysfs_root: str = "/",
+    *,
+    name: str | None = None,
+    backend=None,
+    hostname: str | None = None,
+    software: dict[str, tuple[str, str]] | None = None,
+) -> str:
     """The descriptor YAML for this node (validated). ``backend``: a pynvml-like module (tests)."""
     if name is not None and not re.fullmatch(DNS1123, name):
         raise UserError(f"--name: {name!r} is not a DNS-1123 label (lower-case letters, digits, '-')")
@@ -207,8 +219,15 @@ def discover(sysfs_root: str = "/", *, name: Optional[str] = None, backend=None,
     return render(fs, gpus, ports, numa, sw, name or host_name_to_cluster(host), host)
 
 
-def render(fs: Sysfs, gpus: list[nvml.GpuInfo], ports: list[HcaPort], numa: dict[int, frozenset[int]],
-           software: dict[str, tuple[str, str]], name: str, host: str) -> str:
+def render(
+    fs: Sysfs,
+    gpus: list[nvml.GpuInfo],
+    ports: list[HcaPort],
+    numa: dict[int, frozenset[int]],
+    software: dict[str, tuple[str, str]],
+    name: str,
+    host: str,
+) -> str:
     locs = {g.index: sysfs.pci_device(fs, g.bus_id) for g in gpus}
     placed = {g.index: gpu_numa(g, locs[g.index], numa) for g in gpus}
     fabric, rails, unused = classify(ports, locs, {i: n for i, (n, _) in placed.items()})
@@ -218,30 +237,45 @@ def render(fs: Sysfs, gpus: list[nvml.GpuInfo], ports: list[HcaPort], numa: dict
 
     where = "" if fs.root == "/" else f" (sysfs under {fs.root})"
     label = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(fabric)
-    desc = f"{len(gpus)}x {model}" + (f", {len(rails)} {label} rails" if label else ", no RDMA rails") \
+    desc = (
+        f"{len(gpus)}x {model}"
+        + (f", {len(rails)} {label} rails" if label else ", no RDMA rails")
         + f" (discovered on {host})"
-    out = [f"# Cluster descriptor written by `ncclgen discover` on {host}{where}.",
-           "# Lines marked 'guess:' are inferences (PCIe distance, link layer, port state, default route):",
-           "# check them, then `ncclgen validate` this file and `ncclgen doctor --cluster` it on every node.",
-           f"name: {q(name)}",
-           f"description: {q(desc)}",
-           "sources:",
-           f"  {SOURCE}: " + q(f"ncclgen discover on {host}{where}: NVML (GPU name, PCI bus id, CPU affinity, "
-                               "NVLink state) and sysfs (/sys/class/infiniband, /sys/class/net, "
-                               "/sys/devices/system/node)"),
-           "node:",
-           f"  gpu_model: {q(model)}"
-           + ("  # guess: GPUs report different names: " + ", ".join(sorted({g.name for g in gpus}))
-              if len({g.name for g in gpus}) > 1 else ""),
-           f"  gpus_per_node: {len(gpus)}"]
+    )
+    out = [
+        f"# Cluster descriptor written by `ncclgen discover` on {host}{where}.",
+        "# Lines marked 'guess:' are inferences (PCIe distance, link layer, port state, default route):",
+        "# check them, then `ncclgen validate` this file and `ncclgen doctor --cluster` it on every node.",
+        f"name: {q(name)}",
+        f"description: {q(desc)}",
+        "sources:",
+        f"  {SOURCE}: "
+        + q(
+            f"ncclgen discover on {host}{where}: NVML (GPU name, PCI bus id, CPU affinity, "
+            "NVLink state) and sysfs (/sys/class/infiniband, /sys/class/net, "
+            "/sys/devices/system/node)"
+        ),
+        "node:",
+        f"  gpu_model: {q(model)}"
+        + (
+            "  # guess: GPUs report different names: " + ", ".join(sorted({g.name for g in gpus}))
+            if len({g.name for g in gpus}) > 1
+            else ""
+        ),
+        f"  gpus_per_node: {len(gpus)}",
+    ]
     links = min(len(g.nvlinks) for g in gpus)
     per_link = next((v for k, v in NVLINK_GBPS_PER_LINK.items() if k in model.upper()), None)
     if links and per_link:
-        out.append(f"  nvlink_gbps: {links * per_link}  # guess: {links} active NVLink links x {per_link} "
-                   "Gb/s per direction (NVLink4)")
+        out.append(
+            f"  nvlink_gbps: {links * per_link}  # guess: {links} active NVLink links x {per_link} "
+            "Gb/s per direction (NVLink4)"
+        )
     elif links:
-        out.append(f"  # node.nvlink_gbps unknown: {links} NVLink links are up on each GPU; set it "
-                   "(Gbit/s per GPU, one direction) so `ncclgen bench --cluster` has an intra-node bound")
+        out.append(
+            f"  # node.nvlink_gbps unknown: {links} NVLink links are up on each GPU; set it "
+            "(Gbit/s per GPU, one direction) so `ncclgen bench --cluster` has an intra-node bound"
+        )
     out.append(f"  source: {SOURCE}")
     out.append("  numa_nodes:")
     for n, cpus in numa.items():
@@ -251,19 +285,31 @@ def render(fs: Sysfs, gpus: list[nvml.GpuInfo], ports: list[HcaPort], numa: dict
         n, why = placed[g.index]
         out.append(f"    - {{index: {g.index}, numa: {n}, pci_bus_id: {q(g.bus_id)}}}" + (f"  # {why}" if why else ""))
 
-    out += ["network:", f"  fabric: {fabric}" + ("  # guess: no active RDMA port was found" if fabric == "tcp" else ""),
-            f"  bootstrap_interfaces: [{q(boot)}]  # {boot_why}",
-            f"  source: {SOURCE}"]
+    out += [
+        "network:",
+        f"  fabric: {fabric}" + ("  # guess: no active RDMA port was found" if fabric == "tcp" else ""),
+        f"  bootstrap_interfaces: [{q(boot)}]  # {boot_why}",
+        f"  source: {SOURCE}",
+    ]
     if fabric == "roce":
-        out.append(f"  roce: {{gid_index: auto, source: {SOURCE}}}  # guess: let NCCL pick the RoCE v2 GID; "
-                   "set the index your fabric uses (OCI: 3)")
+        out.append(
+            f"  roce: {{gid_index: auto, source: {SOURCE}}}  # guess: let NCCL pick the RoCE v2 GID; "
+            "set the index your fabric uses (OCI: 3)"
+        )
     if rails:
         out.append("  compute:")
     for r in rails:
         p = r.port
-        fields = [f"hca: {q(p.hca)}", f"port: {p.port}"] + ([f"netdev: {q(p.netdev)}"] if p.netdev else []) + [
-            f"gbps: {round(p.rate_gbps)}", f"gpus: [{', '.join(map(str, r.gpus))}]", f"numa: {r.numa}",
-            f"source: {SOURCE}"]
+        fields = (
+            [f"hca: {q(p.hca)}", f"port: {p.port}"]
+            + ([f"netdev: {q(p.netdev)}"] if p.netdev else [])
+            + [
+                f"gbps: {round(p.rate_gbps)}",
+                f"gpus: [{', '.join(map(str, r.gpus))}]",
+                f"numa: {r.numa}",
+                f"source: {SOURCE}",
+            ]
+        )
         why = f"guess: compute rail, {r.level.name} to GPU {', '.join(map(str, r.gpus))}"
         if r.numa_guess:
             why += "; NUMA of its GPU (numa_node unknown)"

@@ -14,8 +14,8 @@ import os
 import re
 import resource
 import shutil
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Callable, Mapping, Optional
 
 from ..load import cpuset
 from ..load.descriptor import Descriptor
@@ -25,17 +25,30 @@ from .sysfs import Sysfs
 
 STATUSES = ("pass", "info", "warn", "fail")
 RDMA_FABRICS = ("infiniband", "roce", "efa")
-LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}   # what the port reports per fabric
+LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}  # what the port reports per fabric
 _QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
-_UNITS = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_UNITS = {
+    None: 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
 _MODEL = re.compile(r"\b[A-Z]{1,2}\d{2,4}[A-Z]?\b")
 
 
 @dataclass(frozen=True)
 class Check:
-    status: str   # one of STATUSES
-    check: str    # what was checked, e.g. hca.mlx5_0:1
+    status: str  # one of STATUSES
+    check: str  # what was checked, e.g. hca.mlx5_0:1
     detail: str
 
 
@@ -49,7 +62,7 @@ def _worst(statuses) -> str:
     return max(statuses, key=STATUSES.index, default="pass")
 
 
-def model_matches(declared: str, reported: str) -> Optional[bool]:
+def model_matches(declared: str, reported: str) -> bool | None:
     """Whether NVML's name ('NVIDIA H100 80GB HBM3') is the declared model ('H100-SXM5-80GB').
 
     Compared by the model number (H100, A100, L40S, GB200): names differ in everything else.
@@ -61,8 +74,9 @@ def model_matches(declared: str, reported: str) -> Optional[bool]:
     return want[0] in _MODEL.findall(reported.upper())
 
 
-def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], backend,
-               found: Optional[list] = None) -> list[Check]:
+def check_gpus(
+    desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], backend, found: list | None = None
+) -> list[Check]:
     """GPU count, model, PCI address and NUMA node; ``found`` receives NVML's GPUs for later checks."""
     words = (max((max(c) for c in numa.values() if c), default=63) // 64) + 1
     try:
@@ -78,8 +92,14 @@ def check_gpus(desc: Descriptor, fs: Sysfs, numa: dict[int, frozenset[int]], bac
         names = sorted({g.name for g in gpus})
         ok = model_matches(desc.node.gpu_model, names[0]) if len(names) == 1 else False
         status = {True: "pass", False: "fail", None: "warn"}[ok]
-        out.append(Check(status, "gpu.model", f"{', '.join(names)} (descriptor: {desc.node.gpu_model})"
-                         + (" - no model number to compare" if ok is None else "")))
+        out.append(
+            Check(
+                status,
+                "gpu.model",
+                f"{', '.join(names)} (descriptor: {desc.node.gpu_model})"
+                + (" - no model number to compare" if ok is None else ""),
+            )
+        )
     by_index = {g.index: g for g in gpus}
     cpus_with = {n: c for n, c in numa.items() if c}
     for g in sorted(desc.node.gpus, key=lambda g: g.index):
@@ -113,8 +133,14 @@ def check_numa(desc: Descriptor, numa: dict[int, frozenset[int]]) -> list[Check]
     declared = {n.id for n in desc.node.numa_nodes}
     for n, cpus in numa.items():
         if n not in declared and cpus:
-            out.append(Check("warn", f"numa{n}", f"CPUs {cpuset.format(cpus)} are on a NUMA node the descriptor "
-                                                 "does not declare; no rank will be bound there"))
+            out.append(
+                Check(
+                    "warn",
+                    f"numa{n}",
+                    f"CPUs {cpuset.format(cpus)} are on a NUMA node the descriptor "
+                    "does not declare; no rank will be bound there",
+                )
+            )
     return out
 
 
@@ -129,15 +155,16 @@ def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
             if nd is None:
                 out.append(Check("fail", f"net.{r.netdev}", "interface not present"))
             else:
-                out.append(Check("pass" if nd.operstate == "up" else "fail", f"net.{r.netdev}",
-                                 f"operstate {nd.operstate}"))
+                out.append(
+                    Check("pass" if nd.operstate == "up" else "fail", f"net.{r.netdev}", f"operstate {nd.operstate}")
+                )
             continue
         name = f"hca.{r.hca}:{r.port}"
         p = ports.get((r.hca, r.port))
         if p is None:
             out.append(Check("fail", name, "RDMA port not present in /sys/class/infiniband"))
             continue
-        rows = []   # (status, text)
+        rows = []  # (status, text)
         rows.append(("pass" if p.state == "ACTIVE" else "fail", p.state or "state unknown"))
         rows.append(("pass" if p.phys_state == "LinkUp" else "fail", p.phys_state or "phys_state unknown"))
         if p.rate_gbps is None:
@@ -150,23 +177,33 @@ def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
             rows.append(("pass", f"{p.rate_gbps:g} Gb/s"))
         want_layer = LINK_LAYER.get(fabric)
         if want_layer:
-            rows.append(("pass" if p.link_layer == want_layer else "fail",
-                         p.link_layer if p.link_layer == want_layer
-                         else f"link layer {p.link_layer}, fabric {fabric} needs {want_layer}"))
+            rows.append(
+                (
+                    "pass" if p.link_layer == want_layer else "fail",
+                    p.link_layer
+                    if p.link_layer == want_layer
+                    else f"link layer {p.link_layer}, fabric {fabric} needs {want_layer}",
+                )
+            )
         node = p.pci.numa if p.pci else None
         if node is None:
             rows.append(("warn", f"NUMA unknown, descriptor {r.numa}"))
         else:
-            rows.append(("pass" if node == r.numa else "fail",
-                         f"NUMA {node}" if node == r.numa else f"NUMA {node}, descriptor {r.numa}"))
+            rows.append(
+                (
+                    "pass" if node == r.numa else "fail",
+                    f"NUMA {node}" if node == r.numa else f"NUMA {node}, descriptor {r.numa}",
+                )
+            )
         if r.netdev and p.netdev and p.netdev != r.netdev:
             rows.append(("warn", f"netdev {p.netdev}, descriptor {r.netdev}"))
         out.append(Check(_worst(s for s, _ in rows), name, ", ".join(t for _, t in rows)))
     if fabric == "efa" and desc.network.efa is not None:
         efa = {p.hca for p in ports.values() if p.driver == "efa"}
         want = desc.network.efa.devices_per_node
-        out.append(Check("pass" if len(efa) >= want else "fail", "efa.devices",
-                         f"{len(efa)} EFA devices (descriptor: {want})"))
+        out.append(
+            Check("pass" if len(efa) >= want else "fail", "efa.devices", f"{len(efa)} EFA devices (descriptor: {want})")
+        )
     return out
 
 
@@ -193,8 +230,14 @@ def check_pcie(desc: Descriptor, fs: Sysfs, gpus: list) -> list[Check]:
         nearest = sorted(f"{h}:{pt}" for (h, pt), lvl in levels.items() if lvl == best)
         text = ", ".join(f"{k} {v.name}" for k, v in known.items())
         if worst > best:
-            out.append(Check("fail", f"pcie.gpu{g.index}", f"descriptor rail {text}; nearest compute HCA "
-                             f"{', '.join(nearest)} ({best.name}): check network.compute's gpus"))
+            out.append(
+                Check(
+                    "fail",
+                    f"pcie.gpu{g.index}",
+                    f"descriptor rail {text}; nearest compute HCA "
+                    f"{', '.join(nearest)} ({best.name}): check network.compute's gpus",
+                )
+            )
         else:
             out.append(Check("pass", f"pcie.gpu{g.index}", text))
     return out
@@ -203,8 +246,11 @@ def check_pcie(desc: Descriptor, fs: Sysfs, gpus: list) -> list[Check]:
 # GPUDirect RDMA, as NCCL detects it (NVIDIA/nccl src/transport/net_ib: ibGdrSupportInitOnce tests
 # these files; ncclIbDmaBufSupport probes ibv_reg_dmabuf_mr, which needs Linux >= 5.12, and the CUDA
 # attribute DMA_BUF_SUPPORTED, which the open GPU kernel module provides).
-PEERMEM_FILES = ("/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-                 "/sys/module/nvidia_peermem/version")
+PEERMEM_FILES = (
+    "/sys/kernel/mm/memory_peers/nv_mem/version",
+    "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
+    "/sys/module/nvidia_peermem/version",
+)
 
 
 def check_gdr(desc: Descriptor, fs: Sysfs) -> list[Check]:
@@ -223,9 +269,15 @@ def check_gdr(desc: Descriptor, fs: Sysfs) -> list[Check]:
         why.append(f"Linux {release} is older than 5.12")
     if driver and "Open Kernel Module" not in driver:
         why.append("the NVIDIA kernel module is not the open one")
-    return [Check("warn", "gdr", "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF "
-                  + (f"unlikely ({'; '.join(why)})" if why else "unknown")
-                  + ": without either NCCL stages network traffic through host memory")]
+    return [
+        Check(
+            "warn",
+            "gdr",
+            "no GPUDirect RDMA module (modprobe nvidia_peermem) and DMA-BUF "
+            + (f"unlikely ({'; '.join(why)})" if why else "unknown")
+            + ": without either NCCL stages network traffic through host memory",
+        )
+    ]
 
 
 def check_bootstrap(desc: Descriptor, fs: Sysfs, in_pod: bool) -> list[Check]:
@@ -243,8 +295,15 @@ def check_bootstrap(desc: Descriptor, fs: Sysfs, in_pod: bool) -> list[Check]:
         if not found:
             # a pod has its own network namespace (eth0...), unless it runs in the host's
             status = "info" if in_pod and not desc.kubernetes.host_network else "fail"
-            out.append(Check(status, row, "no such interface" + (" in this pod's network namespace" if in_pod else "")
-                             + "; NCCL/Gloo bootstrap would fail (network.bootstrap_interfaces)"))
+            out.append(
+                Check(
+                    status,
+                    row,
+                    "no such interface"
+                    + (" in this pod's network namespace" if in_pod else "")
+                    + "; NCCL/Gloo bootstrap would fail (network.bootstrap_interfaces)",
+                )
+            )
             continue
         down = [n.name for n in found if n.operstate == "down"]
         ok = [n.name for n in found if n.operstate != "down"]
@@ -261,8 +320,9 @@ def in_pod(environ: Mapping[str, str], fs: Sysfs) -> bool:
     return "KUBERNETES_SERVICE_HOST" in environ or fs.exists("/var/run/secrets/kubernetes.io")
 
 
-def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
-                 which: Callable[[str], Optional[str]], pod: bool = False) -> list[Check]:
+def check_limits(
+    desc: Descriptor, memlock: int | None, shm_path: str, which: Callable[[str], str | None], pod: bool = False
+) -> list[Check]:
     out = []
     soft = memlock if memlock is not None else resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
     rdma = desc.network.fabric in RDMA_FABRICS
@@ -280,14 +340,24 @@ def check_limits(desc: Descriptor, memlock: Optional[int], shm_path: str,
         gib = f"{size / 2**30:.1f} GiB"
         if pod:  # kubernetes.shm_size sizes a pod's memory-backed /dev/shm; a host's is its own
             want = quantity_bytes(desc.kubernetes.shm_size)
-            out.append(Check("pass" if size >= want else "warn", "shm",
-                             f"{shm_path} {gib}" + ("" if size >= want else
-                                                    f", smaller than kubernetes.shm_size {desc.kubernetes.shm_size}")))
+            out.append(
+                Check(
+                    "pass" if size >= want else "warn",
+                    "shm",
+                    f"{shm_path} {gib}"
+                    + ("" if size >= want else f", smaller than kubernetes.shm_size {desc.kubernetes.shm_size}"),
+                )
+            )
         else:
             out.append(Check("pass", "shm", f"{shm_path} {gib} (not in a pod: kubernetes.shm_size not compared)"))
     path = which("numactl")
-    out.append(Check("pass" if path else "fail", "numactl",
-                     path or "not on PATH; the per-rank NUMA binding runs ranks under numactl"))
+    out.append(
+        Check(
+            "pass" if path else "fail",
+            "numactl",
+            path or "not on PATH; the per-rank NUMA binding runs ranks under numactl",
+        )
+    )
     return out
 
 
@@ -295,15 +365,23 @@ def check_env(desc: Descriptor, environ: Mapping[str, str]) -> list[Check]:
     from ..lint import lint_environ
 
     status = {"error": "fail", "warning": "warn", "info": "info"}
-    out = [Check(status[f.severity], f"env.{f.variable}",
-                 f"{f.code}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
-           for f in lint_environ(environ, desc)]
+    out = [
+        Check(status[f.severity], f"env.{f.variable}", f"{f.code}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+        for f in lint_environ(environ, desc)
+    ]
     return out or [Check("pass", "env", "no findings in the NCCL/PyTorch variables of this environment")]
 
 
-def run(desc: Descriptor, *, sysfs_root: str = "/", backend=None, environ: Optional[Mapping[str, str]] = None,
-        memlock: Optional[int] = None, shm_path: str = "/dev/shm",
-        which: Callable[[str], Optional[str]] = shutil.which) -> list[Check]:
+def run(
+    desc: Descriptor,
+    *,
+    sysfs_root: str = "/",
+    backend=None,
+    environ: Mapping[str, str] | None = None,
+    memlock: int | None = None,
+    shm_path: str = "/dev/shm",
+    which: Callable[[str], str | None] = shutil.which,
+) -> list[Check]:
     """Every check, in table order. ``backend``: a pynvml-like module (tests); ``memlock``: a
     RLIMIT_MEMLOCK soft limit to judge instead of this process's."""
     fs = Sysfs(sysfs_root)
@@ -311,9 +389,16 @@ def run(desc: Descriptor, *, sysfs_root: str = "/", backend=None, environ: Optio
     env = os.environ if environ is None else environ
     pod = in_pod(env, fs)
     gpus: list = []
-    return (check_gpus(desc, fs, numa, backend, gpus) + check_numa(desc, numa) + check_rails(desc, fs)
-            + check_pcie(desc, fs, gpus) + check_gdr(desc, fs) + check_bootstrap(desc, fs, pod)
-            + check_limits(desc, memlock, shm_path, which, pod) + check_env(desc, env))
+    return (
+        check_gpus(desc, fs, numa, backend, gpus)
+        + check_numa(desc, numa)
+        + check_rails(desc, fs)
+        + check_pcie(desc, fs, gpus)
+        + check_gdr(desc, fs)
+        + check_bootstrap(desc, fs, pod)
+        + check_limits(desc, memlock, shm_path, which, pod)
+        + check_env(desc, env)
+    )
 
 
 def failed(checks: list[Check]) -> bool:
@@ -326,12 +411,24 @@ def render_text(desc: Descriptor, checks: list[Check]) -> str:
     lines += [f"{c.status:<6}  {c.check:<{width}}  {c.detail}" for c in checks]
     counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
     lines.append("")
-    lines.append(f"{desc.name}: " + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
-                 + (" - FAILED" if counts["fail"] else " - ok"))
+    lines.append(
+        f"{desc.name}: "
+        + ", ".join(f"{counts[s]} {s}" for s in STATUSES)
+        + (" - FAILED" if counts["fail"] else " - ok")
+    )
     return "\n".join(lines) + "\n"
 
 
 def render_json(desc: Descriptor, checks: list[Check]) -> str:
-    return json.dumps({"cluster": desc.name, "ok": not failed(checks),
-                       "counts": {s: sum(c.status == s for c in checks) for s in STATUSES},
-                       "checks": [asdict(c) for c in checks]}, indent=2) + "\n"
+    return (
+        json.dumps(
+            {
+                "cluster": desc.name,
+                "ok": not failed(checks),
+                "counts": {s: sum(c.status == s for c in checks) for s in STATUSES},
+                "checks": [asdict(c) for c in checks],
+            },
+            indent=2,
+        )
+        + "\n"
+    )

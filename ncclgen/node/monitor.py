@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 import time
-from typing import IO, Optional
+from typing import IO
 
 from ..errors import UserError
 from . import Unavailable, nvml
@@ -24,8 +24,11 @@ TARGET_UTIL_PCT = 85
 
 
 def _iso(t: float) -> str:
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).isoformat(timespec="milliseconds") \
+    return (
+        datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+        .isoformat(timespec="milliseconds")
         .replace("+00:00", "Z")
+    )
 
 
 def record(sess: nvml.Session, gpu: nvml.GpuInfo, host: str, wall: float, mono: float, prev: dict) -> dict:
@@ -40,13 +43,25 @@ def record(sess: nvml.Session, gpu: nvml.GpuInfo, host: str, wall: float, mono: 
             return None
         return (now - before) / (mono - last[0])
 
-    return {"timestamp": _iso(wall), "hostname": host, "gpu": gpu.index, **s,
-            "nvlink_tx_KiBps": rate(tx, last[1] if last else None),
-            "nvlink_rx_KiBps": rate(rx, last[2] if last else None)}
+    return {
+        "timestamp": _iso(wall),
+        "hostname": host,
+        "gpu": gpu.index,
+        **s,
+        "nvlink_tx_KiBps": rate(tx, last[1] if last else None),
+        "nvlink_rx_KiBps": rate(rx, last[2] if last else None),
+    }
 
 
-def run(out: IO[str], interval: float, duration: Optional[float] = None, *, backend=None,
-        hostname: Optional[str] = None, stop: Optional[threading.Event] = None) -> int:
+def run(
+    out: IO[str],
+    interval: float,
+    duration: float | None = None,
+    *,
+    backend=None,
+    hostname: str | None = None,
+    stop: threading.Event | None = None,
+) -> int:
     """Sample every ``interval`` s until ``duration`` s or SIGTERM/SIGINT; return the samples taken.
 
     Each sample is one line per GPU, flushed at once, so a job killed at its end keeps everything
@@ -101,10 +116,14 @@ def _read(path: str, groups: dict[tuple, list]) -> None:
             if not line.strip():
                 continue
             rec = yamlio.load_json(line, path, line=n, expected="one `ncclgen monitor` record per line")
-            if not isinstance(rec, dict) or not isinstance(rec.get("hostname"), str) \
-                    or not isinstance(rec.get("gpu"), int):
-                raise UserError("expected an object with hostname and gpu, as `ncclgen monitor` writes",
-                                file=path, line=n)
+            if (
+                not isinstance(rec, dict)
+                or not isinstance(rec.get("hostname"), str)
+                or not isinstance(rec.get("gpu"), int)
+            ):
+                raise UserError(
+                    "expected an object with hostname and gpu, as `ncclgen monitor` writes", file=path, line=n
+                )
             util = rec.get("util_gpu_pct")
             if util is not None and (not isinstance(util, (int, float)) or isinstance(util, bool)):
                 raise UserError(f"util_gpu_pct is {util!r}, expected a number or null", file=path, line=n)
@@ -128,11 +147,23 @@ def summarize(paths: list[str]) -> list[dict]:
     out = []
     for (host, gpu), values in sorted(groups.items()):
         known = sorted(v for v in values if v is not None)
-        row = {"hostname": host, "gpu": gpu, "samples": len(values), "with_util": len(known),
-               "mean": None, "p5": None, "p95": None, "above_target": None}
+        row = {
+            "hostname": host,
+            "gpu": gpu,
+            "samples": len(values),
+            "with_util": len(known),
+            "mean": None,
+            "p5": None,
+            "p95": None,
+            "above_target": None,
+        }
         if known:
-            row.update(mean=sum(known) / len(known), p5=percentile(known, 0.05), p95=percentile(known, 0.95),
-                       above_target=sum(v > TARGET_UTIL_PCT for v in known) / len(known))
+            row.update(
+                mean=sum(known) / len(known),
+                p5=percentile(known, 0.05),
+                p95=percentile(known, 0.95),
+                above_target=sum(v > TARGET_UTIL_PCT for v in known) / len(known),
+            )
         out.append(row)
     return out
 
@@ -143,13 +174,24 @@ def render_summary(rows: list[dict]) -> str:
 
     table = [("HOST", "GPU", "SAMPLES", "MEAN%", "P5%", "P95%", f">{TARGET_UTIL_PCT}%")]
     for r in rows:
-        table.append((r["hostname"], str(r["gpu"]), f"{r['with_util']}/{r['samples']}", num(r["mean"], ".1f"),
-                      num(r["p5"], ".1f"), num(r["p95"], ".1f"),
-                      num(None if r["above_target"] is None else r["above_target"] * 100, ".1f")))
+        table.append(
+            (
+                r["hostname"],
+                str(r["gpu"]),
+                f"{r['with_util']}/{r['samples']}",
+                num(r["mean"], ".1f"),
+                num(r["p5"], ".1f"),
+                num(r["p95"], ".1f"),
+                num(None if r["above_target"] is None else r["above_target"] * 100, ".1f"),
+            )
+        )
     widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
-    lines = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(t, widths))).rstrip()
-             for t in table]
+    lines = [
+        "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(t, widths))).rstrip() for t in table
+    ]
     lines.append("")
-    lines.append(f"GPU utilisation (NVML: share of time a kernel ran); target: above {TARGET_UTIL_PCT}% "
-                 f"(>{TARGET_UTIL_PCT}% = share of samples above it). SAMPLES: with a utilisation reading/all.")
+    lines.append(
+        f"GPU utilisation (NVML: share of time a kernel ran); target: above {TARGET_UTIL_PCT}% "
+        f"(>{TARGET_UTIL_PCT}% = share of samples above it). SAMPLES: with a utilisation reading/all."
+    )
     return "\n".join(lines) + "\n"

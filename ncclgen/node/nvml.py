@@ -9,8 +9,9 @@ NVML API: docs.nvidia.com/deploy/nvml-api/group__nvmlAffinity.html and group__nv
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from . import Unavailable
 
@@ -18,11 +19,12 @@ from . import Unavailable
 @dataclass(frozen=True)
 class GpuInfo:
     """What discover and doctor need to know about one GPU."""
+
     index: int
     name: str
-    bus_id: str                       # sysfs form, 0000:1b:00.0
-    cpus: Optional[frozenset[int]]    # nvmlDeviceGetCpuAffinity; None when NVML cannot say
-    nvlinks: tuple[int, ...]          # ids of the NVLink links in state enabled
+    bus_id: str  # sysfs form, 0000:1b:00.0
+    cpus: frozenset[int] | None  # nvmlDeviceGetCpuAffinity; None when NVML cannot say
+    nvlinks: tuple[int, ...]  # ids of the NVLink links in state enabled
     handle: Any = field(compare=False, repr=False, default=None)
 
 
@@ -60,11 +62,21 @@ class Session:
             cpus = None
             if mask is not None:
                 cpus = frozenset(w * 64 + b for w, word in enumerate(mask) for b in range(64) if int(word) >> b & 1)
-            links = tuple(link for link in range(nv.NVML_NVLINK_MAX_LINKS)
-                          if self._opt(nv.nvmlDeviceGetNvLinkState, h, link) == nv.NVML_FEATURE_ENABLED)
-            out.append(GpuInfo(index=i, name=_text(nv.nvmlDeviceGetName(h)),
-                               bus_id=sysfs_bus_id(nv.nvmlDeviceGetPciInfo(h).busId),
-                               cpus=cpus or None, nvlinks=links, handle=h))
+            links = tuple(
+                link
+                for link in range(nv.NVML_NVLINK_MAX_LINKS)
+                if self._opt(nv.nvmlDeviceGetNvLinkState, h, link) == nv.NVML_FEATURE_ENABLED
+            )
+            out.append(
+                GpuInfo(
+                    index=i,
+                    name=_text(nv.nvmlDeviceGetName(h)),
+                    bus_id=sysfs_bus_id(nv.nvmlDeviceGetPciInfo(h).busId),
+                    cpus=cpus or None,
+                    nvlinks=links,
+                    handle=h,
+                )
+            )
         return out
 
     def sample(self, gpu: GpuInfo) -> dict:
@@ -90,7 +102,7 @@ class Session:
             "nvlink_rx_kib": self._nvlink_counter(gpu, nv.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX),
         }
 
-    def _nvlink_counter(self, gpu: GpuInfo, field_id: int) -> Optional[int]:
+    def _nvlink_counter(self, gpu: GpuInfo, field_id: int) -> int | None:
         if not gpu.nvlinks:
             return None
         ids = [(field_id, link) for link in gpu.nvlinks]

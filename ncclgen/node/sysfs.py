@@ -13,7 +13,6 @@ import errno
 import os
 import re
 from dataclasses import dataclass
-from typing import Optional
 
 from ..load import cpuset
 
@@ -32,7 +31,7 @@ class Sysfs:
         """Where the in-tree absolute ``path`` lies on this machine, its links followed in the tree."""
         return os.path.join(self.root, self.resolve(path).lstrip("/"))
 
-    def read(self, path: str) -> Optional[str]:
+    def read(self, path: str) -> str | None:
         """The stripped text of a sysfs file, or None when it is absent or unreadable."""
         try:
             with open(self.host_path(path), encoding="utf-8", errors="replace") as fh:
@@ -85,13 +84,15 @@ class Sysfs:
 
 # -- PCIe --------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PciLoc:
     """Where a PCI function sits: its host bridge and the chain of bridges down to it."""
-    bdf: str                  # 0000:18:00.0
-    host_bridge: str          # pci0000:15 (one root complex)
-    chain: tuple[str, ...]    # BDFs from the root port down to the device itself (inclusive)
-    numa: Optional[int]       # device/numa_node; None when the kernel reports -1
+
+    bdf: str  # 0000:18:00.0
+    host_bridge: str  # pci0000:15 (one root complex)
+    chain: tuple[str, ...]  # BDFs from the root port down to the device itself (inclusive)
+    numa: int | None  # device/numa_node; None when the kernel reports -1
 
     @property
     def ancestors(self) -> tuple[str, ...]:
@@ -100,11 +101,12 @@ class PciLoc:
 
 class Level(enum.IntEnum):
     """PCIe distance classes of `nvidia-smi topo -m` (its legend: PIX, PXB, PHB, NODE, SYS), nearest first."""
-    PIX = 0   # the same PCIe bridge is the parent of both
-    PXB = 1   # several bridges, but below one root port (one PCIe switch tree)
-    PHB = 2   # through a host bridge: same root complex
+
+    PIX = 0  # the same PCIe bridge is the parent of both
+    PXB = 1  # several bridges, but below one root port (one PCIe switch tree)
+    PHB = 2  # through a host bridge: same root complex
     NODE = 3  # different root complexes of one NUMA node
-    SYS = 4   # across the socket interconnect (or NUMA unknown)
+    SYS = 4  # across the socket interconnect (or NUMA unknown)
 
 
 def distance(a: PciLoc, b: PciLoc) -> Level:
@@ -123,7 +125,7 @@ def distance(a: PciLoc, b: PciLoc) -> Level:
     return Level.SYS
 
 
-def pci_loc(fs: Sysfs, device_link: str) -> Optional[PciLoc]:
+def pci_loc(fs: Sysfs, device_link: str) -> PciLoc | None:
     """Resolve a ``.../device`` link (or /sys/bus/pci/devices/<bdf>) to a PciLoc; None if not PCI."""
     if not fs.exists(device_link):
         return None
@@ -138,11 +140,11 @@ def pci_loc(fs: Sysfs, device_link: str) -> Optional[PciLoc]:
     return PciLoc(bdf=chain[-1], host_bridge=parts[2], chain=chain, numa=_numa(fs.read(real + "/numa_node")))
 
 
-def pci_device(fs: Sysfs, bdf: str) -> Optional[PciLoc]:
+def pci_device(fs: Sysfs, bdf: str) -> PciLoc | None:
     return pci_loc(fs, f"/sys/bus/pci/devices/{bdf}")
 
 
-def _numa(text: Optional[str]) -> Optional[int]:
+def _numa(text: str | None) -> int | None:
     """numa_node contents: -1 (or absent) means the kernel does not know."""
     try:
         n = int(text) if text is not None else -1
@@ -152,6 +154,7 @@ def _numa(text: Optional[str]) -> Optional[int]:
 
 
 # -- NUMA --------------------------------------------------------------------------------------------
+
 
 def numa_cpus(fs: Sysfs) -> dict[int, frozenset[int]]:
     """NUMA node id -> its CPUs, from /sys/devices/system/node/node*/cpulist (memory-only nodes: {})."""
@@ -170,31 +173,34 @@ def numa_cpus(fs: Sysfs) -> dict[int, frozenset[int]]:
 
 # -- RDMA devices and network interfaces ---------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class HcaPort:
     """One port of an RDMA device, /sys/class/infiniband/<hca>/ports/<port>."""
+
     hca: str
     port: int
-    state: str                # ACTIVE, DOWN, INIT, ... (text after "N: ")
-    phys_state: str           # LinkUp, Disabled, Polling, ...
-    rate_gbps: Optional[float]
-    link_layer: str           # InfiniBand or Ethernet
-    pci: Optional[PciLoc]
-    driver: Optional[str]     # mlx5_core, efa, ...
-    netdev: Optional[str] = None
+    state: str  # ACTIVE, DOWN, INIT, ... (text after "N: ")
+    phys_state: str  # LinkUp, Disabled, Polling, ...
+    rate_gbps: float | None
+    link_layer: str  # InfiniBand or Ethernet
+    pci: PciLoc | None
+    driver: str | None  # mlx5_core, efa, ...
+    netdev: str | None = None
 
 
 @dataclass(frozen=True)
 class NetDev:
     """A network interface, /sys/class/net/<name>."""
+
     name: str
     operstate: str
-    pci: Optional[PciLoc]     # None for virtual interfaces (bond0, lo)
-    hca: Optional[str]        # RDMA device of the same PCI function (device/infiniband_verbs)
-    port: int                 # dev_port + 1
+    pci: PciLoc | None  # None for virtual interfaces (bond0, lo)
+    hca: str | None  # RDMA device of the same PCI function (device/infiniband_verbs)
+    port: int  # dev_port + 1
 
 
-def _after_colon(text: Optional[str]) -> str:
+def _after_colon(text: str | None) -> str:
     """'4: ACTIVE' -> 'ACTIVE'"""
     return (text or "").split(":", 1)[-1].strip()
 
@@ -216,8 +222,7 @@ def netdevs(fs: Sysfs) -> list[NetDev]:
             port = int(fs.read(base + "/dev_port") or "0") + 1
         except ValueError:
             port = 1
-        out.append(NetDev(name=name, operstate=fs.read(base + "/operstate") or "unknown", pci=pci,
-                          hca=hca, port=port))
+        out.append(NetDev(name=name, operstate=fs.read(base + "/operstate") or "unknown", pci=pci, hca=hca, port=port))
     return out
 
 
@@ -238,15 +243,23 @@ def hca_ports(fs: Sysfs) -> list[HcaPort]:
                 continue
             pb = f"{base}/ports/{p}"
             m = _RATE.match(fs.read(pb + "/rate") or "")
-            out.append(HcaPort(hca=hca, port=int(p), state=_after_colon(fs.read(pb + "/state")),
-                               phys_state=_after_colon(fs.read(pb + "/phys_state")),
-                               rate_gbps=float(m.group(1)) if m else None,
-                               link_layer=fs.read(pb + "/link_layer") or "unknown", pci=pci, driver=driver,
-                               netdev=by_port.get((hca, int(p)))))
+            out.append(
+                HcaPort(
+                    hca=hca,
+                    port=int(p),
+                    state=_after_colon(fs.read(pb + "/state")),
+                    phys_state=_after_colon(fs.read(pb + "/phys_state")),
+                    rate_gbps=float(m.group(1)) if m else None,
+                    link_layer=fs.read(pb + "/link_layer") or "unknown",
+                    pci=pci,
+                    driver=driver,
+                    netdev=by_port.get((hca, int(p))),
+                )
+            )
     return out
 
 
-def default_route_interface(fs: Sysfs) -> Optional[str]:
+def default_route_interface(fs: Sysfs) -> str | None:
     """The interface of the IPv4 default route (lowest metric), from /proc/net/route."""
     text = fs.read("/proc/net/route")
     best = None

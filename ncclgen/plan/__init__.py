@@ -7,5 +7,4 @@ and the launch spec. Renderers consume a Plan and never look at rules.
 from .build import BIND_TIER, TIERS, EnvVar, Origin, OriginKind, Plan, build, parse_set
 from .request import TARGETS, Request
 
-__all__ = ["BIND_TIER", "TARGETS", "TIERS", "EnvVar", "Origin", "OriginKind", "Plan", "Request", "build",
-           "parse_set"]
+__all__ = ["BIND_TIER", "TARGETS", "TIERS", "EnvVar", "Origin", "OriginKind", "Plan", "Request", "build", "parse_set"]

@@ -12,7 +12,7 @@ class RankBinding:
     local_rank: int
     gpu: int
     numa: int
-    cpus: str             # cpuset list of the GPU's NUMA node
+    cpus: str  # cpuset list of the GPU's NUMA node
     rails: tuple[str, ...]  # nearest compute rails, "hca:port" or netdev
 
 
@@ -25,6 +25,7 @@ def bindings(cluster: Descriptor) -> tuple[RankBinding, ...]:
     out = []
     for g in sorted(cluster.node.gpus, key=lambda g: g.index):
         rails = tuple(f"{r.hca}:{r.port}" if r.hca else str(r.netdev) for r in cluster.rails_for_gpu(g.index))
-        out.append(RankBinding(local_rank=g.index, gpu=g.index, numa=g.numa,
-                               cpus=cluster.numa(g.numa).cpus, rails=rails))
+        out.append(
+            RankBinding(local_rank=g.index, gpu=g.index, numa=g.numa, cpus=cluster.numa(g.numa).cpus, rails=rails)
+        )
     return tuple(out)

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Optional, Sequence
 
-from . import binding, launch, rules
-from ..load import envnames, plugins, views
 from ..errors import UserError, unsafe_char
+from ..load import envnames, plugins, views
 from ..load.descriptor import ENV_NAME, Descriptor
 from ..load.workload import Workload
+from . import binding, launch, rules
 from .request import TARGETS, Request
 
 TIERS = (1, 2, 3)
@@ -26,8 +26,9 @@ BIND_TIER = 3
 
 class OriginKind(enum.Enum):
     """Where a value comes from; the lint gate trusts RULE values (tested lint-clean) and checks the rest."""
+
     RULE = "rule"
-    PLUGIN = "plugin"       # what loads a net plugin and what it needs (ncclgen/data/plugins.yaml)
+    PLUGIN = "plugin"  # what loads a net plugin and what it needs (ncclgen/data/plugins.yaml)
     VENDOR = "vendor"
     DESCRIPTOR = "descriptor env"
     WORKLOAD = "workload env"
@@ -37,7 +38,7 @@ class OriginKind(enum.Enum):
 @dataclass(frozen=True)
 class Origin:
     kind: OriginKind
-    name: str = ""     # the rule id (RULE) or plugin id (PLUGIN)
+    name: str = ""  # the rule id (RULE) or plugin id (PLUGIN)
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.name}" if self.name else self.kind.value
@@ -55,7 +56,7 @@ VENDOR = Origin(OriginKind.VENDOR)
 class EnvVar:
     name: str
     value: str
-    tier: int          # 1..3 for rules and vendor settings, 0 for overrides
+    tier: int  # 1..3 for rules and vendor settings, 0 for overrides
     origin: Origin
     reason: str
     source: str
@@ -80,8 +81,8 @@ class Plan:
     env: tuple[EnvVar, ...]
     binding: tuple[binding.RankBinding, ...]
     launch: launch.Launch
-    target: str = "host"                # host (Slurm job on the node/VM) or pod (Kubernetes)
-    request: Optional[Request] = None   # set by the pipeline; None for plans built directly
+    target: str = "host"  # host (Slurm job on the node/VM) or pod (Kubernetes)
+    request: Request | None = None  # set by the pipeline; None for plans built directly
 
     def env_dict(self) -> dict[str, str]:
         return {e.name: e.value for e in self.env}
@@ -89,8 +90,9 @@ class Plan:
     def command_line(self, command: str, options: Sequence[str] = ()) -> list[str]:
         """`ncclgen <command>` argv that repeats this plan: the request as typed (a descriptor file stays
         a file), the resolved node count, then ``options`` and any `-- ARGS`."""
-        req = self.request or Request(cluster=self.cluster.name, tier=self.tier, workload=self.workload.name,
-                                      debug=self.debug, target=self.target)  # type: ignore[arg-type]
+        req = self.request or Request(
+            cluster=self.cluster.name, tier=self.tier, workload=self.workload.name, debug=self.debug, target=self.target
+        )  # type: ignore[arg-type]
         return req.argv(command, nodes=self.launch.nodes) + list(options) + req.tail()
 
 
@@ -107,13 +109,17 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
         if not sep or not re.fullmatch(ENV_NAME, name):
             raise UserError(f"--set {item!r}: expected NAME=VALUE with NAME a valid variable name")
         if CREDENTIAL.fullmatch(name):
-            raise UserError(f"--set {name}: a credential would be written in clear text into the script or "
-                            f"manifests; take it from a Secret (ncclgen k8s --secret-env {name}=SECRET:KEY) or "
-                            f"from the job's environment (ncclgen slurm --pass-env {name})")
+            raise UserError(
+                f"--set {name}: a credential would be written in clear text into the script or "
+                f"manifests; take it from a Secret (ncclgen k8s --secret-env {name}=SECRET:KEY) or "
+                f"from the job's environment (ncclgen slurm --pass-env {name})"
+            )
         bad = unsafe_char(value)
         if bad:
-            raise UserError(f"--set {name}: {bad} in the value: bash drops NUL and YAML readers turn NEL/U+2028 "
-                            "into line breaks, so it would not arrive as written")
+            raise UserError(
+                f"--set {name}: {bad} in the value: bash drops NUL and YAML readers turn NEL/U+2028 "
+                "into line breaks, so it would not arrive as written"
+            )
         why = envnames.refused(name)
         if why:
             raise UserError(f"--set {name}: may not be set by a descriptor, workload or --set: {why}")
@@ -121,9 +127,18 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional[int] = None,
-          overrides: tuple[tuple[str, str], ...] = (), debug: bool = False, target: str = "host",
-          extra_args: tuple[str, ...] = (), request: Optional[Request] = None) -> Plan:
+def build(
+    cluster: Descriptor,
+    workload: Workload,
+    tier: int,
+    *,
+    nodes: int | None = None,
+    overrides: tuple[tuple[str, str], ...] = (),
+    debug: bool = False,
+    target: str = "host",
+    extra_args: tuple[str, ...] = (),
+    request: Request | None = None,
+) -> Plan:
     """Evaluate the rules up to ``tier`` and apply vendor settings and overrides, in that order, on the
     ``target`` view of the descriptor ("host": Slurm, env, explain; "pod": Kubernetes)."""
     if tier not in TIERS:
@@ -148,14 +163,13 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
                 continue
             if value is not None and getattr(env.get(rule.var), "origin", None) != VENDOR:
                 # The vendor's published value for this system wins over a generic rule.
-                env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason,
-                                      rule.source)
+                env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason, rule.source)
         if t == 1:
             for var in plugin_env(cluster, target):
                 _put(env, var)
         for s in cluster.vendor_env:
             if s.tier == t and s.omit:
-                env.pop(s.name, None)   # the vendor advises against it: no rule sets it
+                env.pop(s.name, None)  # the vendor advises against it: no rule sets it
             elif s.tier == t:
                 _put(env, EnvVar(s.name, s.value, t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
     # A variable read only through a net plugin is emitted only together with what loads that plugin.
@@ -169,9 +183,12 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
         if fact in cluster.network.unconfirmed:
             for name in names:
                 if name in env:
-                    env[name] = replace(env[name], reason=f"{env[name].reason} [site fact to confirm: "
-                                        f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
-                                        "checks it on every node]")
+                    env[name] = replace(
+                        env[name],
+                        reason=f"{env[name].reason} [site fact to confirm: "
+                        f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
+                        "checks it on every node]",
+                    )
     for kind, settings in ((OriginKind.DESCRIPTOR, cluster.env), (OriginKind.WORKLOAD, workload.env)):
         for s in settings:
             if kind is OriginKind.DESCRIPTOR:
@@ -193,8 +210,17 @@ def build(cluster: Descriptor, workload: Workload, tier: int, *, nodes: Optional
         bind_memory=cluster.node.bind_memory,
         ray_ready_timeout_s=workload.ray_ready_timeout_s,
     )
-    return Plan(cluster=cluster, workload=workload, tier=tier, debug=debug, env=tuple(env.values()),
-                binding=binding.bindings(cluster), launch=spec, target=target, request=request)
+    return Plan(
+        cluster=cluster,
+        workload=workload,
+        tier=tier,
+        debug=debug,
+        env=tuple(env.values()),
+        binding=binding.bindings(cluster),
+        launch=spec,
+        target=target,
+        request=request,
+    )
 
 
 LOADER_PATH_VARS = ("LD_LIBRARY_PATH",)
@@ -219,23 +245,49 @@ def plugin_env(cluster: Descriptor, target: str = "host") -> list[EnvVar]:
     origin = Origin(OriginKind.PLUGIN, plugin.id)
     out = []
     if plugin.load == "ld_library_path":
-        where = ("goes in front of the job's loader path" if target == "host"
-                 else "is the container's loader path")
-        out.append(EnvVar("LD_LIBRARY_PATH", lib_dir, 1, origin,
-                          f"the {plugin.id} plugin folder {where}: NCCL dlopens {plugin.library} (and the "
-                          "libraries beside it) by name, and without it falls back to another transport with "
-                          "no warning", plugin.load_source))
+        where = "goes in front of the job's loader path" if target == "host" else "is the container's loader path"
+        out.append(
+            EnvVar(
+                "LD_LIBRARY_PATH",
+                lib_dir,
+                1,
+                origin,
+                f"the {plugin.id} plugin folder {where}: NCCL dlopens {plugin.library} (and the "
+                "libraries beside it) by name, and without it falls back to another transport with "
+                "no warning",
+                plugin.load_source,
+            )
+        )
     else:
-        out.append(EnvVar("NCCL_NET_PLUGIN", f"{lib_dir}/{plugin.library}", 1, origin,
-                          f"loads the {plugin.id} plugin from this file; a plugin NCCL cannot open is only an "
-                          "INFO line and NCCL falls back to another transport", plugin.load_source))
+        out.append(
+            EnvVar(
+                "NCCL_NET_PLUGIN",
+                f"{lib_dir}/{plugin.library}",
+                1,
+                origin,
+                f"loads the {plugin.id} plugin from this file; a plugin NCCL cannot open is only an "
+                "INFO line and NCCL falls back to another transport",
+                plugin.load_source,
+            )
+        )
     if plugin.net_name:
-        out.append(EnvVar("NCCL_NET", plugin.net_name, 1, origin,
-                          f"use only the network the {plugin.id} plugin registers: if the plugin did not load, "
-                          "NCCL stops at start-up ('Failed to initialize any NET plugin') instead of running "
-                          "silently over sockets", f"{plugin.net_name_source}; NCCL v2.30.7 src/plugin/net.cc"))
-    fields = {"lib_dir": lib_dir, "bootstrap": net.bootstrap_interfaces[0] if net.bootstrap_interfaces else "",
-              "rail_netdevs": ",".join(r.netdev for r in net.compute if r.netdev)}
+        out.append(
+            EnvVar(
+                "NCCL_NET",
+                plugin.net_name,
+                1,
+                origin,
+                f"use only the network the {plugin.id} plugin registers: if the plugin did not load, "
+                "NCCL stops at start-up ('Failed to initialize any NET plugin') instead of running "
+                "silently over sockets",
+                f"{plugin.net_name_source}; NCCL v2.30.7 src/plugin/net.cc",
+            )
+        )
+    fields = {
+        "lib_dir": lib_dir,
+        "bootstrap": net.bootstrap_interfaces[0] if net.bootstrap_interfaces else "",
+        "rail_netdevs": ",".join(r.netdev for r in net.compute if r.netdev),
+    }
     for e in plugin.env:
         out.append(EnvVar(e.name, e.value.format(**fields), 1, origin, e.reason, e.source))
     return out
@@ -249,8 +301,8 @@ def _put(env: dict[str, EnvVar], var: EnvVar) -> None:
     env[var.name] = var
 
 
-NCCL_STEPS = 8               # NCCL v2.30.7 src/include/device.h:26
-DEFAULT_BUFFSIZE = 1 << 22   # NCCL v2.30.7 src/init.cc:813
+NCCL_STEPS = 8  # NCCL v2.30.7 src/include/device.h:26
+DEFAULT_BUFFSIZE = 1 << 22  # NCCL v2.30.7 src/init.cc:813
 
 
 def _note_effective_values(env: dict[str, EnvVar]) -> None:
@@ -267,9 +319,13 @@ def _note_effective_values(env: dict[str, EnvVar]) -> None:
     cap = size // NCCL_STEPS
     if int(chunk.value) > cap:
         whose = f"this plan's NCCL_BUFFSIZE={size}" if buff is not None else f"the default NCCL_BUFFSIZE={size}"
-        env[chunk.name] = replace(chunk, reason=(
-            f"{chunk.reason}. NCCL caps P2P chunks at NCCL_BUFFSIZE/{NCCL_STEPS} (NCCL v2.30.7 src/init.cc:841-843): "
-            f"with {whose}, {cap} ({_size(cap)}) takes effect"))
+        env[chunk.name] = replace(
+            chunk,
+            reason=(
+                f"{chunk.reason}. NCCL caps P2P chunks at NCCL_BUFFSIZE/{NCCL_STEPS} (NCCL v2.30.7 src/init.cc:841-843): "
+                f"with {whose}, {cap} ({_size(cap)}) takes effect"
+            ),
+        )
 
 
 def _size(n: int) -> str:
@@ -281,7 +337,7 @@ def _unchecked(s) -> str:
     return " [unchecked: opted in by the author; ncclgen does not vouch for this name]" if s.unchecked else ""
 
 
-def _cite(cluster: Descriptor, source: Optional[str]) -> str:
+def _cite(cluster: Descriptor, source: str | None) -> str:
     if source is None:
         return f"descriptor {cluster.name}"
     return cluster.sources.get(source, source)

@@ -23,7 +23,8 @@ def diff_plans(a: Plan, b: Plan) -> dict:
         "removed": [old[n] for n in old if n not in new],
         "unchanged": sum(1 for n in new if n in old and old[n].value == new[n].value),
         "binding": {"from": a.launch.bind, "to": b.launch.bind, "ranks": ranks}
-                   if a.launch.bind != b.launch.bind or ranks else None,
+        if a.launch.bind != b.launch.bind or ranks
+        else None,
         "command": (a.launch.command, b.launch.command) if a.launch.command != b.launch.command else None,
     }
 
@@ -35,8 +36,10 @@ def _why(e: EnvVar) -> list[str]:
 def render_diff(a: Plan, b: Plan, names: tuple[str, str]) -> str:
     """Text for reviewers; ``names`` label the sides (a file path when two files share a name)."""
     d = diff_plans(a, b)
-    out = [f"ncclgen diff: {names[0]} tier {a.tier} -> {names[1]} tier {b.tier} "
-           f"(workload {b.workload.name}, {b.launch.nodes} node(s))"]
+    out = [
+        f"ncclgen diff: {names[0]} tier {a.tier} -> {names[1]} tier {b.tier} "
+        f"(workload {b.workload.name}, {b.launch.nodes} node(s))"
+    ]
     for old, new in d["changed"]:
         out.append(f"~ {new.name}: {shlex.quote(old.value)} -> {shlex.quote(new.value)}    [{new.label()}]")
         out += _why(new)
@@ -48,16 +51,21 @@ def render_diff(a: Plan, b: Plan, names: tuple[str, str]) -> str:
         out += _why(e)
     bind = d["binding"]
     if bind and bind["from"] != bind["to"]:
-        out.append(f"~ binding: {'on' if bind['from'] else 'off'} -> {'on' if bind['to'] else 'off'}"
-                   " (numactl per local rank; `ncclgen explain` shows the map)")
+        out.append(
+            f"~ binding: {'on' if bind['from'] else 'off'} -> {'on' if bind['to'] else 'off'}"
+            " (numactl per local rank; `ncclgen explain` shows the map)"
+        )
     elif bind:
-        out.append(f"~ binding: local rank(s) {','.join(map(str, bind['ranks']))} bind to other CPUs, "
-                   "NUMA nodes or rails (`ncclgen explain` shows each map)")
+        out.append(
+            f"~ binding: local rank(s) {','.join(map(str, bind['ranks']))} bind to other CPUs, "
+            "NUMA nodes or rails (`ncclgen explain` shows each map)"
+        )
     if d["command"]:
         out.append(f"~ command: {shlex.join(d['command'][0])}")
         out.append(f"        -> {shlex.join(d['command'][1])}")
-    out.append(f"{len(d['changed'])} changed, {len(d['added'])} added, {len(d['removed'])} removed, "
-               f"{d['unchanged']} unchanged")
+    out.append(
+        f"{len(d['changed'])} changed, {len(d['added'])} added, {len(d['removed'])} removed, {d['unchanged']} unchanged"
+    )
     return "\n".join(out) + "\n"
 
 
@@ -65,14 +73,35 @@ def diff_json(a: Plan, b: Plan, names: tuple[str, str]) -> str:
     d = diff_plans(a, b)
 
     def entry(e):
-        return {"name": e.name, "value": e.value, "tier": e.tier, "origin": str(e.origin), "reason": e.reason,
-                "source": e.source}
-    doc = {"from": {"cluster": names[0], "tier": a.tier}, "to": {"cluster": names[1], "tier": b.tier},
-           "workload": b.workload.name,
-           "changed": [{"name": n.name, "from": o.value, "to": n.value, "tier": n.tier, "origin": str(n.origin),
-                        "reason": n.reason, "source": n.source} for o, n in d["changed"]],
-           "added": [entry(e) for e in d["added"]], "removed": [entry(e) for e in d["removed"]],
-           "unchanged": d["unchanged"],
-           "binding": d["binding"],
-           "command": None if d["command"] is None else {"from": list(d["command"][0]), "to": list(d["command"][1])}}
+        return {
+            "name": e.name,
+            "value": e.value,
+            "tier": e.tier,
+            "origin": str(e.origin),
+            "reason": e.reason,
+            "source": e.source,
+        }
+
+    doc = {
+        "from": {"cluster": names[0], "tier": a.tier},
+        "to": {"cluster": names[1], "tier": b.tier},
+        "workload": b.workload.name,
+        "changed": [
+            {
+                "name": n.name,
+                "from": o.value,
+                "to": n.value,
+                "tier": n.tier,
+                "origin": str(n.origin),
+                "reason": n.reason,
+                "source": n.source,
+            }
+            for o, n in d["changed"]
+        ],
+        "added": [entry(e) for e in d["added"]],
+        "removed": [entry(e) for e in d["removed"]],
+        "unchanged": d["unchanged"],
+        "binding": d["binding"],
+        "command": None if d["command"] is None else {"from": list(d["command"][0]), "to": list(d["command"][1])},
+    }
     return json.dumps(doc, indent=2) + "\n"

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     from ..load.workload import Workload
     from .binding import RankBinding
 
-RDZV_PORT = 29500      # c10d rendezvous store on the head node
-RAY_PORT = 6379        # Ray GCS
+RDZV_PORT = 29500  # c10d rendezvous store on the head node
+RAY_PORT = 6379  # Ray GCS
 RAY_READY_TIMEOUT_S = 300
 # Watchdog period: a raylet stopped by SIGTERM leaves `ray start --block` running, so only the node
 # table shows the loss; a 2 s period keeps the job's fail-fast bound within seconds.
@@ -29,10 +29,10 @@ RAY_AGENT_PORT = 52365
 # The Ray worker setup hook: Ray's default_worker.py imports and calls the function named by this
 # variable in every worker process (a Ray internal, checked in Ray 2.60).
 RAY_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
-HOOK_MODULE = "ncclgen_raybind"          # ncclgen/jobside/raybind.py, written under this module name
-GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"        # read by ncclgen/jobside/raybind.py
-BIND_ARGV0 = "ncclgen-bind"              # $0 of the per-rank binding wrapper
-SETUP_ARGV0 = "ncclgen-setup"            # $0 of the workload's setup program
+HOOK_MODULE = "ncclgen_raybind"  # ncclgen/jobside/raybind.py, written under this module name
+GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"  # read by ncclgen/jobside/raybind.py
+BIND_ARGV0 = "ncclgen-bind"  # $0 of the per-rank binding wrapper
+SETUP_ARGV0 = "ncclgen-setup"  # $0 of the workload's setup program
 
 # verl derives these from the plan; typing them in a workload would say the count twice (checked with
 # every other override by ncclgen/load/verl.py, which holds the same tuple as DERIVED).
@@ -41,12 +41,12 @@ DERIVED_VERL_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 @dataclass(frozen=True)
 class Launch:
-    launcher: str                 # torchrun | ray
-    command: tuple[str, ...]      # per-rank program (torchrun) or driver (ray), derived overrides included
+    launcher: str  # torchrun | ray
+    command: tuple[str, ...]  # per-rank program (torchrun) or driver (ray), derived overrides included
     nodes: int
     gpus_per_node: int
     cpus_per_node: int
-    bind: bool                    # tier 3: each local rank / Ray GPU worker bound to its NUMA node
+    bind: bool  # tier 3: each local rank / Ray GPU worker bound to its NUMA node
     bind_memory: bool
     rdzv_port: int = RDZV_PORT
     ray_port: int = RAY_PORT
@@ -56,14 +56,16 @@ class Launch:
     # -- torchrun ---------------------------------------------------------------------------------
     def torchrun_options(self) -> list[str]:
         """Scheduler-independent torchrun options; renderers add --nnodes/--rdzv-endpoint/--rdzv-id."""
-        return [f"--nproc-per-node={self.gpus_per_node}",
-                "--rdzv-backend=c10d",
-                # A failed rank fails the job: restarts would re-run a half-finished step on a
-                # possibly broken node; Slurm/Kubernetes requeue the job instead.
-                "--max-restarts=0",
-                # The whole job must rendezvous within 10 minutes (slow image pulls, pyxis imports).
-                "--rdzv-conf=join_timeout=600",
-                "--no-python"]
+        return [
+            f"--nproc-per-node={self.gpus_per_node}",
+            "--rdzv-backend=c10d",
+            # A failed rank fails the job: restarts would re-run a half-finished step on a
+            # possibly broken node; Slurm/Kubernetes requeue the job instead.
+            "--max-restarts=0",
+            # The whole job must rendezvous within 10 minutes (slow image pulls, pyxis imports).
+            "--rdzv-conf=join_timeout=600",
+            "--no-python",
+        ]
 
     # -- Ray ----------------------------------------------------------------------------------------
     def ray_start_params(self) -> dict[str, str]:
@@ -83,8 +85,7 @@ class Launch:
     def ray_worker_argv(self, head: str) -> list[str]:
         """``head``: the head's address without the port (an IP, a Service name, or a renderer's own
         shell expansion, whose str subclass the address argument keeps)."""
-        return ["ray", "start", type(head)(f"--address={head}:{self.ray_port}"), *self.ray_start_flags(),
-                "--block"]
+        return ["ray", "start", type(head)(f"--address={head}:{self.ray_port}"), *self.ray_start_flags(), "--block"]
 
     @property
     def want_gpus(self) -> int:
@@ -108,12 +109,12 @@ def derive_command(workload: Workload, cluster: Descriptor, nodes: int) -> tuple
     """
     cmd = tuple(workload.command)
     if workload.framework == "verl" and workload.launcher == "ray":
-        cmd += (f"trainer.nnodes={nodes}",
-                f"trainer.n_gpus_per_node={cluster.node.gpus_per_node}")
+        cmd += (f"trainer.nnodes={nodes}", f"trainer.n_gpus_per_node={cluster.node.gpus_per_node}")
     return cmd
 
 
 # -- tier 3 binding -------------------------------------------------------------------------------------
+
 
 def bind_wrapper(binds: tuple[RankBinding, ...], bind_memory: bool) -> str:
     """A bash program that execs its arguments under numactl for $LOCAL_RANK.
@@ -121,18 +122,14 @@ def bind_wrapper(binds: tuple[RankBinding, ...], bind_memory: bool) -> str:
     Used as `torchrun --no-python bash -c "$SCRIPT" ncclgen-bind CMD...` on Slurm (no shared file
     system needed) and from a ConfigMap on Kubernetes. Fails loudly rather than run unbound.
     """
-    lines = ['set -euo pipefail',
-             f'rank="${{LOCAL_RANK:?{BIND_ARGV0}: LOCAL_RANK is not set}}"',
-             'case "$rank" in']
-    groups: dict[str, list[str]] = {}   # one case per binding, e.g. `0|1|2|3)` for a NUMA node's GPUs
+    lines = ["set -euo pipefail", f'rank="${{LOCAL_RANK:?{BIND_ARGV0}: LOCAL_RANK is not set}}"', 'case "$rank" in']
+    groups: dict[str, list[str]] = {}  # one case per binding, e.g. `0|1|2|3)` for a NUMA node's GPUs
     for b in binds:
         mem = f" --membind={b.numa}" if bind_memory else ""
         groups.setdefault(f"numactl --physcpubind={b.cpus}{mem}", []).append(str(b.local_rank))
     for cmd, ranks in groups.items():
-        lines.append(f"  {'|'.join(ranks)}) set -- {cmd} -- \"$@\" ;;")
-    lines += [f'  *) echo "{BIND_ARGV0}: no binding for LOCAL_RANK=$rank" >&2; exit 2 ;;',
-              'esac',
-              'exec "$@"']
+        lines.append(f'  {"|".join(ranks)}) set -- {cmd} -- "$@" ;;')
+    lines += [f'  *) echo "{BIND_ARGV0}: no binding for LOCAL_RANK=$rank" >&2; exit 2 ;;', "esac", 'exec "$@"']
     return "\n".join(lines) + "\n"
 
 

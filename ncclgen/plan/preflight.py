@@ -26,9 +26,9 @@ from typing import Any
 from ..load import views
 from . import Plan
 
-SPEC_VERSION = 1           # ncclgen/jobside/preflight.py SPEC_VERSION
-EXIT_PROBLEMS = 6          # ncclgen/jobside/preflight.py EXIT_PROBLEMS: the job's exit status too
-SHM_MIN_BYTES = 1 << 30    # --shm-size=1g (NCCL troubleshooting guide, above)
+SPEC_VERSION = 1  # ncclgen/jobside/preflight.py SPEC_VERSION
+EXIT_PROBLEMS = 6  # ncclgen/jobside/preflight.py EXIT_PROBLEMS: the job's exit status too
+SHM_MIN_BYTES = 1 << 30  # --shm-size=1g (NCCL troubleshooting guide, above)
 RDMA_FABRICS = ("infiniband", "roce", "efa")
 HCA_VARS = ("NCCL_IB_HCA",)
 IFACE_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")

@@ -4,7 +4,7 @@ line and `ncclgen.io/explain` annotation (a cluster given as a file stays a file
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 Target = Literal["host", "pod"]
 TARGETS: tuple[str, ...] = ("host", "pod")
@@ -12,19 +12,18 @@ TARGETS: tuple[str, ...] = ("host", "pod")
 
 @dataclass(frozen=True)
 class Request:
-    cluster: str                       # descriptor name or file, as typed (defaults resolved)
+    cluster: str  # descriptor name or file, as typed (defaults resolved)
     tier: int
-    workload: str                      # workload name or file, as typed (defaults resolved)
-    nodes: Optional[int] = None        # None: the workload's default
-    sets: tuple[str, ...] = ()         # --set NAME=VALUE, as typed
+    workload: str  # workload name or file, as typed (defaults resolved)
+    nodes: int | None = None  # None: the workload's default
+    sets: tuple[str, ...] = ()  # --set NAME=VALUE, as typed
     debug: bool = False
-    target: Target = "host"            # host: Slurm job on the node or VM; pod: a Kubernetes pod
-    extra_args: tuple[str, ...] = ()   # `-- ARGS`: appended to the workload's command
+    target: Target = "host"  # host: Slurm job on the node or VM; pod: a Kubernetes pod
+    extra_args: tuple[str, ...] = ()  # `-- ARGS`: appended to the workload's command
 
-    def argv(self, command: str, nodes: Optional[int] = None) -> list[str]:
+    def argv(self, command: str, nodes: int | None = None) -> list[str]:
         """The `ncclgen <command>` argv that repeats this request (``nodes``: the resolved count)."""
-        out = ["ncclgen", command, "--cluster", self.cluster, "--tier", str(self.tier),
-               "--workload", self.workload]
+        out = ["ncclgen", command, "--cluster", self.cluster, "--tier", str(self.tier), "--workload", self.workload]
         n = self.nodes if nodes is None else nodes
         if n is not None:
             out += ["--nodes", str(n)]

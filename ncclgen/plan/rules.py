@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 from .. import datapaths
 from ..load.descriptor import Descriptor
@@ -21,22 +22,23 @@ from ..load.yamlio import load_file
 @dataclass(frozen=True, kw_only=True)
 class When:
     """Conditions of a rule; all given ones must hold."""
-    fabric: Optional[tuple[str, ...]] = field(None)
-    not_fabric: Optional[tuple[str, ...]] = field(None)
-    plugin: Optional[tuple[str, ...]] = field(None)
-    not_plugin: Optional[tuple[str, ...]] = field(None)
-    nccl_min: Optional[str] = field(None)
-    nccl_below: Optional[str] = field(None)
-    torch_below: Optional[str] = field(None)
-    launcher: Optional[tuple[str, ...]] = field(None)
-    framework: Optional[tuple[str, ...]] = field(None)
-    backend: Optional[tuple[str, ...]] = field(None)
-    nodes_min: Optional[int] = field(None)
-    model_b_min: Optional[float] = field(None)
-    memory_saving: Optional[bool] = field(None)
-    sharp: Optional[bool] = field(None)
-    debug: Optional[bool] = field(None)
-    bind: Optional[bool] = field(None)
+
+    fabric: tuple[str, ...] | None = field(None)
+    not_fabric: tuple[str, ...] | None = field(None)
+    plugin: tuple[str, ...] | None = field(None)
+    not_plugin: tuple[str, ...] | None = field(None)
+    nccl_min: str | None = field(None)
+    nccl_below: str | None = field(None)
+    torch_below: str | None = field(None)
+    launcher: tuple[str, ...] | None = field(None)
+    framework: tuple[str, ...] | None = field(None)
+    backend: tuple[str, ...] | None = field(None)
+    nodes_min: int | None = field(None)
+    model_b_min: float | None = field(None)
+    memory_saving: bool | None = field(None)
+    sharp: bool | None = field(None)
+    debug: bool | None = field(None)
+    bind: bool | None = field(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,11 +49,12 @@ class Derive:
 @dataclass(frozen=True, kw_only=True)
 class Rule:
     """One variable, the tier that emits it, when, why and from where."""
+
     id: str = field()
     tier: int = field(min=1, max=3)
     var: str = field()
     when: When = field(factory=When)
-    value: Union[str, Derive] = field(scalar=True)
+    value: str | Derive = field(scalar=True)
     reason: str = field()
     source: str = field()
 
@@ -59,6 +62,7 @@ class Rule:
 @dataclass(frozen=True, kw_only=True)
 class NotEmitted:
     """A variable ncclgen never emits although recipes set it, and why (listed in docs/tiers.md)."""
+
     var: str = field()
     reason: str = field()
     source: str = field()
@@ -67,6 +71,7 @@ class NotEmitted:
 @dataclass(frozen=True, kw_only=True)
 class RuleFile:
     """rules.yaml: the rules, and the variables deliberately left out."""
+
     not_emitted: tuple[NotEmitted, ...] = field()
     rules: tuple[Rule, ...] = field()
 
@@ -74,6 +79,7 @@ class RuleFile:
 @dataclass(frozen=True)
 class Context:
     """What rule conditions and derivations look at."""
+
     cluster: Descriptor
     workload: Workload
     nodes: int
@@ -131,7 +137,8 @@ def holds(w: When, ctx: Context) -> bool:
 
 # -- derivations: descriptor facts -> NCCL value syntax (see NCCL v2.30.7 src/misc/utils.cc) ----------
 
-def _ib_hca(ctx: Context) -> Optional[str]:
+
+def _ib_hca(ctx: Context) -> str | None:
     """'=' then every compute rail's hca:port once, in descriptor order (network.compute)."""
     ports = []
     for r in ctx.cluster.network.compute:
@@ -149,30 +156,30 @@ def _nccl_socket_ifname(ctx: Context) -> str:
     return prefix + ",".join(net.bootstrap_interfaces)
 
 
-def _gloo_socket_ifname(ctx: Context) -> Optional[str]:
+def _gloo_socket_ifname(ctx: Context) -> str | None:
     """network.bootstrap_interfaces joined by commas; nothing for prefixes (Gloo matches exactly)."""
     net = ctx.cluster.network
     return ",".join(net.bootstrap_interfaces) if net.bootstrap_match == "exact" else None
 
 
-def _roce_gid_index(ctx: Context) -> Optional[str]:
+def _roce_gid_index(ctx: Context) -> str | None:
     """network.roce.gid_index; skipped when it is auto."""
     roce = ctx.cluster.network.roce
     return None if roce is None or roce.gid_index == "auto" else str(roce.gid_index)
 
 
-def _roce_traffic_class(ctx: Context) -> Optional[str]:
+def _roce_traffic_class(ctx: Context) -> str | None:
     """network.roce.traffic_class; skipped when not declared."""
     roce = ctx.cluster.network.roce
     return None if roce is None or roce.traffic_class is None else str(roce.traffic_class)
 
 
-def _topo_file(ctx: Context) -> Optional[str]:
+def _topo_file(ctx: Context) -> str | None:
     """network.topo_file; skipped when not declared."""
     return ctx.cluster.network.topo_file
 
 
-def _min_ctas(ctx: Context) -> Optional[str]:
+def _min_ctas(ctx: Context) -> str | None:
     """2 x the number of compute rails (network.compute), at most 32."""
     rails = len(ctx.cluster.network.compute)
     return str(min(32, 2 * rails)) if rails else None
@@ -189,7 +196,7 @@ DERIVATIONS: dict[str, Callable[[Context], Any]] = {
 }
 
 
-def evaluate(rule: Rule, ctx: Context) -> Optional[str]:
+def evaluate(rule: Rule, ctx: Context) -> str | None:
     """The rule's value for ``ctx``, or None when it does not apply."""
     if not holds(rule.when, ctx):
         return None

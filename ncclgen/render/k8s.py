@@ -28,19 +28,17 @@ vendors' own pod manifests cited in clusters/*.yaml; kubeflow/training-operator 
 from __future__ import annotations
 
 import dataclasses
-
-import os
 import re
 
 import yaml
 
 from .. import jobside
-from . import pod as podparts
+from ..errors import UserError
+from ..load import podspec
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
-from ..errors import UserError
+from . import pod as podparts
 from . import shell
-from ..load import podspec
 
 KINDS = ("pytorchjob", "rayjob", "trainjob")
 CONFIG_DIR = "/etc/ncclgen"
@@ -84,8 +82,17 @@ OPERATOR_SETS = ("--nproc-per-node", "--rdzv-backend", "--rdzv-conf")
 TRAINER_API = "trainer.kubeflow.org/v1alpha1"
 TRAINER_NODE = "node"
 TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-OPERATOR_ENV = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
-                "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE")
+OPERATOR_ENV = (
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "RANK",
+    "PET_MASTER_ADDR",
+    "PET_MASTER_PORT",
+    "PET_NNODES",
+    "PET_NODE_RANK",
+    "PET_NPROC_PER_NODE",
+)
 
 
 def default_kind(plan) -> str:
@@ -93,18 +100,40 @@ def default_kind(plan) -> str:
     return "rayjob" if plan.launch.launcher == "ray" else "pytorchjob"
 
 
-def render(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-           image: str | None = None, pod: podspec.PodSettings | None = None, preflight: bool = True) -> str:
+def render(
+    plan,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    namespace: str | None = None,
+    image: str | None = None,
+    pod: podspec.PodSettings | None = None,
+    preflight: bool = True,
+) -> str:
     """The manifests as one YAML stream (ConfigMap first when there is one, then the job)."""
     docs = documents(plan, kind=kind, name=name, namespace=namespace, image=image, pod=pod, preflight=preflight)
     # width: never fold a long scalar (the entrypoint, the explain line) over several lines.
-    return yaml.dump_all(docs, Dumper=_Dumper, sort_keys=True, default_flow_style=False,
-                         allow_unicode=True, explicit_start=True, width=1 << 20)
+    return yaml.dump_all(
+        docs,
+        Dumper=_Dumper,
+        sort_keys=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        explicit_start=True,
+        width=1 << 20,
+    )
 
 
-def documents(plan, *, kind: str | None = None, name: str | None = None, namespace: str | None = None,
-              image: str | None = None, pod: podspec.PodSettings | None = None,
-              preflight: bool = True) -> list[dict]:
+def documents(
+    plan,
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    namespace: str | None = None,
+    image: str | None = None,
+    pod: podspec.PodSettings | None = None,
+    preflight: bool = True,
+) -> list[dict]:
     """The manifests as data: [ConfigMap?, PyTorchJob | RayJob | TrainingRuntime + TrainJob].
 
     ``pod``: the pod settings (default: the descriptor's, kubernetes section); see podspec.merge for
@@ -115,15 +144,24 @@ def documents(plan, *, kind: str | None = None, name: str | None = None, namespa
     if kind not in KINDS:
         raise UserError(f"--kind {kind!r}: expected one of {', '.join(KINDS)}")
     if kind == "rayjob" and plan.launch.launcher != "ray":
-        raise UserError(f"--kind rayjob: workload {plan.workload.name} is launched by torchrun (one process "
-                        "per GPU), not as a Ray driver; use --kind pytorchjob")
+        raise UserError(
+            f"--kind rayjob: workload {plan.workload.name} is launched by torchrun (one process "
+            "per GPU), not as a Ray driver; use --kind pytorchjob"
+        )
     if kind == "trainjob" and plan.launch.launcher == "ray":
-        raise UserError(f"--kind trainjob: workload {plan.workload.name} is a Ray driver; Kubeflow Trainer's "
-                        "torch runtime starts torchrun, not a Ray cluster; use --kind rayjob or pytorchjob")
-    job = _Job(plan, kind, _job_name(plan, kind, name),
-               _namespace(kube.namespace if namespace is None else namespace),
-               _image(pick_image(plan, image)),
-               kube.pod_settings() if pod is None else pod, preflight)
+        raise UserError(
+            f"--kind trainjob: workload {plan.workload.name} is a Ray driver; Kubeflow Trainer's "
+            "torch runtime starts torchrun, not a Ray cluster; use --kind rayjob or pytorchjob"
+        )
+    job = _Job(
+        plan,
+        kind,
+        _job_name(plan, kind, name),
+        _namespace(kube.namespace if namespace is None else namespace),
+        _image(pick_image(plan, image)),
+        kube.pod_settings() if pod is None else pod,
+        preflight,
+    )
     out = [job.config_map()] if job.files else []
     if kind == "pytorchjob":
         out.append(job.pytorchjob())
@@ -136,11 +174,18 @@ def documents(plan, *, kind: str | None = None, name: str | None = None, namespa
 
 def reserved_labels() -> tuple[str, ...]:
     """Label keys ncclgen sets on every object itself (a --label must not replace them)."""
-    return ("app.kubernetes.io/name", "app.kubernetes.io/managed-by", "app.kubernetes.io/component",
-            "ncclgen.io/cluster", "ncclgen.io/tier", TRAINER_ANCESTOR_LABEL)
+    return (
+        "app.kubernetes.io/name",
+        "app.kubernetes.io/managed-by",
+        "app.kubernetes.io/component",
+        "ncclgen.io/cluster",
+        "ncclgen.io/tier",
+        TRAINER_ANCESTOR_LABEL,
+    )
 
 
 # -- names and flags ------------------------------------------------------------------------------------
+
 
 def _job_name(plan, kind: str, name: str | None) -> str:
     """DNS-1035 (both operators' webhooks), short enough for every object the operator derives."""
@@ -158,24 +203,28 @@ def _job_name(plan, kind: str, name: str | None) -> str:
         longest = f"-worker-{plan.launch.nodes - 2}" if plan.launch.nodes > 1 else "-master-0"
         limit, why = 63 - len(longest), f"the operator names a pod and a Service <name>{longest}"
     if not DNS1035.fullmatch(name) or len(name) > limit:
-        raise UserError(f"{what}: expected a DNS-1035 label (lower-case letters, digits and '-', starting "
-                        f"with a letter, ending with a letter or digit) of at most {limit} characters for a "
-                        f"{ {'rayjob': 'RayJob', 'trainjob': 'TrainJob'}.get(kind, 'PyTorchJob')} ({why})"
-                        + ("" if given else "; pass --name"))
+        raise UserError(
+            f"{what}: expected a DNS-1035 label (lower-case letters, digits and '-', starting "
+            f"with a letter, ending with a letter or digit) of at most {limit} characters for a "
+            f"{ {'rayjob': 'RayJob', 'trainjob': 'TrainJob'}.get(kind, 'PyTorchJob') } ({why})"
+            + ("" if given else "; pass --name")
+        )
     return name
 
 
 def _namespace(ns: str) -> str:
     if not DNS1123.fullmatch(ns) or len(ns) > 63:
-        raise UserError(f"--namespace {ns!r}: expected a DNS-1123 label (lower-case letters, digits and '-', "
-                        "at most 63 characters)")
+        raise UserError(
+            f"--namespace {ns!r}: expected a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)"
+        )
     return ns
 
 
 def pick_image(plan, image: str | None) -> str:
     """--image, else the workload's image, else the descriptor's kubernetes.image when a site set one,
     else (verl) the image verl's CI ran for the targeted release, else the descriptor default."""
-    from ..load import descriptor, workload as workloadmod
+    from ..load import descriptor
+    from ..load import workload as workloadmod
 
     if image is not None:
         return image
@@ -189,15 +238,19 @@ def pick_image(plan, image: str | None) -> str:
 
 def _image(image: str) -> str:
     if not image or any(c.isspace() or not c.isprintable() for c in image):
-        raise UserError(f"--image {image!r}: expected an image reference without spaces or control "
-                        "characters, e.g. verlai/verl:latest")
+        raise UserError(
+            f"--image {image!r}: expected an image reference without spaces or control "
+            "characters, e.g. verlai/verl:latest"
+        )
     return image
 
 
 def _label_value(value: str, what: str) -> str:
     if len(value) > 63 or not LABEL_VALUE.fullmatch(value):
-        raise UserError(f"{what} {value!r} cannot be a Kubernetes label value (at most 63 letters, digits, "
-                        "'-', '_', '.', starting and ending with a letter or digit)")
+        raise UserError(
+            f"{what} {value!r} cannot be a Kubernetes label value (at most 63 letters, digits, "
+            "'-', '_', '.', starting and ending with a letter or digit)"
+        )
     return value
 
 
@@ -225,11 +278,13 @@ def explain_command(plan) -> str:
 
 # -- the job --------------------------------------------------------------------------------------------
 
+
 class _Job:
     """One rendering: the names, the ConfigMap's files and the pod templates derived from the plan."""
 
-    def __init__(self, plan, kind: str, name: str, namespace: str, image: str, pod: podspec.PodSettings,
-                 preflight: bool = True):
+    def __init__(
+        self, plan, kind: str, name: str, namespace: str, image: str, pod: podspec.PodSettings, preflight: bool = True
+    ):
         self.plan, self.kind, self.name, self.namespace, self.image = plan, kind, name, namespace, image
         self.pod = pod
         self.preflight = preflight
@@ -272,13 +327,18 @@ class _Job:
 
     def _ray_driver_script(self) -> str:
         """The driver's argv, quoted for one bash parse exactly as the sbatch script quotes it."""
-        return "\n".join([
-            f"# ncclgen: the Ray driver of the RayJob {self.name} (workload {self.plan.workload.name}), run by",
-            "# Ray's job supervisor from the RayJob's fixed entrypoint. The argv is here, and not in the",
-            "# entrypoint, because KubeRay's submitter (bash), `ray job submit` (list2cmdline) and the",
-            "# supervisor (/bin/sh) would each re-parse it there.",
-            "exec " + shell.join(self.launch.command),
-        ]) + "\n"
+        return (
+            "\n".join(
+                [
+                    f"# ncclgen: the Ray driver of the RayJob {self.name} (workload {self.plan.workload.name}), run by",
+                    "# Ray's job supervisor from the RayJob's fixed entrypoint. The argv is here, and not in the",
+                    "# entrypoint, because KubeRay's submitter (bash), `ray job submit` (list2cmdline) and the",
+                    "# supervisor (/bin/sh) would each re-parse it there.",
+                    "exec " + shell.join(self.launch.command),
+                ]
+            )
+            + "\n"
+        )
 
     @property
     def setup(self) -> list[str]:
@@ -288,10 +348,12 @@ class _Job:
     @staticmethod
     def preflight_script() -> str:
         """Runs the preflight, then execs its arguments (the setup or the launch); exit 6 on a problem."""
-        return (f"# ncclgen preflight: what the plan relies on, checked in this pod before the launch; a problem\n"
-                f"# prints one line each and ends the container with status {preflightmod.EXIT_PROBLEMS}.\n"
-                f"python3 {CONFIG_DIR}/{PREFLIGHT_MODULE} @{CONFIG_DIR}/{PREFLIGHT_SPEC} || exit\n"
-                'exec "$@"\n')
+        return (
+            f"# ncclgen preflight: what the plan relies on, checked in this pod before the launch; a problem\n"
+            f"# prints one line each and ends the container with status {preflightmod.EXIT_PROBLEMS}.\n"
+            f"python3 {CONFIG_DIR}/{PREFLIGHT_MODULE} @{CONFIG_DIR}/{PREFLIGHT_SPEC} || exit\n"
+            'exec "$@"\n'
+        )
 
     @property
     def start(self) -> list[str]:
@@ -303,17 +365,23 @@ class _Job:
         return f"{self.name}-ncclgen"
 
     def config_map(self) -> dict:
-        return {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": self.config_name, "namespace": self.namespace, "labels": dict(self.labels)},
-                "data": dict(self.files)}
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": self.config_name, "namespace": self.namespace, "labels": dict(self.labels)},
+            "data": dict(self.files),
+        }
 
     # scripts for a Ray workload run as a PyTorchJob -----------------------------------------------------
     def _ray_prologue(self, role: str, *before_unset: str) -> list[str]:
-        lines = [f"# ncclgen: Ray {role} for the PyTorchJob {self.name} (Ray workload {self.plan.workload.name}).",
-                 "set -euo pipefail", *before_unset,
-                 # The operator's torchrun variables mean something else here (RANK is the node rank,
-                 # MASTER_PORT the Ray GCS port): Ray workers must not inherit them, as on Slurm.
-                 f"unset {' '.join(OPERATOR_ENV)}"]
+        lines = [
+            f"# ncclgen: Ray {role} for the PyTorchJob {self.name} (Ray workload {self.plan.workload.name}).",
+            "set -euo pipefail",
+            *before_unset,
+            # The operator's torchrun variables mean something else here (RANK is the node rank,
+            # MASTER_PORT the Ray GCS port): Ray workers must not inherit them, as on Slurm.
+            f"unset {' '.join(OPERATOR_ENV)}",
+        ]
         if self.ray_bind:
             # The binding hook module is importable by every Ray worker through PYTHONPATH, which is
             # prepended here (a container env entry would replace the image's own PYTHONPATH).
@@ -323,7 +391,7 @@ class _Job:
     def _ray_head_script(self) -> str:
         """Master pod: Ray head, wait until every node and GPU joined (like the sbatch poller), driver."""
         la = self.launch
-        local = f"127.0.0.1:{la.ray_port}"   # the GCS listens on every interface of the pod
+        local = f"127.0.0.1:{la.ray_port}"  # the GCS listens on every interface of the pod
         lines = self._ray_prologue("head and driver") + [
             shell.join(la.ray_head_argv()),
             shell.join(["python3", f"{CONFIG_DIR}/{RAYWAIT_MODULE}", *la.ray_wait_args(local)]),
@@ -356,8 +424,10 @@ class _Job:
         taken = {n for n, _ in env}
         for s in self.pod.secret_env:
             if s.name in taken:
-                raise UserError(f"--secret-env {s.name}: the plan already sets {s.name} (see ncclgen explain); "
-                                "a second entry would silently replace it")
+                raise UserError(
+                    f"--secret-env {s.name}: the plan already sets {s.name} (see ncclgen explain); "
+                    "a second entry would silently replace it"
+                )
         # A Secret-backed variable is a reference: ncclgen never sees, and so never writes, its value.
         return [{"name": n, "value": _kubelet_literal(v)} for n, v in env] + [s.env() for s in self.pod.secret_env]
 
@@ -369,8 +439,16 @@ class _Job:
         # Extended resources cannot be overcommitted: requests must equal limits.
         return {"limits": dict(qty), "requests": dict(qty)}
 
-    def container(self, name: str, command: list[str] | None, args: list[str] | None = None,
-                  ports: list[dict] | None = None, *, env: bool = True, resources: bool = True) -> dict:
+    def container(
+        self,
+        name: str,
+        command: list[str] | None,
+        args: list[str] | None = None,
+        ports: list[dict] | None = None,
+        *,
+        env: bool = True,
+        resources: bool = True,
+    ) -> dict:
         kube = self.plan.cluster.kubernetes
         security: dict = {"capabilities": {"add": list(kube.capabilities)}} if kube.capabilities else {}
         if kube.privileged:
@@ -419,9 +497,14 @@ class _Job:
         if kube.node_selector:
             spec["nodeSelector"] = dict(kube.node_selector)
         if kube.tolerations:
-            spec["tolerations"] = [{k: v for k, v in (("key", t.key), ("operator", t.operator),
-                                                      ("value", t.value), ("effect", t.effect)) if v is not None}
-                                   for t in kube.tolerations]
+            spec["tolerations"] = [
+                {
+                    k: v
+                    for k, v in (("key", t.key), ("operator", t.operator), ("value", t.value), ("effect", t.effect))
+                    if v is not None
+                }
+                for t in kube.tolerations
+            ]
         labels = dict(self.labels)
         labels["app.kubernetes.io/component"] = component
         return {"metadata": {"labels": labels, "annotations": meta_annotations}, "spec": spec}
@@ -447,20 +530,28 @@ class _Job:
 
         def replica(replicas: int, command: list[str], component: str) -> dict:
             # restartPolicy Never + backoffLimit 0: a failed rank fails the job, as in the sbatch script.
-            return {"replicas": replicas, "restartPolicy": "Never",
-                    "template": self.pod_template(self.container("pytorch", command, ports=ports), component)}
+            return {
+                "replicas": replicas,
+                "restartPolicy": "Never",
+                "template": self.pod_template(self.container("pytorch", command, ports=ports), component),
+            }
 
         specs = {"Master": replica(1, master_cmd, "master")}
         if la.nodes > 1:
             specs["Worker"] = replica(la.nodes - 1, worker_cmd, "worker")
         return {
-            "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": self._job_meta(),
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": self._job_meta(),
             "spec": {
                 "nprocPerNode": str(la.gpus_per_node),
                 # Running: when the job ends, delete pods still running (a hung rank's GPUs are freed)
                 # but keep the finished ones and their logs.
-                "runPolicy": {"backoffLimit": 0, "cleanPodPolicy": "Running",
-                              "activeDeadlineSeconds": _seconds(self.plan.workload.time)},
+                "runPolicy": {
+                    "backoffLimit": 0,
+                    "cleanPodPolicy": "Running",
+                    "activeDeadlineSeconds": _seconds(self.plan.workload.time),
+                },
                 "pytorchReplicaSpecs": specs,
             },
         }
@@ -484,18 +575,27 @@ class _Job:
             prefix = f"{launchmod.prepend_path(CONFIG_DIR)}; " if self.ray_bind else ""
             run = shell.join(self.start) + " " if self.start else ""
             args = [f'{prefix}ulimit -n 65536; exec {run}/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"']
-        head = {"rayStartParams": dict(params),
-                "template": self.pod_template(self.container("ray-head", command, args), "head", annotations)}
+        head = {
+            "rayStartParams": dict(params),
+            "template": self.pod_template(self.container("ray-head", command, args), "head", annotations),
+        }
         cluster: dict = {"headGroupSpec": head}
         if la.nodes > 1:
             n = la.nodes - 1
-            cluster["workerGroupSpecs"] = [{
-                "groupName": "workers", "replicas": n, "minReplicas": n, "maxReplicas": n,
-                "rayStartParams": dict(params),
-                "template": self.pod_template(self.container("ray-worker", command, args), "worker", annotations),
-            }]
+            cluster["workerGroupSpecs"] = [
+                {
+                    "groupName": "workers",
+                    "replicas": n,
+                    "minReplicas": n,
+                    "maxReplicas": n,
+                    "rayStartParams": dict(params),
+                    "template": self.pod_template(self.container("ray-worker", command, args), "worker", annotations),
+                }
+            ]
         return {
-            "apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": self._job_meta(),
+            "apiVersion": "ray.io/v1",
+            "kind": "RayJob",
+            "metadata": self._job_meta(),
             "spec": {
                 # Fixed text that KubeRay's submitter (bash -ce, ray-project/kuberay@v1.7.0
                 # ray-operator/controllers/ray/common/job.go BuildJobSubmitCommand), `ray job submit`
@@ -508,7 +608,6 @@ class _Job:
                 "rayClusterSpec": cluster,
             },
         }
-
 
     # Kubeflow Trainer v2: TrainingRuntime + TrainJob ------------------------------------------------------
     def _torchrun_command(self) -> list[str]:
@@ -531,16 +630,28 @@ class _Job:
         template["spec"]["restartPolicy"] = "Never"
         job_labels = {TRAINER_ANCESTOR_LABEL: "trainer"}
         return {
-            "apiVersion": TRAINER_API, "kind": "TrainingRuntime", "metadata": self._job_meta(),
+            "apiVersion": TRAINER_API,
+            "kind": "TrainingRuntime",
+            "metadata": self._job_meta(),
             "spec": {
                 "mlPolicy": {"numNodes": self.launch.nodes, "torch": {}},
-                "template": {"spec": {"replicatedJobs": [{
-                    "name": TRAINER_NODE,
-                    "template": {"metadata": {"labels": job_labels},
-                                 "spec": {"backoffLimit": 0,
-                                          "activeDeadlineSeconds": _seconds(self.plan.workload.time),
-                                          "template": template}},
-                }]}},
+                "template": {
+                    "spec": {
+                        "replicatedJobs": [
+                            {
+                                "name": TRAINER_NODE,
+                                "template": {
+                                    "metadata": {"labels": job_labels},
+                                    "spec": {
+                                        "backoffLimit": 0,
+                                        "activeDeadlineSeconds": _seconds(self.plan.workload.time),
+                                        "template": template,
+                                    },
+                                },
+                            }
+                        ]
+                    }
+                },
             },
         }
 
@@ -548,7 +659,9 @@ class _Job:
         """The TrainJob: the plan's command, env, resources and node count, on the runtime above."""
         la = self.launch
         return {
-            "apiVersion": TRAINER_API, "kind": "TrainJob", "metadata": self._job_meta(),
+            "apiVersion": TRAINER_API,
+            "kind": "TrainJob",
+            "metadata": self._job_meta(),
             "spec": {
                 "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": self.name},
                 "trainer": {

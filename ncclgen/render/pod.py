@@ -15,8 +15,13 @@ from ..load.descriptor import Kubernetes, Sidecar
 
 # Startup probe of a sidecar with startup_file: Google's example values (best-practice.md): up to
 # 1 + 6 x 5 s for the daemon to write its health file before the pod fails.
-PROBE = {"initialDelaySeconds": 1, "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1,
-         "failureThreshold": 6}
+PROBE = {
+    "initialDelaySeconds": 1,
+    "periodSeconds": 5,
+    "timeoutSeconds": 1,
+    "successThreshold": 1,
+    "failureThreshold": 6,
+}
 
 
 def sidecars(kube: Kubernetes, escape=lambda s: s) -> tuple[list[dict], list[dict]]:
@@ -44,8 +49,9 @@ def _container(s: Sidecar, escape) -> dict:
     if security:
         c["securityContext"] = security
     if s.mounts:
-        c["volumeMounts"] = [{"name": m.volume, "mountPath": m.path, **({"readOnly": True} if m.read_only else {})}
-                             for m in s.mounts]
+        c["volumeMounts"] = [
+            {"name": m.volume, "mountPath": m.path, **({"readOnly": True} if m.read_only else {})} for m in s.mounts
+        ]
     if s.native:
         c["restartPolicy"] = "Always"
     if s.startup_file:

@@ -16,22 +16,21 @@ splitDockerDomain): it is a registry host when it contains `.` or `:`, or is `lo
 
 from __future__ import annotations
 
-from typing import Optional
-
 from ..errors import UserError
 
 PASS_THROUGH_SCHEMES = ("dockerd://", "podman://")  # local daemon images: enroot takes the name as is
 
 
-def image_ref(ref: str) -> tuple[str, Optional[str]]:
+def image_ref(ref: str) -> tuple[str, str | None]:
     """(the image as pyxis wants it, a one-line note when it was rewritten, else None)."""
     if not ref or ref != ref.strip() or any(c.isspace() for c in ref):
-        raise UserError(f"container image {ref!r}: expected [USER@][REGISTRY#]IMAGE[:TAG] or a squashfs path, "
-                        "without spaces")
+        raise UserError(
+            f"container image {ref!r}: expected [USER@][REGISTRY#]IMAGE[:TAG] or a squashfs path, without spaces"
+        )
     if ref.startswith((".", "/")) or ref.startswith(PASS_THROUGH_SCHEMES) or "#" in ref:
         return ref, None  # a squashfs file, a local daemon image, or already pyxis form
     scheme = "docker://" if ref.startswith("docker://") else ""
-    rest = ref[len(scheme):]
+    rest = ref[len(scheme) :]
     user = ""
     head, sep, tail = rest.partition("@")
     if sep and "/" not in head:  # USER@... (a digest '@sha256:' comes after a '/')
@@ -40,9 +39,11 @@ def image_ref(ref: str) -> tuple[str, Optional[str]]:
     if not slash or not ("." in first or ":" in first or first == "localhost"):
         return ref, None  # Docker Hub: `ubuntu:24.04`, `verlai/verl:latest`
     fixed = f"{scheme}{user}{first}#{path}"
-    return fixed, (f"container image {ref!r} written as {fixed!r}: pyxis/enroot take "
-                   "[USER@][REGISTRY#]IMAGE[:TAG], and with '/' after the registry enroot would look the "
-                   "image up on Docker Hub")
+    return fixed, (
+        f"container image {ref!r} written as {fixed!r}: pyxis/enroot take "
+        "[USER@][REGISTRY#]IMAGE[:TAG], and with '/' after the registry enroot would look the "
+        "image up on Docker Hub"
+    )
 
 
 def check_mount(mount: str) -> str:
@@ -50,6 +51,8 @@ def check_mount(mount: str) -> str:
     flags joined with '+'); pyxis separates entries with ','."""
     parts = mount.split(":", 2)
     if not parts[0] or (len(parts) > 1 and not parts[1]) or "," in mount or any(c in mount for c in "\n\r\t"):
-        raise UserError(f"container mount {mount!r}: expected SRC[:DST[:FLAGS]] without ',' (pyxis separates "
-                        "mounts with it; repeat the option instead) or control characters")
+        raise UserError(
+            f"container mount {mount!r}: expected SRC[:DST[:FLAGS]] without ',' (pyxis separates "
+            "mounts with it; repeat the option instead) or control characters"
+        )
     return mount

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -82,7 +82,7 @@ def one_line(text: str) -> str:
     return escape_controls(" ".join(text.split()))
 
 
-def sbatch_value(value: Optional[str]) -> str:
+def sbatch_value(value: str | None) -> str:
     """'' for a flag, else '=' + the quoted value.
 
     sbatch reads #SBATCH lines with its own parser: quotes work as in the shell, but a backslash

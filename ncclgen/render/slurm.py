@@ -17,16 +17,16 @@ import functools
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from .. import __version__, datapaths, jobside
 from ..errors import UserError
+from ..load import sbatch
 from ..plan import Plan
-from ..plan.build import prepends
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
+from ..plan.build import prepends
 from . import pyxis, shell
-from ..load import sbatch
 from .shell import Raw
 
 TIME_PATTERN = r"(\d+-)?\d{1,3}:\d{2}:\d{2}"  # same form as a workload's `time`
@@ -36,8 +36,8 @@ COMMENTS = ("short", "full")
 @dataclass(frozen=True)
 class Export:
     name: str
-    value: str                   # quoted unless Raw
-    comment: str                 # short: `# tier 1, rule-id` on the same line; full: the line above
+    value: str  # quoted unless Raw
+    comment: str  # short: `# tier 1, rule-id` on the same line; full: the line above
 
 
 def _export_value(e, plan: Plan) -> str:
@@ -52,6 +52,7 @@ def _export_value(e, plan: Plan) -> str:
 class Program:
     """A program the launch runs on the nodes, kept in a variable from a QUOTED heredoc (no expansion
     inside, so its text reaches the node byte for byte). Passed as an argument, never exported."""
+
     comment: str
     name: str
     text: str
@@ -64,27 +65,28 @@ class Program:
 @dataclass(frozen=True)
 class Step:
     """A per-node helper step started before the launch (the GPU monitor)."""
+
     comment: str
     argv: tuple[str, ...]
-    srun: tuple[str, ...] = ("--export=ALL",)   # its own srun options: the monitor runs outside the container
+    srun: tuple[str, ...] = ("--export=ALL",)  # its own srun options: the monitor runs outside the container
 
 
 @dataclass(frozen=True)
 class Torchrun:
-    options: tuple[str, ...]     # launch.torchrun_options()
+    options: tuple[str, ...]  # launch.torchrun_options()
     rdzv_port: int
-    wrapper: tuple[str, ...]     # tier 3: bash -c "$NCCLGEN_BIND" ncclgen-bind; else empty
+    wrapper: tuple[str, ...]  # tier 3: bash -c "$NCCLGEN_BIND" ncclgen-bind; else empty
 
 
 @dataclass(frozen=True)
 class Ray:
     port: int
-    head: tuple[str, ...]          # `ray start --head ...` (launch.ray_head_argv) + Slurm's own flags
-    worker: tuple[str, ...]        # `ray start --address=...` up to, not including, the agent port
+    head: tuple[str, ...]  # `ray start --head ...` (launch.ray_head_argv) + Slurm's own flags
+    worker: tuple[str, ...]  # `ray start --address=...` up to, not including, the agent port
     worker_flags: tuple[str, ...]  # after the agent port
     start_prefix: tuple[str, ...]  # tier 3: the bash -c that writes the hook module, then execs ray
-    wait: tuple[str, ...]          # raywait.py wait arguments
-    watch: tuple[str, ...]         # raywait.py watch arguments
+    wait: tuple[str, ...]  # raywait.py wait arguments
+    watch: tuple[str, ...]  # raywait.py watch arguments
     ready_timeout_s: int
     watch_interval_s: int
     agent_port: int
@@ -93,34 +95,36 @@ class Ray:
 @dataclass(frozen=True)
 class Requeue:
     """--requeue: Slurm signals the batch shell `seconds` before the time limit (#SBATCH --signal=B:...)."""
-    signal: str                  # USR1 | USR2, as bash's `trap` names it
+
+    signal: str  # USR1 | USR2, as bash's `trap` names it
     seconds: int
-    grace_s: int                 # how long the steps get to save before the job is requeued
+    grace_s: int  # how long the steps get to save before the job is requeued
 
 
 @dataclass(frozen=True)
 class SlurmScript:
     """Everything the template prints, already decided and in output order."""
-    sbatch: tuple[tuple[str, Optional[str]], ...]   # sorted; None = flag without value
-    header: tuple[str, ...]                         # comment lines, control characters escaped
-    comments: str                                   # short | full
-    env: tuple[Export, ...]                         # the plan, in plan order
-    plumbing: tuple[Export, ...]                    # launcher helper variables, not NCCL/PyTorch
-    pass_env: tuple[tuple[str, str], ...]           # (name, start-up check) for --pass-env
+
+    sbatch: tuple[tuple[str, str | None], ...]  # sorted; None = flag without value
+    header: tuple[str, ...]  # comment lines, control characters escaped
+    comments: str  # short | full
+    env: tuple[Export, ...]  # the plan, in plan order
+    plumbing: tuple[Export, ...]  # launcher helper variables, not NCCL/PyTorch
+    pass_env: tuple[tuple[str, str], ...]  # (name, start-up check) for --pass-env
     programs: tuple[Program, ...]
     nodes: int
     gpus_per_node: int
-    srun: tuple[str, ...]                           # options every srun carries: --export=ALL, pyxis
-    setup: tuple[str, ...]                          # bash -c "$NCCLGEN_SETUP" ncclgen-setup, or empty
+    srun: tuple[str, ...]  # options every srun carries: --export=ALL, pyxis
+    setup: tuple[str, ...]  # bash -c "$NCCLGEN_SETUP" ncclgen-setup, or empty
     helpers: tuple[Step, ...]
     command: tuple[str, ...]
-    launch: Union[Torchrun, Ray]
+    launch: Torchrun | Ray
     version: str
-    preflight: Optional[str] = None                 # the preflight's spec (JSON); None: --no-preflight
+    preflight: str | None = None  # the preflight's spec (JSON); None: --no-preflight
     preflight_exit: int = preflightmod.EXIT_PROBLEMS
-    requeue: Optional[Requeue] = None
-    monitor: bool = False                           # NCCLGEN_MONITOR_OUT is set beside the job's log
-    notes: tuple[str, ...] = ()                     # one-line notes for stderr (an image rewritten ...)
+    requeue: Requeue | None = None
+    monitor: bool = False  # NCCLGEN_MONITOR_OUT is set beside the job's log
+    notes: tuple[str, ...] = ()  # one-line notes for stderr (an image rewritten ...)
 
     @property
     def template(self) -> str:
@@ -130,29 +134,30 @@ class SlurmScript:
 @dataclass(frozen=True)
 class Options:
     """Scheduler choices from the command line; None means the descriptor's or workload's default."""
-    job_name: Optional[str] = None
-    time: Optional[str] = None
-    partition: Optional[str] = None
-    account: Optional[str] = None
-    qos: Optional[str] = None
-    constraint: Optional[str] = None
-    reservation: Optional[str] = None
-    dependency: Optional[str] = None
-    log_output: Optional[str] = None             # #SBATCH --output (the job's log)
-    log_error: Optional[str] = None              # #SBATCH --error
-    sbatch: tuple[tuple[str, Union[str, bool]], ...] = ()   # --sbatch KEY[=VALUE], in order
+
+    job_name: str | None = None
+    time: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    constraint: str | None = None
+    reservation: str | None = None
+    dependency: str | None = None
+    log_output: str | None = None  # #SBATCH --output (the job's log)
+    log_error: str | None = None  # #SBATCH --error
+    sbatch: tuple[tuple[str, str | bool], ...] = ()  # --sbatch KEY[=VALUE], in order
     requeue: bool = False
-    signal: Optional[str] = None                 # B:USR1@SECONDS (with requeue)
-    container_image: Optional[str] = None
-    container_workdir: Optional[str] = None
+    signal: str | None = None  # B:USR1@SECONDS (with requeue)
+    container_image: str | None = None
+    container_workdir: str | None = None
     container_mounts: tuple[str, ...] = ()
     monitor: bool = False
-    ray_dashboard: bool = False      # the head's web dashboard costs seconds of bring-up; opt in
-    preflight: bool = True           # check every node before the launch (ncclgen/jobside/preflight.py)
+    ray_dashboard: bool = False  # the head's web dashboard costs seconds of bring-up; opt in
+    preflight: bool = True  # check every node before the launch (ncclgen/jobside/preflight.py)
     comments: Literal["short", "full"] = "short"
-    pass_env: tuple[str, ...] = ()               # variables the job takes from its environment (--pass-env)
-    flags: tuple[str, ...] = field(default=())   # these options as typed, for the Regenerate: line
-    output: Optional[str] = None                 # the -o path, named in the header's `Run with:`
+    pass_env: tuple[str, ...] = ()  # variables the job takes from its environment (--pass-env)
+    flags: tuple[str, ...] = field(default=())  # these options as typed, for the Regenerate: line
+    output: str | None = None  # the -o path, named in the header's `Run with:`
 
 
 def build(plan: Plan, opts: Options) -> SlurmScript:
@@ -167,20 +172,35 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
     if plan.workload.setup:
         # In each step (same node, same container as the program it precedes), so a pyxis container,
         # a module environment or a venv set up here is the one the program runs in.
-        programs.append(Program("the workload's setup lines, run by every step before its program",
-                                "NCCLGEN_SETUP", launchmod.setup_program(plan.workload.setup)))
+        programs.append(
+            Program(
+                "the workload's setup lines, run by every step before its program",
+                "NCCLGEN_SETUP",
+                launchmod.setup_program(plan.workload.setup),
+            )
+        )
         setup = ("bash", "-c", Raw('"$NCCLGEN_SETUP"'), launchmod.SETUP_ARGV0)
     checks = None
     if opts.preflight:
         checks = preflightmod.encode(preflightmod.spec(plan))
-        programs.append(Program("preflight: what the plan relies on, checked on every node before the launch",
-                                "NCCLGEN_PREFLIGHT", jobside.source("preflight", compact=True)))
-    spec: Union[Torchrun, Ray]
+        programs.append(
+            Program(
+                "preflight: what the plan relies on, checked on every node before the launch",
+                "NCCLGEN_PREFLIGHT",
+                jobside.source("preflight", compact=True),
+            )
+        )
+    spec: Torchrun | Ray
     if launch.launcher == "torchrun":
         wrapper: tuple[str, ...] = ()
         if launch.bind:
-            programs.append(Program("binding wrapper: each local rank under numactl on its GPU's NUMA node",
-                                    "NCCLGEN_BIND", launchmod.bind_wrapper(plan.binding, launch.bind_memory)))
+            programs.append(
+                Program(
+                    "binding wrapper: each local rank under numactl on its GPU's NUMA node",
+                    "NCCLGEN_BIND",
+                    launchmod.bind_wrapper(plan.binding, launch.bind_memory),
+                )
+            )
             wrapper = ("bash", "-c", Raw('"$NCCLGEN_BIND"'), launchmod.BIND_ARGV0)
         spec = Torchrun(options=tuple(launch.torchrun_options()), rdzv_port=launch.rdzv_port, wrapper=wrapper)
     else:
@@ -188,36 +208,71 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         if launch.bind:
             hook_env = [Export(n, v, "read by the Ray worker hook") for n, v in launchmod.ray_hook_env(plan.binding)]
             plumbing += [
-                Export("NCCLGEN_HOOK_DIR", Raw('"${TMPDIR:-/tmp}/ncclgen-$SLURM_JOB_ID"'),
-                       "node-local folder each `ray start` step writes the hook module into"),
-                Export("PYTHONPATH", Raw('"$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"'),
-                       "makes the hook module importable by every Ray worker"),
+                Export(
+                    "NCCLGEN_HOOK_DIR",
+                    Raw('"${TMPDIR:-/tmp}/ncclgen-$SLURM_JOB_ID"'),
+                    "node-local folder each `ray start` step writes the hook module into",
+                ),
+                Export(
+                    "PYTHONPATH",
+                    Raw('"$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"'),
+                    "makes the hook module importable by every Ray worker",
+                ),
                 *hook_env,
             ]
-            programs.append(Program("Ray worker hook (tier 3): binds each GPU worker to its GPU's CPUs",
-                                    "NCCLGEN_RAY_HOOK", jobside.source("raybind", compact=True)))
+            programs.append(
+                Program(
+                    "Ray worker hook (tier 3): binds each GPU worker to its GPU's CPUs",
+                    "NCCLGEN_RAY_HOOK",
+                    jobside.source("raybind", compact=True),
+                )
+            )
             prefix = ("bash", "-c", _HOOK_WRITER, "ncclgen-raybind", Raw('"$NCCLGEN_RAY_HOOK"'))
-        programs.append(Program("Ray readiness check (wait) and node watchdog (watch)", "NCCLGEN_RAY_WAIT",
-                                jobside.source("raywait", compact=True)))
+        programs.append(
+            Program(
+                "Ray readiness check (wait) and node watchdog (watch)",
+                "NCCLGEN_RAY_WAIT",
+                jobside.source("raywait", compact=True),
+            )
+        )
         addr = Raw('"$NCCLGEN_RAY_ADDR"')
-        head = [*launch.ray_head_argv(), Raw('--node-ip-address="$HEAD_ADDR"'),
-                f"--include-dashboard={str(opts.ray_dashboard).lower()}", "--block"]
+        head = [
+            *launch.ray_head_argv(),
+            Raw('--node-ip-address="$HEAD_ADDR"'),
+            f"--include-dashboard={str(opts.ray_dashboard).lower()}",
+            "--block",
+        ]
         worker = launch.ray_worker_argv(Raw('"$HEAD_ADDR"'))
-        spec = Ray(port=launch.ray_port, head=tuple(head), worker=tuple(worker[:3]), worker_flags=tuple(worker[3:]),
-                   start_prefix=prefix, wait=tuple(_with_addr(launch.ray_wait_args("ADDR"), addr)),
-                   watch=tuple(_with_addr(launch.ray_watch_args("ADDR"), addr)),
-                   ready_timeout_s=launch.ray_ready_timeout_s, watch_interval_s=launch.ray_watch_interval_s,
-                   agent_port=launchmod.RAY_AGENT_PORT)
+        spec = Ray(
+            port=launch.ray_port,
+            head=tuple(head),
+            worker=tuple(worker[:3]),
+            worker_flags=tuple(worker[3:]),
+            start_prefix=prefix,
+            wait=tuple(_with_addr(launch.ray_wait_args("ADDR"), addr)),
+            watch=tuple(_with_addr(launch.ray_watch_args("ADDR"), addr)),
+            ready_timeout_s=launch.ray_ready_timeout_s,
+            watch_interval_s=launch.ray_watch_interval_s,
+            agent_port=launchmod.RAY_AGENT_PORT,
+        )
 
     helpers: tuple[Step, ...] = ()
     if opts.monitor:
-        programs.append(Program("GPU monitor (ncclgen/jobside/monitor.py): NVML samples to JSONL until SIGTERM",
-                                "NCCLGEN_MONITOR", jobside.source("monitor")))
-        helpers = (Step("GPU monitor on every node until the job ends, on the host (outside any container: it "
-                        "needs python3 and the driver's libnvidia-ml, nothing from the image), writing "
-                        "ncclgen-monitor-JOB-NODE.jsonl beside the job's log",
-                        ("python3", "-c", Raw('"$NCCLGEN_MONITOR"'), Raw('"$NCCLGEN_MONITOR_OUT"'),
-                         str(MONITOR_INTERVAL_S))),)
+        programs.append(
+            Program(
+                "GPU monitor (ncclgen/jobside/monitor.py): NVML samples to JSONL until SIGTERM",
+                "NCCLGEN_MONITOR",
+                jobside.source("monitor"),
+            )
+        )
+        helpers = (
+            Step(
+                "GPU monitor on every node until the job ends, on the host (outside any container: it "
+                "needs python3 and the driver's libnvidia-ml, nothing from the image), writing "
+                "ncclgen-monitor-JOB-NODE.jsonl beside the job's log",
+                ("python3", "-c", Raw('"$NCCLGEN_MONITOR"'), Raw('"$NCCLGEN_MONITOR_OUT"'), str(MONITOR_INTERVAL_S)),
+            ),
+        )
 
     requeue = requeue_settings(plan, opts)
     command = launch.command
@@ -231,10 +286,16 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         sbatch=sbatch_options(plan, opts),
         header=tuple(_header(plan, opts)),
         comments=opts.comments,
-        env=tuple(Export(e.name, _export_value(e, plan),
-                         f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]"
-                         if full else shell.escape_controls(e.short_label))
-                  for e in plan.env),
+        env=tuple(
+            Export(
+                e.name,
+                _export_value(e, plan),
+                f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]"
+                if full
+                else shell.escape_controls(e.short_label),
+            )
+            for e in plan.env
+        ),
         plumbing=tuple(plumbing),
         pass_env=_pass_env(plan, opts.pass_env, plumbing),
         programs=tuple(programs),
@@ -262,16 +323,22 @@ def _pass_env(plan: Plan, names: tuple[str, ...], plumbing: list[Export]) -> tup
     out: list[tuple[str, str]] = []
     for name in names:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise UserError(f"--pass-env {name!r}: expected an environment variable name (letters, digits "
-                            "and '_', not starting with a digit)")
+            raise UserError(
+                f"--pass-env {name!r}: expected an environment variable name (letters, digits "
+                "and '_', not starting with a digit)"
+            )
         if name in planned:
-            raise UserError(f"--pass-env {name}: the script sets {name} itself (see ncclgen explain); the "
-                            "value from the environment would be replaced")
+            raise UserError(
+                f"--pass-env {name}: the script sets {name} itself (see ncclgen explain); the "
+                "value from the environment would be replaced"
+            )
         if name in (n for n, _ in out):
             continue
-        message = (f"ncclgen: ERROR: --pass-env {name}: {name} is empty or not set in the job environment "
-                   "(export it before sbatch, which passes the submission environment unless --export says "
-                   "otherwise)")
+        message = (
+            f"ncclgen: ERROR: --pass-env {name}: {name} is empty or not set in the job environment "
+            "(export it before sbatch, which passes the submission environment unless --export says "
+            "otherwise)"
+        )
         out.append((name, f"if [[ -z ${{{name}:-}} ]]; then echo {shell.quote(message)} >&2; exit 2; fi"))
     return tuple(out)
 
@@ -280,7 +347,7 @@ def _with_addr(argv: list[str], addr: Raw) -> list[str]:
     return [addr if a == "ADDR" else a for a in argv]
 
 
-def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]], ...]:
+def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, str | None], ...]:
     """#SBATCH (option, value) pairs sorted by option, as submitit does, so output is deterministic."""
     slurm = plan.cluster.slurm
     launch = plan.launch
@@ -291,11 +358,12 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]]
     extra = _extra_sbatch(plan, opts, gpus)
     for flag, value in (("--output", opts.log_output), ("--error", opts.log_error)):
         if value is not None and value.endswith((".sh", ".sbatch")):
-            raise UserError(f"{flag} {value!r}: {flag} names the job's log (#SBATCH {flag}); write the script "
-                            "itself with -o FILE")
+            raise UserError(
+                f"{flag} {value!r}: {flag} names the job's log (#SBATCH {flag}); write the script itself with -o FILE"
+            )
     # An array's tasks share one job id (%A) and differ by index (%a): %j would give each its own id.
     default_log = "ncclgen-%A_%a.out" if "--array" in extra else "ncclgen-%j.out"
-    chosen: dict[str, Optional[str]] = {
+    chosen: dict[str, str | None] = {
         "--job-name": opts.job_name or plan.workload.name,
         "--nodes": str(launch.nodes),
         "--ntasks-per-node": "1",
@@ -325,15 +393,17 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, Optional[str]]
         out.setdefault("--open-mode", "append")
     for option, value in out.items():
         if value is not None and shell.CONTROL.search(value):
-            raise UserError(f"{option} {value!r}: control characters (newline, tab, ...) are not allowed in "
-                            "an #SBATCH value: a newline would end the #SBATCH line")
+            raise UserError(
+                f"{option} {value!r}: control characters (newline, tab, ...) are not allowed in "
+                "an #SBATCH value: a newline would end the #SBATCH line"
+            )
     return tuple(sorted(out.items()))
 
 
-def _extra_sbatch(plan: Plan, opts: Options, gpus: str) -> dict[str, Optional[str]]:
+def _extra_sbatch(plan: Plan, opts: Options, gpus: str) -> dict[str, str | None]:
     """The descriptor's slurm.extra_sbatch, then --sbatch KEY[=VALUE] (a later one wins), checked against
     sbatch's option list (ncclgen/load/sbatch.py)."""
-    out: dict[str, Optional[str]] = {}
+    out: dict[str, str | None] = {}
     items = [(key, value, f"slurm.extra_sbatch.{key}", None) for key, value in plan.cluster.slurm.extra_sbatch.items()]
     items += [(key, value, None, f"--sbatch {key}") for key, value in opts.sbatch]
     for key, value, path, flag in items:
@@ -352,10 +422,10 @@ def _extra_sbatch(plan: Plan, opts: Options, gpus: str) -> dict[str, Optional[st
 
 SIGNAL_PATTERN = r"B:(?:SIG)?(USR1|USR2)@(\d+)"
 DEFAULT_SIGNAL = "B:USR1@300"
-REQUEUE_MARGIN_S = 10   # kept for `scontrol requeue` itself before the time limit
+REQUEUE_MARGIN_S = 10  # kept for `scontrol requeue` itself before the time limit
 
 
-def requeue_settings(plan: Plan, opts: Options) -> Optional[Requeue]:
+def requeue_settings(plan: Plan, opts: Options) -> Requeue | None:
     """None unless the job is requeued: --requeue, or `requeue: true` in the descriptor / --sbatch."""
     slurm = plan.cluster.slurm
     gpus = f"{slurm.gres_type}:{plan.launch.gpus_per_node}" if slurm.gres_type else str(plan.launch.gpus_per_node)
@@ -367,8 +437,10 @@ def requeue_settings(plan: Plan, opts: Options) -> Optional[Requeue]:
     spec = opts.signal or DEFAULT_SIGNAL
     m = re.fullmatch(SIGNAL_PATTERN, spec)
     if not m or not 30 <= int(m.group(2)) <= 65535:
-        raise UserError(f"--signal {spec!r}: expected B:USR1@SECONDS or B:USR2@SECONDS with 30 <= SECONDS <= "
-                        "65535 (B: sends it to the batch shell, which stops the steps and requeues the job)")
+        raise UserError(
+            f"--signal {spec!r}: expected B:USR1@SECONDS or B:USR2@SECONDS with 30 <= SECONDS <= "
+            "65535 (B: sends it to the batch shell, which stops the steps and requeues the job)"
+        )
     seconds = int(m.group(2))
     return Requeue(signal=m.group(1), seconds=seconds, grace_s=seconds - REQUEUE_MARGIN_S)
 
@@ -388,19 +460,25 @@ def verl_resume_command(command: tuple[str, ...]) -> tuple[str, ...]:
             given[key] = value
     save = given.get(VERL_SAVE, "-1")
     if not save.isdigit() or int(save) < 1:
-        raise UserError(f"--requeue: a requeued verl job restarts from its last checkpoint, and {VERL_SAVE}="
-                        f"{save} saves none; add `-- {VERL_SAVE}=N` (steps between checkpoints)")
+        raise UserError(
+            f"--requeue: a requeued verl job restarts from its last checkpoint, and {VERL_SAVE}="
+            f"{save} saves none; add `-- {VERL_SAVE}=N` (steps between checkpoints)"
+        )
     folder = given.get(VERL_DIR, "")
     if not folder.startswith("/"):
-        raise UserError(f"--requeue: {VERL_DIR} must be an absolute folder on storage every node shares (the "
-                        f"requeued job may run on other nodes, in a fresh container); add `-- {VERL_DIR}="
-                        "/shared/checkpoints/RUN`")
+        raise UserError(
+            f"--requeue: {VERL_DIR} must be an absolute folder on storage every node shares (the "
+            f"requeued job may run on other nodes, in a fresh container); add `-- {VERL_DIR}="
+            "/shared/checkpoints/RUN`"
+        )
     mode = given.get(VERL_RESUME)
     if mode is None:
         return command + (f"{VERL_RESUME}=auto",)
     if mode != "auto":
-        raise UserError(f"--requeue: {VERL_RESUME}={mode} would not resume from the newest checkpoint after a "
-                        f"requeue; use {VERL_RESUME}=auto")
+        raise UserError(
+            f"--requeue: {VERL_RESUME}={mode} would not resume from the newest checkpoint after a "
+            f"requeue; use {VERL_RESUME}=auto"
+        )
     return command
 
 
@@ -424,8 +502,9 @@ def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
     if not image:
         if opts.container_workdir or opts.container_mounts:
             flag = "--container-workdir" if opts.container_workdir else "--container-mounts"
-            raise UserError(f"{flag}: only with a container image (--container-image or the descriptor's "
-                            "slurm.container_image)")
+            raise UserError(
+                f"{flag}: only with a container image (--container-image or the descriptor's slurm.container_image)"
+            )
         return srun, notes
     image, note = pyxis.image_ref(image)
     if note:
@@ -435,8 +514,9 @@ def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
         srun.append(f"--container-mounts={','.join(mounts)}")
     if opts.container_workdir is not None:
         if not opts.container_workdir.startswith("/") or shell.CONTROL.search(opts.container_workdir):
-            raise UserError(f"--container-workdir {opts.container_workdir!r}: expected an absolute path inside "
-                            "the container")
+            raise UserError(
+                f"--container-workdir {opts.container_workdir!r}: expected an absolute path inside the container"
+            )
         srun.append(f"--container-workdir={opts.container_workdir}")
     return srun, notes
 
@@ -460,19 +540,23 @@ def render_plan_with_notes(plan: Plan, opts: Options) -> tuple[str, tuple[str, .
 # Written on each node by the `ray start` step from its first argument (the module text): tmp file +
 # rename, because fake nodes (and several steps) may share one host and write the same path at once.
 _MOD = launchmod.HOOK_MODULE
-_HOOK_WRITER = ('mkdir -p "$NCCLGEN_HOOK_DIR" && '
-                f'printf "%s\\n" "$1" > "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" && '
-                f'mv -f "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" "$NCCLGEN_HOOK_DIR/{_MOD}.py" && '
-                'shift && exec "$@"')
+_HOOK_WRITER = (
+    'mkdir -p "$NCCLGEN_HOOK_DIR" && '
+    f'printf "%s\\n" "$1" > "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" && '
+    f'mv -f "$NCCLGEN_HOOK_DIR/.{_MOD}.$$" "$NCCLGEN_HOOK_DIR/{_MOD}.py" && '
+    'shift && exec "$@"'
+)
 
 
 def _header(plan: Plan, opts: Options) -> list[str]:
     launch = plan.launch
-    lines = [f"Generated by ncclgen {__version__}: cluster {plan.cluster.name}, tier {plan.tier}, workload "
-             f"{plan.workload.name}, {launch.nodes} node(s) x {launch.gpus_per_node} GPUs.",
-             "Regenerate: " + shell.comment_line(plan.command_line("slurm", opts.flags)),
-             "Run with: sbatch " + (shell.comment_quote(opts.output) if opts.output else "<this file>"),
-             "Every value's reason and source: " + shell.comment_line(plan.command_line("explain"))]
+    lines = [
+        f"Generated by ncclgen {__version__}: cluster {plan.cluster.name}, tier {plan.tier}, workload "
+        f"{plan.workload.name}, {launch.nodes} node(s) x {launch.gpus_per_node} GPUs.",
+        "Regenerate: " + shell.comment_line(plan.command_line("slurm", opts.flags)),
+        "Run with: sbatch " + (shell.comment_quote(opts.output) if opts.output else "<this file>"),
+        "Every value's reason and source: " + shell.comment_line(plan.command_line("explain")),
+    ]
     return [shell.escape_controls(line) for line in lines]
 
 
@@ -513,7 +597,7 @@ def _owner_only(folder: str) -> bool:
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         return False
     if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(folder, 0o700)          # ours: tighten it (an older ncclgen made it with the umask)
+        os.chmod(folder, 0o700)  # ours: tighten it (an older ncclgen made it with the umask)
         if stat.S_IMODE(os.lstat(folder).st_mode) & 0o077:
             return False
     parent = os.path.dirname(folder)
@@ -537,10 +621,21 @@ def _environment():
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(datapaths.bundled("templates")),
         bytecode_cache=_bytecode_cache(jinja2),
-        autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-        trim_blocks=True, lstrip_blocks=True,
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
         # bash's ${#ARRAY[@]} would open a jinja comment; the templates have no jinja comments.
-        comment_start_string="<%#", comment_end_string="#%>")
-    env.filters.update(q=shell.quote, qa=shell.quote_always, args=shell.args, args_lines=shell.args_lines,
-                       sbatch_value=shell.sbatch_value, heredoc=heredoc)
+        comment_start_string="<%#",
+        comment_end_string="#%>",
+    )
+    env.filters.update(
+        q=shell.quote,
+        qa=shell.quote_always,
+        args=shell.args,
+        args_lines=shell.args_lines,
+        sbatch_value=shell.sbatch_value,
+        heredoc=heredoc,
+    )
     return env

@@ -90,8 +90,7 @@ def main(out_dir: str, nodes: int, gpus: int, mode: str) -> int:
             _write(os.path.join(out_dir, "failed-at"), time.time())
             return 1
     reports = ray.get(refs, timeout=BARRIER_TIMEOUT_S + (HOLD_S if hold else 0))
-    _write(os.path.join(out_dir, "ray.json"),
-           {"nodes_alive": len(alive), "gpus": total_gpus, "tasks": reports})
+    _write(os.path.join(out_dir, "ray.json"), {"nodes_alive": len(alive), "gpus": total_gpus, "tasks": reports})
     return 0
 
 

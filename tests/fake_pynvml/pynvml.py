@@ -9,8 +9,12 @@ import os
 
 from fake_nvml import FakeGpu, FakeNvml
 
-_fake = FakeNvml([FakeGpu(name="NVIDIA H100 80GB HBM3 (fake)", bus_id=f"0000:{0x1b + i:02x}:00.0", util=[40, 90])
-                  for i in range(int(os.environ.get("FAKE_NVML_GPUS", "2")))])
+_fake = FakeNvml(
+    [
+        FakeGpu(name="NVIDIA H100 80GB HBM3 (fake)", bus_id=f"0000:{0x1B + i:02x}:00.0", util=[40, 90])
+        for i in range(int(os.environ.get("FAKE_NVML_GPUS", "2")))
+    ]
+)
 NVMLError = _fake.NVMLError
 
 

@@ -285,25 +285,37 @@ def check_hca(node, var, value):
     if mode == "exclude":
         kept = [d for d in devices if not any(_matches(d, n, "prefix") for n, _ in items)]
         if not any(active_ports(d, None) for d in kept):
-            yield (f"{var}={value}", "an ACTIVE port on a device not excluded",
-                   f"devices {', '.join(devices) or 'none'} in /sys/class/infiniband")
+            yield (
+                f"{var}={value}",
+                "an ACTIVE port on a device not excluded",
+                f"devices {', '.join(devices) or 'none'} in /sys/class/infiniband",
+            )
         return
     for name, port in items:
         item = f"{var} {name}" + (f" port {port}" if port is not None else "")
         matched = [d for d in devices if _matches(d, name, mode)]
         if not matched:
-            yield (item, "an RDMA device" + (" named " if mode == "exact" else " whose name starts with ") + name,
-                   f"no such device (have: {', '.join(devices) or 'none'})")
+            yield (
+                item,
+                "an RDMA device" + (" named " if mode == "exact" else " whose name starts with ") + name,
+                f"no such device (have: {', '.join(devices) or 'none'})",
+            )
             continue
         if mode == "prefix":
             if not any(active_ports(d, port) for d in matched):
-                yield (item, "an ACTIVE port on a device whose name starts with " + name,
-                       "; ".join(f"{d}: {_states(node, d, port)}" for d in matched))
+                yield (
+                    item,
+                    "an ACTIVE port on a device whose name starts with " + name,
+                    "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
+                )
             continue
         (dev,) = matched
         if port is not None and port_state(dev, port) is None:
-            yield (item, "the port to exist",
-                   f"ports {', '.join(node.listdir('class', 'infiniband', dev, 'ports')) or 'none'}")
+            yield (
+                item,
+                "the port to exist",
+                f"ports {', '.join(node.listdir('class', 'infiniband', dev, 'ports')) or 'none'}",
+            )
         elif not active_ports(dev, port):
             yield (item, "state ACTIVE", _states(node, dev, port))
 def _states(node, dev, port):
@@ -319,15 +331,21 @@ def check_ifaces(node, var, value):
     if mode == "exclude":
         kept = [n for n in names if n != "lo" and not any(_matches(n, x, "prefix") for x, _ in items)]
         if not any(node.ipv4(n) for n in kept):
-            yield (f"{var}={value}", "an interface not excluded with an IPv4 address",
-                   f"interfaces {', '.join(names) or 'none'}")
+            yield (
+                f"{var}={value}",
+                "an interface not excluded with an IPv4 address",
+                f"interfaces {', '.join(names) or 'none'}",
+            )
         return
     for want, _ in items:
         matched = [n for n in names if _matches(n, want, mode)]
         item = f"{var} {want}"
         if not matched:
-            yield (item, "an interface" + (" named " if mode == "exact" else " whose name starts with ") + want,
-                   f"no such interface (have: {', '.join(names) or 'none'})")
+            yield (
+                item,
+                "an interface" + (" named " if mode == "exact" else " whose name starts with ") + want,
+                f"no such interface (have: {', '.join(names) or 'none'})",
+            )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
 def check(node, spec):
@@ -365,18 +383,27 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
     name = node.name()
     problems = list(check(node, spec))
     for item, expected, found in problems:
-        print(f"ncclgen: preflight FAILED: node {name}: {item}: expected {expected}, found {found}",
-              file=err, flush=True)
+        print(
+            f"ncclgen: preflight FAILED: node {name}: {item}: expected {expected}, found {found}", file=err, flush=True
+        )
     if problems:
-        print(f"ncclgen: preflight FAILED on node {name}: {len(problems)} problem(s); the job stops before "
-              f"the launch (exit {EXIT_PROBLEMS})", file=err, flush=True)
+        print(
+            f"ncclgen: preflight FAILED on node {name}: {len(problems)} problem(s); the job stops before "
+            f"the launch (exit {EXIT_PROBLEMS})",
+            file=err,
+            flush=True,
+        )
         return EXIT_PROBLEMS
     print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
     return 0
 def _deadline(name):
     def fire():
-        print(f"ncclgen: preflight FAILED: node {name}: preflight: expected to finish within {DEADLINE_S:.0f} s, "
-              "found it blocked (a hung file system?)", file=sys.stderr, flush=True)
+        print(
+            f"ncclgen: preflight FAILED: node {name}: preflight: expected to finish within {DEADLINE_S:.0f} s, "
+            "found it blocked (a hung file system?)",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(EXIT_PROBLEMS)
     timer = threading.Timer(DEADLINE_S, fire)
     timer.daemon = True
@@ -389,11 +416,14 @@ def main(argv):
                 text = fh.read()
         spec = json.loads(text)
         if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
-            raise ValueError(f"spec version {spec.get('v') if isinstance(spec, dict) else None!r}, "
-                             f"this program reads {SPEC_VERSION}")
+            raise ValueError(
+                f"spec version {spec.get('v') if isinstance(spec, dict) else None!r}, this program reads {SPEC_VERSION}"
+            )
     except (OSError, ValueError) as exc:
-        print(f"ncclgen: preflight: usage: preflight SPEC_JSON|@FILE ({exc}); regenerate the job with this "
-              "ncclgen", file=sys.stderr)
+        print(
+            f"ncclgen: preflight: usage: preflight SPEC_JSON|@FILE ({exc}); regenerate the job with this ncclgen",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     node = Node()
     _deadline(node.name())
@@ -442,8 +472,10 @@ def wrap(original, mapping, setaffinity=os.sched_setaffinity):
 def install(manager, mapping):
     original = getattr(manager, "set_current_process_visible_accelerator_ids", None)
     if original is None:
-        _warn(f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
-              "(Ray internals changed since 2.60); Ray workers stay unbound")
+        _warn(
+            f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
+            "(Ray internals changed since 2.60); Ray workers stay unbound"
+        )
         return False
     if getattr(original, "ncclgen_wrapped", None) is None:
         manager.set_current_process_visible_accelerator_ids = staticmethod(wrap(original, mapping))
@@ -515,20 +547,30 @@ def connect(address):
     return ray
 def wait(address, want_nodes, want_gpus, timeout_s):
     have = [0, 0]
-    Deadline(timeout_s, EXIT_NOT_READY, lambda: (
-        f"ncclgen: ERROR: Ray cluster not ready after {timeout_s} s (want {want_nodes} nodes/{want_gpus} "
-        f"GPUs, have {have[0]} nodes/{have[1]} GPUs)")).start()
+    Deadline(
+        timeout_s,
+        EXIT_NOT_READY,
+        lambda: (
+            f"ncclgen: ERROR: Ray cluster not ready after {timeout_s} s (want {want_nodes} nodes/{want_gpus} "
+            f"GPUs, have {have[0]} nodes/{have[1]} GPUs)"
+        ),
+    ).start()
     ray = connect(address)
     while True:
         have[:] = census(ray.nodes())
         if have[0] >= want_nodes and have[1] >= want_gpus:
-            print(f"ncclgen: Ray cluster ready: {have[0]} nodes, {have[1]} GPUs after "
-                  f"{since_job_start():.1f} s", flush=True)
+            print(
+                f"ncclgen: Ray cluster ready: {have[0]} nodes, {have[1]} GPUs after {since_job_start():.1f} s",
+                flush=True,
+            )
             return 0
         time.sleep(POLL_S)
 def watch(address, want_nodes, interval_s):
-    deadline = Deadline(WATCH_STALL_S, EXIT_NODE_LOST, lambda: (
-        f"ncclgen: ERROR: Ray watchdog: the cluster did not answer for {WATCH_STALL_S:.0f} s"))
+    deadline = Deadline(
+        WATCH_STALL_S,
+        EXIT_NODE_LOST,
+        lambda: f"ncclgen: ERROR: Ray watchdog: the cluster did not answer for {WATCH_STALL_S:.0f} s",
+    )
     deadline.start()
     try:
         ray = connect(address)
@@ -542,8 +584,12 @@ def watch(address, want_nodes, interval_s):
             print(f"ncclgen: ERROR: Ray watchdog: cannot read the node table: {exc}", file=sys.stderr, flush=True)
             return EXIT_NODE_LOST
         if alive < want_nodes:
-            print(f"ncclgen: ERROR: Ray watchdog: only {alive}/{want_nodes} Ray nodes alive after "
-                  f"{since_job_start():.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"ncclgen: ERROR: Ray watchdog: only {alive}/{want_nodes} Ray nodes alive after "
+                f"{since_job_start():.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
             return EXIT_NODE_LOST
         deadline.extend(WATCH_STALL_S)
         time.sleep(interval_s)
@@ -558,8 +604,7 @@ def main(argv):
             return watch(address, int(nodes), interval_s)
     except ValueError:
         pass
-    print(f"usage: wait ADDRESS NODES GPUS TIMEOUT_S | watch ADDRESS NODES INTERVAL_S (got {argv})",
-          file=sys.stderr)
+    print(f"usage: wait ADDRESS NODES GPUS TIMEOUT_S | watch ADDRESS NODES INTERVAL_S (got {argv})", file=sys.stderr)
     return 2
 _STARTED = time.time()
 if __name__ == "__main__":
