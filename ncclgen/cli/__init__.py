@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "explain": ("ncclgen.cli.plan", "explain", "Explain every variable, the binding and the launch line."),
     "lint": ("ncclgen.cli.lint", "lint", "Lint an env file, sbatch script or manifest."),
     "slurm": ("ncclgen.cli.slurm", "slurm", "Render an sbatch script."),
-    "k8s": ("ncclgen.cli.k8s", "k8s", "Render Kubernetes manifests (PyTorchJob, RayJob)."),
+    "k8s": ("ncclgen.cli.k8s", "k8s", "Render Kubernetes manifests (PyTorchJob, RayJob, TrainJob)."),
     "discover": ("ncclgen.cli.node", "discover", "Write a descriptor for this node (NVML + sysfs)."),
     "doctor": ("ncclgen.cli.node", "doctor", "Check this node against a descriptor."),
     "bench": ("ncclgen.cli.node", "bench", "Measure collective bus bandwidth (run under torchrun)."),
@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("ncclgen: aborted", err=True)
         return 130
+    except click.exceptions.NoArgsIsHelpError as exc:  # `ncclgen` or a group alone: its help, as printed by -h
+        click.echo(exc.ctx.get_help(), err=True)
+        return 2
     except click.UsageError as exc:
         msg = exc.format_message().replace("\n", " ")
         where = f"{exc.ctx.command_path}: " if exc.ctx else ""

@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import click
+import click.shell_completion
 
 from .. import pipeline
 from ..plan import TARGETS, Plan
+
+
+def complete_cluster(ctx, param, incomplete):
+    """Shell completion for --cluster: the descriptor names found in the search folders."""
+    from ..load import descriptor
+
+    return [click.shell_completion.CompletionItem(n) for n in descriptor.available() if n.startswith(incomplete)]
+
+
+def complete_workload(ctx, param, incomplete):
+    """Shell completion for --workload: the workload names found in the search folders."""
+    from ..load import workload
+
+    return [click.shell_completion.CompletionItem(n) for n in workload.available() if n.startswith(incomplete)]
 
 
 def plan_options(f):
@@ -24,6 +39,7 @@ def plan_options(f):
         "--workload",
         "-w",
         metavar="NAME|PATH",
+        shell_complete=complete_workload,
         help="Bundled workload name or YAML file (default: verl-grpo-qwen2-7b).",
     )(f)
     f = click.option(
@@ -33,7 +49,13 @@ def plan_options(f):
         metavar="1|2|3",
         help="1 stable, 2 performance, 3 expert (cumulative; default 1).",
     )(f)
-    f = click.option("--cluster", "-c", metavar="NAME|PATH", help="Descriptor name or file (default: h100-ib).")(f)
+    f = click.option(
+        "--cluster",
+        "-c",
+        metavar="NAME|PATH",
+        shell_complete=complete_cluster,
+        help="Descriptor name or file (default: h100-ib).",
+    )(f)
     return f
 
 

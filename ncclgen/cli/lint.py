@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import lint as lintmod
+from .common import complete_cluster
 
 
 @click.command()
@@ -12,6 +13,7 @@ from .. import lint as lintmod
     "--cluster",
     "-c",
     metavar="NAME|PATH",
+    shell_complete=complete_cluster,
     help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
     "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none.",
 )

@@ -18,6 +18,7 @@ from ..errors import UserError
 from ..load import descriptor
 from ..node import Unavailable
 from ..output import emit
+from .common import complete_cluster
 
 SYSFS_HELP = "Read sysfs (and /proc/net/route) under this folder instead of /, e.g. a tree captured on a node."
 
@@ -76,6 +77,7 @@ Examples:
     "--cluster",
     "-c",
     metavar="NAME|PATH",
+    shell_complete=complete_cluster,
     help="Descriptor name or file (default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -144,6 +146,7 @@ Examples:
     "--cluster",
     "-c",
     metavar="NAME|PATH",
+    shell_complete=complete_cluster,
     help="Descriptor: also print busbw as % of its NVLink (one node) or rail (several nodes) bound (nccl backend).",
 )
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the results as JSON (rank 0).")
