@@ -146,7 +146,8 @@ def test_bench_extra_installs_what_bench_imports():
     names = {re.split(r"[<>=\[ ]", req)[0] for req in extras["bench"]}
     assert names == {"torch", "numpy"}
     with open(os.path.join(os.path.dirname(__file__), "run.sh")) as fh:
-        assert "bench" in re.search(r"-e \".\[([a-z,]+)\]\"", fh.read()).group(1).split(",")  # CI installs it the way users do
+        # CI installs it the way users do
+        assert "bench" in re.search(r"-e \".\[([a-z,]+)\]\"", fh.read()).group(1).split(",")
 
 
 def test_default_sizes_depend_on_the_backend():
@@ -187,7 +188,9 @@ def test_every_op_in_process_on_one_rank(monkeypatch):
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     for op in bench.OPS:
         seen = []
-        rank, n, nodes, timings = bench.measure(op, "gloo", [64, 128], 2, 1, lambda d, t: seen.append((d, t)))
+        rank, n, nodes, timings = bench.measure(
+            op, "gloo", [64, 128], 2, 1, lambda d, t, seen=seen: seen.append((d, t))
+        )
         assert (rank, n, nodes) == (0, 1, 1)
         assert [size for size, _ in timings] == [64, 128] and all(t > 0 for _, t in timings)
         assert seen == [(1, 2), (2, 2)]
