@@ -1,0 +1,426 @@
+"""Rules that read the descriptor's fabric (HCAs, interfaces, rails) and rules across two settings."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from . import knowledge as kb
+from .findings import Finding
+from .knowledge import matches, parse_if_list
+from .rules import BUFFSIZE_DEFAULT, MAX_SOCKETS, MAX_THREADS, VERBS_FABRICS, _deliberate, _size, _Target
+
+if TYPE_CHECKING:
+    from ..load.descriptor import Descriptor
+
+
+def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_IB_HCA against the descriptor: storage NICs, over-wide prefixes, unknown names, lost rails."""
+    cluster = t.cluster
+    if cluster is None or t.fabric not in VERBS_FABRICS:
+        return []
+    net = cluster.network
+    rails = [r for r in net.compute if r.hca]
+    storage = [s for s in net.storage if s.kind == "hca"]
+    known = sorted({r.hca for r in rails} | {s.name for s in storage}, key=_natural)
+    exclude, exact, entries = parse_if_list(value)
+    exact_fix = "use NCCL_IB_HCA==" + ",".join(f"{r.hca}:{r.port}" for r in rails)
+    out = []
+    picked = [s for s in storage if matches(value, s.name, -1)]
+    if picked:
+        prefixes = [
+            n
+            for n, _ in entries
+            if not exact and not exclude and any(s.name.startswith(n) and s.name != n for s in picked)
+        ]
+        how = (
+            f" ({', '.join(repr(p) for p in prefixes)} is a prefix: it matches every HCA whose name starts with it)"
+            if prefixes
+            else ""
+        )
+        out.append(
+            (
+                "NG012",
+                "error",
+                f"NCCL_IB_HCA={value} selects storage/in-band NIC(s) "
+                f"{', '.join(s.name for s in picked)} of {cluster.name}{how}: NCCL would "
+                "send GPU traffic over them",
+                exact_fix,
+            )
+        )
+    for name, port in entries:
+        hits = [d for d in known if (d == name if exact else d.startswith(name))]
+        if port != -1:
+            hits = [
+                d for d in hits if d not in {r.hca for r in rails} or any(r.hca == d and r.port == port for r in rails)
+            ]
+        if not hits:
+            out.append(
+                (
+                    "NG012",
+                    "warning" if exclude else "error",
+                    f"NCCL_IB_HCA entry {name}{':' + str(port) if port != -1 else ''} matches no HCA port "
+                    f"of {cluster.name} (HCAs: {', '.join(known)})",
+                    exact_fix,
+                )
+            )
+        elif not exact and name in known and len(hits) > 1:
+            others = [d for d in hits if d != name]
+            out.append(
+                (
+                    "NG012",
+                    "warning",
+                    f"NCCL_IB_HCA entry {name} is a prefix: it also matches {', '.join(others)}",
+                    f"{exact_fix} ('=' makes every name exact)",
+                )
+            )
+    lost = [r for r in rails if not matches(value, r.hca, r.port)]
+    if lost:
+        gpus = sorted({g for r in lost for g in r.gpus})
+        out.append(
+            (
+                "NG012",
+                "warning",
+                f"NCCL_IB_HCA={value} leaves out compute rail(s) "
+                f"{', '.join(f'{r.hca}:{r.port}' for r in lost)}: GPU(s) "
+                f"{', '.join(map(str, gpus))} lose their nearest NIC",
+                exact_fix,
+            )
+        )
+    return out
+
+
+def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_SOCKET_IFNAME against the descriptor's bootstrap (and storage) interfaces."""
+    cluster = t.cluster
+    if cluster is None:
+        return []
+    net = cluster.network
+    boot = list(net.bootstrap_interfaces)
+    if net.bootstrap_match == "exclude":
+        # The names are the CNI's (a pod view): only the exclusion list is known.
+        want = "^" + ",".join(boot)
+        if value != want:
+            return [
+                (
+                    "NG013",
+                    "warning",
+                    f"NCCL_SOCKET_IFNAME={value}: {cluster.name} declares no interface "
+                    f"names here, only that NCCL must not use {', '.join(boot)}",
+                    f"use NCCL_SOCKET_IFNAME={want}",
+                )
+            ]
+        return []
+    storage = [s.name for s in net.storage if s.kind == "netdev"]
+    known = boot + [r.netdev for r in net.compute if r.netdev] + storage
+    exclude, exact, entries = parse_if_list(value)
+    fix = "use NCCL_SOCKET_IFNAME==" + ",".join(boot)
+    out = []
+    if not any(matches(value, b, -1) for b in boot):
+        out.append(
+            (
+                "NG013",
+                "error",
+                f"NCCL_SOCKET_IFNAME={value} selects none of {cluster.name}'s bootstrap "
+                f"interface(s) {', '.join(boot)}: NCCL would bootstrap elsewhere or find "
+                "no interface",
+                fix,
+            )
+        )
+    picked = [s for s in storage if matches(value, s, -1)]
+    if picked:
+        out.append(
+            (
+                "NG013",
+                "warning",
+                f"NCCL_SOCKET_IFNAME={value} also selects storage interface(s) {', '.join(picked)}",
+                fix,
+            )
+        )
+    if not exclude:
+        for name, _ in entries:
+            if not any((k == name if exact else k.startswith(name)) for k in known):
+                out.append(
+                    (
+                        "NG013",
+                        "warning",
+                        f"NCCL_SOCKET_IFNAME entry {name} is not an interface "
+                        f"{cluster.name} declares ({', '.join(known)})",
+                        fix,
+                    )
+                )
+    if any(port != -1 for _, port in entries):
+        out.append(
+            (
+                "NG013",
+                "warning",
+                "a ':port' suffix in NCCL_SOCKET_IFNAME is ignored for IP interfaces",
+                "remove the ':port' suffix",
+            )
+        )
+    return out
+
+
+# NCCL's path levels as ncclGetLevel reads a number (NCCL v2.30.7 src/graph/paths.cc:243-269):
+# levelsOldToNew = {LOC, PIX, PXB, PHB, SYS, SYS}, and any larger number is clamped to the last entry.
+LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
+RAIL_FABRICS = ("infiniband", "roce")
+
+
+def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    """One valid value that does something other than the writer most likely meant."""
+    out: list[tuple] = []
+    name, cluster = info.name, t.cluster
+    net = cluster.network if cluster is not None else None
+    if name in ("NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL") and re.fullmatch(r"\d+", value.strip()):
+        number = kb.strtoll(value)[0] or 0
+        level = LEGACY_LEVELS[min(number, len(LEGACY_LEVELS) - 1)]
+        if number >= len(LEGACY_LEVELS):
+            out.append(
+                (
+                    "NG021",
+                    "warning",
+                    f"{name}={value} is past the last legacy level: NCCL clamps it to "
+                    f"{level} without a warning (src/graph/paths.cc:262-266)",
+                    f"{name}={level}",
+                )
+            )
+        else:
+            out.append(
+                (
+                    "NG021",
+                    "info",
+                    f"{name}={value} is the legacy numeric form, which NCCL reads as {level} "
+                    "(0 LOC, 1 PIX, 2 PXB, 3 PHB, 4-5 SYS; the numbers do not follow today's "
+                    "level list)",
+                    f"{name}={level}",
+                )
+            )
+    if name in ("NCCL_ALGO", "NCCL_PROTO") and ":" not in value and not value.startswith("^"):
+        tokens = {tok.strip().casefold() for tok in value.split(",") if tok.strip()}
+        if len(tokens) == 1:
+            what = "algorithm" if name == "NCCL_ALGO" else "protocol"
+            out.append(
+                (
+                    "NG022",
+                    "warning",
+                    f"{name}={value} forces one {what} for every collective and size: "
+                    "NCCL can no longer pick the fastest one per message size (a forced "
+                    "Ring or Simple typically costs small-message latency or large-message "
+                    "bandwidth)",
+                    "remove it, unless a measurement on this cluster shows it helps (a tuner plugin or "
+                    f"'{name}=^X' to exclude one {what} is narrower)",
+                )
+            )
+    if name == "NCCL_SHM_DISABLE" and _truthy(info, value):
+        out.append(
+            (
+                "NG020",
+                "warning",
+                "NCCL_SHM_DISABLE=1 turns off the shared-memory transport: GPU pairs "
+                "without P2P (across PCIe root complexes or in containers without IPC) "
+                "then go through the network transport, much slower",
+                "remove it",
+            )
+        )
+    if name == "NCCL_IB_DISABLE" and _truthy(info, value) and cluster is not None and t.fabric in VERBS_FABRICS:
+        # A warning, not an error: switching IB off is a legitimate way to bisect a fabric problem.
+        out.append(
+            (
+                "NG020",
+                "warning",
+                f"NCCL_IB_DISABLE=1 on {cluster.name}, whose GPU traffic runs over "
+                f"{t.fabric}: NCCL falls back to its Socket (TCP) transport, a fraction of "
+                "the fabric's bandwidth, without failing",
+                "remove it, unless you are ruling out the fabric",
+            )
+        )
+    if name == "NCCL_P2P_LEVEL" and cluster is not None and not cluster.node.nvlink_gbps and value.strip() == "NVL":
+        out.append(
+            (
+                "NG023",
+                "warning",
+                f"NCCL_P2P_LEVEL=NVL allows P2P only over NVLink, and {cluster.name} "
+                "declares none (node.nvlink_gbps): every GPU pair then goes through "
+                "shared memory",
+                "remove it, or declare node.nvlink_gbps if the GPUs have NVLink",
+            )
+        )
+    if name == "NCCL_CROSS_NIC" and value.strip() == "1" and cluster is not None and _rail_optimised(cluster):
+        out.append(
+            (
+                "NG023",
+                "warning",
+                f"NCCL_CROSS_NIC=1 lets rings and trees change NIC between nodes, while "
+                f"{cluster.name}'s compute rails are one per GPU (rail-optimised): traffic "
+                "then crosses the spine instead of staying on its rail",
+                "remove it (the default 2 prefers the same NIC), or NCCL_CROSS_NIC=0",
+            )
+        )
+    if name == "NCCL_COLLNET_ENABLE" and value.strip() == "1" and cluster is not None and net is not None:
+        from ..load import plugins
+
+        plugin = plugins.get(net.net_plugin)
+        if plugin is None or not plugin.collnet:
+            have = [p.id for p in plugins.all_plugins().values() if p.collnet]
+            out.append(
+                (
+                    "NG011",
+                    "warning",
+                    f"NCCL_COLLNET_ENABLE=1 takes effect only through a CollNet (SHARP) "
+                    f"plugin ({', '.join(have)}), which {cluster.name} does not load "
+                    f"(net_plugin: {net.net_plugin}): NCCL ignores it",
+                    "remove it, or load the plugin (network.net_plugin) on a fabric with SHARP",
+                )
+            )
+    return out
+
+
+def _truthy(info: kb.VarInfo, value: str) -> bool:
+    number, problem = kb.parse_int(info, value)
+    return problem is None and number not in (None, 0)
+
+
+def _rail_optimised(cluster: Descriptor) -> bool:
+    """Several compute rails, each serving its own GPUs, every GPU on exactly one rail."""
+    rails = [r for r in cluster.network.compute]
+    if cluster.network.fabric not in RAIL_FABRICS or len(rails) < 2:
+        return False
+    served = [g for r in rails for g in r.gpus]
+    return len(served) == len(set(served)) == cluster.node.gpus_per_node
+
+
+def _gloo_ifname_findings(value: str, t: _Target) -> list[tuple]:
+    """GLOO_SOCKET_IFNAME: exact interface names, comma-separated (PyTorch makes one Gloo device per name);
+    they must be the descriptor's bootstrap interfaces, which is what NCCL's bootstrap uses too."""
+    cluster = t.cluster
+    if cluster is None:
+        return []
+    net = cluster.network
+    boot = list(net.bootstrap_interfaces)
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if net.bootstrap_match == "exact":
+        wrong = [n for n in names if n not in boot]
+    elif net.bootstrap_match == "prefix":
+        wrong = [n for n in names if not any(n.startswith(b) for b in boot)]
+    else:  # "exclude": a pod view names only interfaces to avoid
+        wrong = [n for n in names if n in boot]
+    if not wrong:
+        return []
+    fix = (
+        f"GLOO_SOCKET_IFNAME={','.join(boot)}"
+        if net.bootstrap_match == "exact"
+        else "use the interface the pod or host bootstraps on (network.bootstrap_interfaces)"
+    )
+    return [
+        (
+            "NG013",
+            "error",
+            f"GLOO_SOCKET_IFNAME={value}: {', '.join(wrong)} "
+            f"{'is' if len(wrong) == 1 else 'are'} not {cluster.name}'s bootstrap interface "
+            f"({', '.join(boot)}): Gloo would bind elsewhere than NCCL or fail to start",
+            fix,
+        )
+    ]
+
+
+NCCL_STEPS = 8  # NCCL v2.30.7 src/include/device.h:26
+
+
+def _combination_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
+    """Two settings of one environment where one cancels or caps the other."""
+    out = []
+    chunk_info, buff_info = kb.lookup("NCCL_P2P_NET_CHUNKSIZE"), kb.lookup("NCCL_BUFFSIZE")
+    chunk_text = values.get("NCCL_P2P_NET_CHUNKSIZE")
+    if (
+        chunk_info is not None
+        and buff_info is not None
+        and chunk_text is not None
+        and not _deliberate(chunk_info, chunk_text, t)
+    ):
+        chunk, _ = kb.parse_int(chunk_info, chunk_text)
+        buff, _ = kb.parse_int(buff_info, values.get("NCCL_BUFFSIZE") or str(BUFFSIZE_DEFAULT))
+        if chunk is not None and buff is not None and buff > 0 and chunk > buff // NCCL_STEPS:
+            cap = buff // NCCL_STEPS
+            whose = "NCCL_BUFFSIZE" if values.get("NCCL_BUFFSIZE") else "the default NCCL_BUFFSIZE"
+            out.append(
+                Finding(
+                    "NG021",
+                    "info",
+                    "NCCL_P2P_NET_CHUNKSIZE",
+                    f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
+                    f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
+                    f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
+                    f"least {chunk * NCCL_STEPS}",
+                    f"NCCL_P2P_NET_CHUNKSIZE={cap}",
+                    lines.get("NCCL_P2P_NET_CHUNKSIZE"),
+                )
+            )
+    blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
+    for wait in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
+        v = values.get(wait)
+        if v is None or blocking is None or not kb.same_value(blocking, v, "1"):
+            continue
+        for handling in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
+            h = values.get(handling)
+            if h is not None and h.strip() != "0":
+                out.append(
+                    Finding(
+                        "NG019",
+                        "warning",
+                        wait,
+                        f"{wait}={v} makes wait() block and throw on timeout, and PyTorch then creates "
+                        f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
+                        "effect: a hung collective is no longer torn down by the watchdog "
+                        "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
+                        "NO watchdog thread is created')",
+                        f"remove {wait} and keep {handling}",
+                        lines.get(wait),
+                    )
+                )
+                break
+        break
+    for alias, new in (
+        ("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
+        ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"),
+    ):
+        if values.get(alias) is not None and values.get(new) is not None and values[alias] != values[new]:
+            out.append(
+                Finding(
+                    "NG019",
+                    "warning",
+                    alias,
+                    f"{alias}={values[alias]} is ignored: {new}={values[new]} (line {lines.get(new)}) "
+                    "is set too, and PyTorch reads the TORCH_ name first",
+                    f"remove {alias}",
+                    lines.get(alias),
+                )
+            )
+    return out
+
+
+def _socket_product(values: dict, lines: dict) -> list[Finding]:
+    """NCCL keeps NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 by lowering NSOCKS_PERTHREAD."""
+    nt_info, ns_info = kb.lookup("NCCL_SOCKET_NTHREADS"), kb.lookup("NCCL_NSOCKS_PERTHREAD")
+    nt, _ = kb.parse_int(nt_info, values.get("NCCL_SOCKET_NTHREADS") or "")
+    ns, _ = kb.parse_int(ns_info, values.get("NCCL_NSOCKS_PERTHREAD") or "")
+    if nt is None or ns is None or nt < 1 or ns < 1:
+        return []
+    nt = min(nt, MAX_THREADS)
+    if nt * ns <= MAX_SOCKETS:
+        return []
+    return [
+        Finding(
+            "NG008",
+            "warning",
+            "NCCL_NSOCKS_PERTHREAD",
+            f"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {nt} x {ns} = {nt * ns} > {MAX_SOCKETS}: "
+            f"NCCL lowers NCCL_NSOCKS_PERTHREAD to {MAX_SOCKETS // nt}",
+            f"NCCL_NSOCKS_PERTHREAD={MAX_SOCKETS // nt}",
+            lines["NCCL_NSOCKS_PERTHREAD"],
+        )
+    ]
+
+
+def _natural(s: str) -> tuple:
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
