@@ -25,7 +25,12 @@ def lint(ctx, cluster, fmt, files):
 
     FILE may be an env/dotenv file, `ncclgen env` output (shell or --format json), an sbatch/bash
     script (its `export` lines and line-start assignments) or a Kubernetes manifest (every `env:` list).
-    Exit status: 0 without errors, 1 when a finding is an error, 2 for unreadable input.
+    A form whose effect cannot be read statically (a value from $(...), an expanded name, eval, a
+    sourced file, --export-file, a ConfigMap or Secret not in the input) is listed as
+    'FILE:LINE: not checked: ...' and counted in the summary.
+    Exit status: 0 when everything was read and no finding is an error; 1 when a finding is an
+    error; 3 when there is no error but some form was not checked (the verdict is incomplete);
+    2 for unreadable input.
 
     \b
     Example:
@@ -45,7 +50,7 @@ def lint(ctx, cluster, fmt, files):
 
         desc = descriptor.load_cluster(cluster)
     texts = [(("<stdin>" if f == "-" else f), lintmod.read_input(f)) for f in files]  # all readable first
-    failed = False
+    failed = partial = False
     render = lintmod.format_json if fmt == "json" else lintmod.format_text
     for label, text in texts:
         findings = lintmod.lint_text(text, label, desc)
@@ -54,7 +59,11 @@ def lint(ctx, cluster, fmt, files):
         target = lintmod.target_label(desc)
         if origin:  # say where the cluster came from: no flag named it
             target = target[:-1] + origin + ")"
-        click.echo(render(findings, label, checked, target), nl=False)
+        notes = lintmod.unchecked(text, label)
+        click.echo(render(findings, label, checked, target, notes), nl=False)
         failed |= any(f.severity == "error" for f in findings)
+        partial |= bool(notes)
     if failed:
         ctx.exit(1)
+    if partial:
+        ctx.exit(3)

@@ -25,6 +25,7 @@ __all__ = [
     "parse_text",
     "read_input",
     "target_label",
+    "unchecked",
 ]
 
 

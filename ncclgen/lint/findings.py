@@ -70,23 +70,29 @@ def counts(findings: list[Finding]) -> dict[str, int]:
     return {sev: sum(f.severity == sev for f in findings) for sev in SEVERITIES}
 
 
-def format_text(findings: list[Finding], file: str, checked: int, target: str) -> str:
-    """One line per finding (file:line: severity code variable: message), its fix indented below."""
+def format_text(
+    findings: list[Finding], file: str, checked: int, target: str, unchecked: list[tuple[int, str]] = ()
+) -> str:
+    """One line per finding (file:line: severity code variable: message), its fix indented below; one
+    line per form not read (file:line: not checked: what); the summary counts both."""
     out = []
     for f in findings:
         where = f"{file}:{f.line}" if f.line else file
         out.append(f"{where}: {f.severity} {f.code} {f.variable}: {f.message}")
         if f.fix:
             out.append(f"    fix: {f.fix}")
+    out += [f"{file}:{line}: not checked: {what}" for line, what in unchecked]
     c = counts(findings)
     out.append(
         f"{file}: {checked} variable(s) checked against {target}: {c['error']} error(s), "
-        f"{c['warning']} warning(s), {c['info']} info"
+        f"{c['warning']} warning(s), {c['info']} info" + (f", {len(unchecked)} not checked" if unchecked else "")
     )
     return "\n".join(out) + "\n"
 
 
-def format_json(findings: list[Finding], file: str, checked: int, target: str) -> str:
+def format_json(
+    findings: list[Finding], file: str, checked: int, target: str, unchecked: list[tuple[int, str]] = ()
+) -> str:
     import json
 
     c = counts(findings)
@@ -95,6 +101,7 @@ def format_json(findings: list[Finding], file: str, checked: int, target: str) -
         "target": target,
         "checked": checked,
         "findings": [f.as_dict() for f in findings],
+        "not_checked": [{"file": file, "line": line, "what": what} for line, what in unchecked],
         "errors": c["error"],
         "warnings": c["warning"],
         "infos": c["info"],

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import did_you_mean
-from . import fabric, manifest, platform, shell
+from . import fabric, manifest, platform, shellenv
 from . import knowledge as kb
 from .findings import CODES, SEVERITIES, Finding, _order, counts, format_json, format_text
 from .knowledge import matches, parse_if_list
@@ -36,6 +36,7 @@ __all__ = [
     "matches",
     "parse_if_list",
     "parse_text",
+    "unchecked",
 ]
 
 MAX_INPUT = 1 << 20
@@ -139,7 +140,7 @@ def lint_text(text: str, name: str, cluster: Descriptor | None = None) -> list[F
         from ..load import views
 
         cluster = views.view(cluster, target)
-    for group in _parse_groups(text, name):
+    for group in _parse_groups(text, name)[0]:
         findings += lint_pairs(group, cluster, file=name, target=target)
     return sorted(findings, key=_order)
 
@@ -161,7 +162,7 @@ def read_input(path: str) -> str:
 
 def detect(text: str) -> str:
     """'json' (ncclgen env --format json), 'manifest' (Kubernetes YAML) or 'shell' (env/dotenv/script)."""
-    if text.lstrip().startswith("{"):
+    if re.match(r"\s*\{\s*(\"|\}|$)", text):  # not `{ export A=1; }`, a shell group
         return "json"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
     # A YAML stream starts with '---' or a 'key:'; no env file or shell script line looks like that.
@@ -172,13 +173,20 @@ def detect(text: str) -> str:
 
 def parse_text(text: str, name: str) -> list[tuple[str, str | None, int | None]]:
     """(variable, value or None, line) for every assignment in ``text``, in order."""
-    return [pair for group in _parse_groups(text, name) for pair in group]
+    return [pair for group in _parse_groups(text, name)[0] for pair in group]
+
+
+def unchecked(text: str, name: str) -> list[tuple[int, str]]:
+    """(line, what) for each form in ``text`` whose effect on the environment could not be read: a value
+    from an expansion (for a name the linter checks), an expanded name, eval, a sourced file, ..."""
+    notes = _parse_groups(text, name)[1]
+    return [(line, what) for line, var, what in notes if var is None or is_relevant(var)]
 
 
 _LAST_PARSE: list = [None, None, None]  # (text, name, groups): `lint` asks twice for the same text
 
 
-def _parse_groups(text: str, name: str) -> list[list]:
+def _parse_groups(text: str, name: str) -> tuple[list[list], list]:
     if _LAST_PARSE[0] is text and _LAST_PARSE[1] == name:
         return _LAST_PARSE[2]
     groups = _parse_groups_uncached(text, name)
@@ -186,13 +194,15 @@ def _parse_groups(text: str, name: str) -> list[list]:
     return groups
 
 
-def _parse_groups_uncached(text: str, name: str) -> list[list]:
+def _parse_groups_uncached(text: str, name: str) -> tuple[list[list], list]:
+    """(one list of (name, value, line) per environment, notes (line, variable or None, what))."""
     kind = detect(text)
     if kind == "json":
-        return [manifest.parse_json(text, name)]
+        return [manifest.parse_json(text, name)], []
     if kind == "manifest":
         return manifest.parse_manifest(text, name)
-    return [shell.parse_shell(text, name)]
+    reading = shellenv.parse_shell(text, name)
+    return [reading.pairs], reading.notes
 
 
 def target_label(cluster: Descriptor | None) -> str:

@@ -36,7 +36,7 @@ def parse_json(text: str, name: str) -> list:
     return out
 
 
-def parse_manifest(text: str, name: str) -> list:
+def parse_manifest(text: str, name: str) -> tuple[list, list]:
     """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value.
 
     Read from libyaml's event stream in one pass (no node graph): linear in the input, nesting deeper
@@ -100,4 +100,4 @@ def parse_manifest(text: str, name: str) -> list:
         ) from None
     except yaml.YAMLError as exc:
         raise yamlio.yaml_error(exc, text, name) from None
-    return out
+    return out, []

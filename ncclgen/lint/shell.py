@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 
 from ..errors import UserError
-from .rules import NAME_RE
 
 _PLAIN = re.compile(r"[^ \t\n;&|<>()'\"\\$`]+")
 _BLANKS = re.compile(r"[ \t\r]+")
 _DQ_PLAIN = re.compile(r'[^"\\$`]+')
 
 
-class _Scanner:
+class Scanner:
     """One left-to-right pass over a shell text: logical lines as words, here-document bodies skipped.
 
     Linear in the input whatever it holds: an unclosed quote is found once at the end of the text
@@ -103,7 +102,7 @@ class _Scanner:
         s, n = self.s, self.n
         buf: list[str] = []
         dynamic = False
-        plain, dq_plain = _PLAIN.match, _DQ_PLAIN.match
+        plain = _PLAIN.match
         while i < n and s[i] not in self.STOP:
             m = plain(s, i)
             if m:  # a run of ordinary characters, in one step
@@ -118,54 +117,50 @@ class _Scanner:
                 buf.append(s[i + 1 : j])
                 i = j + 1
             elif c == '"':
-                start, i = i, i + 1
-                while True:
-                    if i >= n:
-                        raise self.fail("unclosed quote", start)
-                    m = dq_plain(s, i)
-                    if m:
-                        buf.append(m.group())
-                        i = m.end()
-                        continue
-                    d = s[i]
-                    if d == '"':
-                        i += 1
-                        break
-                    if d == "\\" and i + 1 < n and s[i + 1] in '$`"\\\n':
-                        buf.append(s[i + 1])
-                        i += 2
-                    elif (d == "$" and s.startswith("(", i + 1)) or (d == "$" and s.startswith("{", i + 1)):
-                        j = self._substitution(i)
-                        buf.append(s[i:j])
-                        dynamic, i = True, j
-                    elif d == "`":
-                        j = self._backquote(i)
-                        buf.append(s[i:j])
-                        dynamic, i = True, j
-                    else:
-                        dynamic = dynamic or d == "$"
-                        buf.append(d)
-                        i += 1
+                i, dq_dynamic = self._double_quoted(i, buf)
+                dynamic = dynamic or dq_dynamic
             elif c == "\\":
-                if s.startswith("\n", i + 1):
-                    i += 2  # continuation inside a word
-                    continue
-                if i + 1 < n:
+                if not s.startswith("\n", i + 1) and i + 1 < n:  # a backslash-newline continues the word
                     buf.append(s[i + 1])
                 i += 2
-            elif c == "$" and (s.startswith("(", i + 1) or s.startswith("{", i + 1)):
-                j = self._substitution(i)
-                buf.append(s[i:j])
-                dynamic, i = True, j
-            elif c == "`":
-                j = self._backquote(i)
-                buf.append(s[i:j])
-                dynamic, i = True, j
             else:
-                dynamic = dynamic or c == "$"
-                buf.append(c)
-                i += 1
+                i, was = self._expansion(i, buf)
+                dynamic = dynamic or was
         return "".join(buf), dynamic, i
+
+    def _double_quoted(self, i: int, buf: list[str]) -> tuple[int, bool]:
+        """Append the text of the double-quoted run at ``i`` to ``buf``: (its end, whether it expands)."""
+        s, n, start, dynamic = self.s, self.n, i, False
+        i += 1
+        while True:
+            if i >= n:
+                raise self.fail("unclosed quote", start)
+            m = _DQ_PLAIN.match(s, i)
+            if m:
+                buf.append(m.group())
+                i = m.end()
+            elif s[i] == '"':
+                return i + 1, dynamic
+            elif s[i] == "\\" and i + 1 < n and s[i + 1] in '$`"\\\n':
+                buf.append(s[i + 1])
+                i += 2
+            else:
+                i, was = self._expansion(i, buf)
+                dynamic = dynamic or was
+
+    def _expansion(self, i: int, buf: list[str]) -> tuple[int, bool]:
+        """The one place `$(...)`, `${...}`, backquotes and `$NAME` are read, quoted or not: the character
+        or expansion at ``i`` appended to ``buf`` as written, with (its end, whether it expands)."""
+        s = self.s
+        if s.startswith("$(", i) or s.startswith("${", i):
+            j = self._substitution(i)
+        elif s[i] == "`":
+            j = self._backquote(i)
+        else:
+            buf.append(s[i])
+            return i + 1, s[i] == "$"
+        buf.append(s[i:j])
+        return j, True
 
     def _substitution(self, i: int) -> int:
         """End of `$(...)`, `$((...))` or `${...}` starting at ``i`` (the `$`)."""
@@ -214,19 +209,3 @@ class _Scanner:
                     return j + 1
             j += 1
         raise self.fail(f"unclosed {s[start : start + 2]}", start)
-
-
-def parse_shell(text: str, name: str) -> list:
-    """Assignments at the start of a line (`NAME=v`, `export NAME=v ...`) in env files and scripts."""
-    out: list = []
-    for line, words in _Scanner(text, name).lines():
-        if words and words[0] == ("export", False):
-            words = words[1:]
-            if words and words[0][0].startswith("-"):
-                continue  # export -n/-f/-p: not an assignment
-        for word, dynamic in words:
-            key, eq, value = word.partition("=")
-            if not eq or not NAME_RE.fullmatch(key):
-                break
-            out.append((key, None if dynamic else value, line))
-    return out
