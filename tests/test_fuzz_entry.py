@@ -120,7 +120,9 @@ def check(argv, code: int, out: str, err: str, *, file: str | None = None, many:
     assert not any(_UNPRINTABLE.search(line) for line in lines), repr(err)  # no control characters
     if code == 2:
         errors = [line for line in lines if line.startswith("ncclgen: error: ")]
-        assert errors and all(line.startswith(("ncclgen: error: ", "ncclgen: warning: ")) for line in lines), err
+        assert errors and all(
+            line.startswith(("ncclgen: error: ", "ncclgen: warning: ", "ncclgen: info: ")) for line in lines
+        ), err
         assert many or len(errors) == 1, err
         for line in errors:
             if file is not None and file in line and not any(w in line for w in WHOLE_FILE):

@@ -32,7 +32,8 @@ def plan_options(f):
         "sets",
         multiple=True,
         metavar="NAME=VALUE",
-        help="Override or add a variable (repeatable); linted like everything else.",
+        help="Override or add a variable (repeatable); linted like everything else: an error stops, "
+        "a warning or info prints on stderr.",
     )(f)
     f = click.option("--nodes", type=click.IntRange(1, 4096), help="Node count (default: the workload's).")(f)
     f = click.option(
@@ -71,5 +72,11 @@ def target_option(f):
 
 
 def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host") -> Plan:
-    """load -> plan -> lint for the options above (ARGS are appended to the workload's command)."""
-    return pipeline.plan_for(cluster, tier, workload, nodes, sets, debug, target=target, extra_args=extra_args)
+    """load -> plan -> lint for the options above (ARGS are appended to the workload's command); lint's
+    warnings and infos about the plan go to stderr, one line each."""
+    from ..lint.gate import advisories
+
+    plan = pipeline.plan_for(cluster, tier, workload, nodes, sets, debug, target=target, extra_args=extra_args)
+    for line in advisories(plan):
+        click.echo(line, err=True)
+    return plan

@@ -6,21 +6,40 @@ from ..errors import UserError
 from ..plan import Plan
 
 
-def check_plan(plan: Plan) -> None:
-    """Refuse to render a variable the linter calls an error (invented, removed, invalid value).
+def _findings(plan: Plan) -> list[tuple]:
+    """(finding, origin) for the plan's env; [] for a plan made of ncclgen's rules alone.
 
-    ncclgen's own rules are tested to lint clean (tests/test_plan.py), so a plan made of rules alone
-    skips the knowledge-base load; anything else (--set, vendor, descriptor and workload env) is
-    linted together with the rule values it sits beside.
+    ncclgen's own rules are tested to lint clean (tests/test_plan.py), so such a plan skips the
+    knowledge-base load; anything else (--set, vendor, descriptor and workload env) is linted together
+    with the rule values it sits beside.
     """
     if all(e.origin.is_builtin for e in plan.env):
-        return
+        return []
     from .linter import lint_pairs
 
     by_line = {i + 1: e for i, e in enumerate(plan.env)}
     # plan.cluster is already the plan's view (host or pod): a host-only name in a pod is an error.
+    out = []
     for f in lint_pairs([(e.name, e.value, line) for line, e in by_line.items()], plan.cluster, target=plan.target):
+        var = by_line.get(f.line or 0)
+        out.append((f, str(var.origin) if var is not None else "plan"))
+    return out
+
+
+def check_plan(plan: Plan) -> None:
+    """Refuse to render a variable the linter calls an error (invented, removed, invalid value)."""
+    for f, origin in _findings(plan):
         if f.severity == "error":
-            var = by_line.get(f.line or 0)
-            origin = str(var.origin) if var is not None else "plan"
             raise UserError(f"{f.variable} ({origin}): {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+
+
+def advisories(plan: Plan) -> list[str]:
+    """One stderr line per warning or info lint finds in the plan (errors already stopped it), each
+    pointing to the commands that say more: the rendered output stays exactly the script/manifest."""
+    return [
+        f"ncclgen: {f.severity}: {f.code} {f.variable} ({origin}): {f.message}"
+        + (f"; fix: {f.fix}" if f.fix else "")
+        + " (ncclgen lint on the output, ncclgen explain for the plan)"
+        for f, origin in _findings(plan)
+        if f.severity != "error"
+    ]
