@@ -159,12 +159,12 @@ TRACEBACK_CASES = {
     "lint-big-int-env": lambda t: ["lint", _lint_file(t, f"NCCL_IB_TIMEOUT={BIG}\n")],
     "lint-big-int-json": lambda t: [
         "lint",
-        _lint_file(t, '{"env": [{"name": "NCCL_IB_TIMEOUT", "value": %s}]}' % BIG, "in.json"),
+        _lint_file(t, f'{{"env": [{{"name": "NCCL_IB_TIMEOUT", "value": {BIG}}}]}}', "in.json"),
     ],
     "lint-deep-json": lambda t: ["lint", _lint_file(t, '{"env": ' + "[" * 100000 + "]" * 100000 + "}", "in.json")],
     "descriptor-version": lambda t: ["env", "--cluster", descriptor(t, replace=('nccl: "2.30.7"', f'nccl: "2.{BIG}"'))],
     "descriptor-big-int": lambda t: ["validate", descriptor(t, replace=("gpus_per_node: 2", f"gpus_per_node: {BIG}"))],
-    "monitor-big-int": lambda t: ["monitor", "summary", _monitor_file(t, '{"hostname": "h", "gpu": %s}\n' % BIG)],
+    "monitor-big-int": lambda t: ["monitor", "summary", _monitor_file(t, f'{{"hostname": "h", "gpu": {BIG}}}\n')],
     "monitor-deep": lambda t: ["monitor", "summary", _monitor_file(t, "[" * 100000 + "]" * 100000 + "\n")],
     "monitor-not-utf8": lambda t: ["monitor", "summary", _monitor_file(t, "\udcff")],
     "monitor-nan": lambda t: [
@@ -333,7 +333,7 @@ def test_raw_unicode_line_breaks_are_refused_with_their_position(tmp_path, capsy
 @pytest.mark.parametrize("command", ["slurm", "k8s", "env"])
 def test_set_values_that_would_change_are_refused_by_both_renderers(tmp_path, capsys, char, command):
     out_file = tmp_path / "out"
-    rc, out, err = run(
+    rc, _out, err = run(
         capsys, command, "--cluster", "local-ci", "--set", f"NCCL_DEBUG_FILE=a{char}b", "-o", str(out_file)
     )
     assert "NCCL_DEBUG_FILE" in one_line_error(rc, err) and not out_file.exists()
@@ -410,7 +410,7 @@ def test_error_lines_carry_no_raw_control_characters(tmp_path, capsys, hostile):
         ["env", "--cluster", "local-ci", "--set", f"{hostile}=1"],
         ["validate", str(tmp_path / hostile)],
     ):
-        rc, out, err = run(capsys, *argv)
+        rc, _out, err = run(capsys, *argv)
         one_line_error(rc, err)
         assert "\x1b" not in err and "\r" not in err and "\x9b" not in err
 
@@ -432,29 +432,6 @@ def test_bootstrap_interfaces_must_name_real_interfaces(tmp_path, capsys, where,
         path = descriptor(tmp_path, f"kubernetes:\n  bootstrap_interfaces: {value}\n")
     rc, out, err = run(capsys, "env", "--cluster", path, "--workload", "bench")
     assert f"{where}.bootstrap_interfaces" in one_line_error(rc, err) and "NCCL_SOCKET_IFNAME" not in out
-
-
-def test_template_cache_is_used_only_when_owner_only(tmp_path, monkeypatch):
-    import jinja2
-
-    from ncclgen.render import slurm as render_slurm
-
-    home = tmp_path / "cache"
-    home.mkdir(mode=0o700)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
-    assert render_slurm._bytecode_cache(jinja2) is not None
-    folder = home / "ncclgen" / "jinja2"
-    assert oct(folder.stat().st_mode & 0o777) == "0o700"
-    folder.chmod(0o777)  # ours but loose: tightened, then used
-    assert render_slurm._bytecode_cache(jinja2) is not None and folder.stat().st_mode & 0o077 == 0
-    home.chmod(0o777)  # anyone could swap the folder for their own
-    assert render_slurm._bytecode_cache(jinja2) is None
-    home.chmod(0o700)
-    real = tmp_path / "elsewhere"
-    real.mkdir(mode=0o700)
-    (home / "ncclgen" / "jinja2").rename(tmp_path / "old")
-    (home / "ncclgen" / "jinja2").symlink_to(real)  # a symlink is never followed into
-    assert render_slurm._bytecode_cache(jinja2) is None
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ LAYERS = {
     "__main__": 7,
     "errors": 0,
     "datapaths": 0,
+    "trust": 0,
     "output": 0,
     "load": 1,
     "plan": 2,
@@ -40,14 +41,14 @@ def _layer(parts: tuple[str, ...]) -> str:
 def _imports(path: Path) -> list[tuple[tuple[str, ...], int]]:
     """(ncclgen sub-path, line) for each import of an ncclgen module in ``path``."""
     rel = path.relative_to(PKG).with_suffix("").parts
-    here = rel[:-1] if rel[-1] != "__init__" else rel[:-1]
+    here = rel[:-1]
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = here[: len(here) - (node.level - 1)] if node.level > 1 else here
                 target = base + tuple((node.module or "").split(".")) if node.module else base
-                names = [target + (a.name,) for a in node.names] if not node.module else [target]
+                names = [(*target, a.name) for a in node.names] if not node.module else [target]
             elif (node.module or "").split(".")[0] == "ncclgen":
                 names = [tuple(node.module.split(".")[1:])]
             else:

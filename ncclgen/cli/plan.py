@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import textwrap
 
 import click
 
 from .. import __version__
+from ..errors import UserError
 from ..output import emit
 from ..plan import launch
 from ..plan.build import prepends
+from ..render import shell
 from .common import make_plan, plan_options, target_option
+
+# Every character str.splitlines breaks a line at: a line-oriented reader of a dotenv file may too.
+_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 
 
 def header(p) -> str:
@@ -46,7 +52,12 @@ def format_env(p, fmt: str) -> str:
     lines = [f"# {header(p)}"]
     for e in p.env:
         lines.append(f"# {e.label()}: {_one_line(e.reason)}")
-        value = shlex.quote(e.value)
+        if fmt == "dotenv" and _LINE_BREAK.search(e.value):
+            raise UserError(
+                f"{e.name}: the value holds a line break, which a dotenv file cannot carry on one line "
+                "(readers differ on quoting): use --format shell or --format json"
+            )
+        value = shell.comment_quote(e.value)  # $'...' where a control character is: one line per variable
         if fmt == "shell" and prepends(e, p.target):
             value += f'"${{{e.name}:+:${e.name}}}"'  # in front of the loader path the shell already has
         lines.append(f"{prefix}{e.name}={value}")

@@ -28,7 +28,10 @@ class Project:
 
 
 def _project() -> Project:
-    if not os.path.exists(FILE):
+    """./ncclgen.yaml, read implicitly: only when no other user could have written it (ncclgen/trust.py)."""
+    from .. import trust
+
+    if not os.path.exists(FILE) or not trust.implicit(FILE):
         return Project()
     doc = load_file(FILE)
     return load_dataclass(doc, doc.data, Project)

@@ -317,7 +317,14 @@ class PodNetwork:
     interface: str = field(
         doc="interface name inside the pod", pattern=IFNAME, pattern_doc="an interface name (max 15 chars)"
     )
-    network: str = field(doc="GKE Network object or Multus NetworkAttachmentDefinition name")
+    network: str = field(
+        doc="GKE Network object or Multus NetworkAttachmentDefinition name ([NAMESPACE/]NAME)",
+        # Multus reads k8s.v1.cni.cncf.io/networks as a comma-separated list of [namespace/]name[@interface]
+        # (k8snetworkplumbingwg/multus-cni pkg/k8sclient parsePodNetworkAnnotation): a ',' or '@' in one
+        # name would become a second attachment or another interface, so names are object names only.
+        pattern=rf"({DNS1123}/)?{DNS1123}(\.{DNS1123})*",
+        pattern_doc="a Kubernetes object name, optionally NAMESPACE/NAME",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -535,20 +542,20 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     ):
         if names is not None and not names:
             fail(
-                where + ("bootstrap_interfaces",),
+                (*where, "bootstrap_interfaces"),
                 "name at least one interface (an empty list would render NCCL_SOCKET_IFNAME='=')",
             )
         for i, ifname in enumerate(names or ()):
             if not re.fullmatch(IFNAME, ifname, re.ASCII):
                 fail(
-                    where + ("bootstrap_interfaces", i),
+                    (*where, "bootstrap_interfaces", i),
                     f"{ifname!r} is not an interface name (at most 15 of A-Z a-z 0-9 _ . : @ -)",
                 )
 
     def cite(path: tuple, source: str | None) -> None:
         if source is not None and source not in known:
             fail(
-                path + ("source",),
+                (*path, "source"),
                 f"source {source!r} is not an id in `sources` (known: {', '.join(sorted(known)) or 'none'})",
             )
 
@@ -565,19 +572,19 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     for i, n in enumerate(node.numa_nodes):
         path = ("node", "numa_nodes", i)
         if n.id in seen_numa:
-            fail(path + ("id",), f"NUMA node {n.id} is declared twice")
+            fail((*path, "id"), f"NUMA node {n.id} is declared twice")
         seen_numa.setdefault(n.id, i)
         cite(path, n.source)
         try:
             cpus = cpuset.parse(n.cpus)
         except ValueError as exc:
-            fail(path + ("cpus",), str(exc))
+            fail((*path, "cpus"), str(exc))
             continue
         numa_cpus.setdefault(n.id, cpus)
         overlap = sorted(c for c in cpus if c in owner)
         if overlap:
             fail(
-                path + ("cpus",),
+                (*path, "cpus"),
                 f"CPU {overlap[0]} is also in NUMA node {owner[overlap[0]]}; NUMA CPU lists must not overlap",
             )
         for c in cpus:
@@ -594,17 +601,17 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
     for i, g in enumerate(node.gpus):
         path = ("node", "gpus", i)
         if g.index in seen_gpu:
-            fail(path + ("index",), f"GPU {g.index} is listed twice")
+            fail((*path, "index"), f"GPU {g.index} is listed twice")
         elif g.index >= node.gpus_per_node:
-            fail(path + ("index",), f"GPU index {g.index} is out of range 0..{node.gpus_per_node - 1}")
+            fail((*path, "index"), f"GPU index {g.index} is out of range 0..{node.gpus_per_node - 1}")
         seen_gpu.setdefault(g.index, i)
         if g.numa not in seen_numa:
-            fail(path + ("numa",), f"NUMA node {g.numa} is not declared in node.numa_nodes")
+            fail((*path, "numa"), f"NUMA node {g.numa} is not declared in node.numa_nodes")
         if g.pci_bus_id is not None:
             bus = g.pci_bus_id.lower()
             if bus in seen_bus:
                 fail(
-                    path + ("pci_bus_id",), f"PCI address {g.pci_bus_id} is also GPU {node.gpus[seen_bus[bus]].index}'s"
+                    (*path, "pci_bus_id"), f"PCI address {g.pci_bus_id} is also GPU {node.gpus[seen_bus[bus]].index}'s"
                 )
             seen_bus.setdefault(bus, i)
 
@@ -624,28 +631,28 @@ def check(desc: Descriptor, doc: Document) -> list[UserError]:
             fail(path, f"{key[0]} port {r.port} is listed twice")
         seen_port.add(key)
         if r.hca in storage:
-            fail(path + ("hca",), f"{r.hca} is listed both as a compute rail and as storage")
+            fail((*path, "hca"), f"{r.hca} is listed both as a compute rail and as storage")
         if r.netdev is not None:
             if r.netdev in storage_netdevs:
-                fail(path + ("netdev",), f"{r.netdev} is listed both as a compute rail and as storage")
+                fail((*path, "netdev"), f"{r.netdev} is listed both as a compute rail and as storage")
             port = f"{r.hca}:{r.port}" if r.hca else r.netdev
             if r.netdev in netdev_owner and netdev_owner[r.netdev] != port:
                 fail(
-                    path + ("netdev",),
+                    (*path, "netdev"),
                     f"interface {r.netdev} is also the netdev of {netdev_owner[r.netdev]}; one port has one interface",
                 )
             netdev_owner.setdefault(r.netdev, port)
         if not r.gpus:
-            fail(path + ("gpus",), "a rail serves at least one GPU")
+            fail((*path, "gpus"), "a rail serves at least one GPU")
         for j, gi in enumerate(r.gpus):
             if gi not in seen_gpu:
-                fail(path + ("gpus", j), f"GPU {gi} is not in node.gpus")
+                fail((*path, "gpus", j), f"GPU {gi} is not in node.gpus")
             elif gi in r.gpus[:j]:
-                fail(path + ("gpus", j), f"GPU {gi} is listed twice in this rail")
+                fail((*path, "gpus", j), f"GPU {gi} is listed twice in this rail")
             elif i not in rails_of.setdefault(gi, []):
                 rails_of[gi].append(i)
         if r.numa not in seen_numa:
-            fail(path + ("numa",), f"NUMA node {r.numa} is not declared in node.numa_nodes")
+            fail((*path, "numa"), f"NUMA node {r.numa} is not declared in node.numa_nodes")
     for i, s in enumerate(net.storage):
         cite(("network", "storage", i), s.source)
     if not errors:
@@ -868,7 +875,7 @@ def _check_pod_view(desc: Descriptor, fail, cite) -> None:
         if sum(x is not None for x in (v.host_path, v.config_map, v.pvc)) != 1:
             fail(path, "a volume needs exactly one of host_path, config_map or pvc")
         if v.name in names:
-            fail(path + ("name",), f"volume {v.name} is declared twice")
+            fail((*path, "name"), f"volume {v.name} is declared twice")
         names.add(v.name)
     for i, c in enumerate(kube.sidecars):
         cite(("kubernetes", "sidecars", i), c.source)
@@ -881,13 +888,14 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
         try:
             fn(*args)
         except podspec.Invalid as exc:
-            fail(("kubernetes",) + path, str(exc))
+            fail(("kubernetes", *path), str(exc))
 
     for i, v in enumerate(kube.volumes):
         if v.pvc is not None:
             at(("volumes", i, "pvc"), podspec.subdomain, v.pvc, "PersistentVolumeClaim name")
         if v.mount_path is not None:
             at(("volumes", i, "mount_path"), podspec.abs_path, v.mount_path, "mount path")
+            at(("volumes", i, "mount_path"), podspec.check_mount, v.mount_path, "mount path")
     vols = [podspec.from_descriptor(v) for v in kube.volumes]
     for i in range(1, len(vols)):  # the error names the later of two clashing volumes (the first clash)
         try:
@@ -911,7 +919,7 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
         at(("annotations", key), podspec.qualified_name, key, "annotation key")
     if kube.affinity is not None:
         for path, message in podspec.affinity_errors(kube.affinity):
-            fail(("kubernetes", "affinity") + path, message)
+            fail(("kubernetes", "affinity", *path), message)
 
 
 def env_name_problem(e: EnvSetting) -> str | None:

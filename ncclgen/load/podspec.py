@@ -197,12 +197,19 @@ def parse_volume(text: str) -> Volume:
     else:
         subdomain(source, "PersistentVolumeClaim name" if kind == "pvc" else "ConfigMap name")
     mount = abs_path(mount, "mount path")
-    if mount == "/":
-        raise Invalid(f"{text!r}: cannot mount over the container's root")
+    check_mount(mount, repr(text))
+    return Volume(kind, source, mount, read_only)  # type: ignore[arg-type]
+
+
+def check_mount(mount: str, what: str) -> None:
+    """The one rule for a mount path from any source (--volume, the descriptor's kubernetes.volumes):
+    not the container's root, and not over, under or around a folder ncclgen mounts itself."""
+    mount = posixpath.normpath(mount)
+    if mount in ("/", "//"):
+        raise Invalid(f"{what}: cannot mount over the container's root")
     for reserved in RESERVED_MOUNTS:
         if mount == reserved or mount.startswith(reserved + "/") or reserved.startswith(mount + "/"):
-            raise Invalid(f"{text!r}: mount path {mount} overlaps {reserved}, which ncclgen mounts itself")
-    return Volume(kind, source, mount, read_only)  # type: ignore[arg-type]
+            raise Invalid(f"{what}: mount path {mount} overlaps {reserved}, which ncclgen mounts itself")
 
 
 def check_volumes(volumes: Iterable[Volume]) -> tuple[Volume, ...]:
@@ -210,6 +217,8 @@ def check_volumes(volumes: Iterable[Volume]) -> tuple[Volume, ...]:
     (the result would depend on mount order), and distinct names."""
     out: list[Volume] = []
     for v in volumes:
+        if v.mount_path is not None:
+            check_mount(v.mount_path, f"volume {v.name}")
         for w in out:
             if v.name == w.name and (v.given_name or w.given_name):
                 raise Invalid(f"volume name {v.name} is used twice")
@@ -240,6 +249,20 @@ class SecretEnv:
         return {"name": self.name, "valueFrom": {"secretKeyRef": {"name": self.secret, "key": self.key}}}
 
 
+def _secret_name_refused(name: str) -> str | None:
+    """The env-name policy (load/envnames.py) for a Secret-backed variable, whatever the source: a name
+    that runs code is refused, and so is a search path or plugin name, since the value (in the Secret)
+    cannot be checked here and a Secret entry has no opt-in."""
+    from . import envnames
+
+    why = envnames.refused(name)
+    if why:
+        return f"{name} may not be set from a Secret: {why}"
+    if name in envnames.policy().paths:
+        return f"{name} may not be set from a Secret: {envnames.policy().paths[name]}; ncclgen cannot check a Secret's value"
+    return None
+
+
 def parse_secret_env(text: str) -> SecretEnv:
     """NAME=SECRET:KEY."""
     name, eq, ref = text.partition("=")
@@ -247,6 +270,9 @@ def parse_secret_env(text: str) -> SecretEnv:
     if not eq or not colon:
         raise Invalid(f"{text!r}: expected NAME=SECRET:KEY (the variable, the Secret's name and the key in the Secret)")
     env_name(name, "variable name")
+    why = _secret_name_refused(name)
+    if why:
+        raise Invalid(f"{text!r}: {why}")
     subdomain(secret, "Secret name")
     if len(key) > 253 or not re.fullmatch(CONFIG_KEY, key):
         raise Invalid(f"{text!r}: Secret key {key!r} is not a valid key (letters, digits, '-', '_' and '.')")
@@ -362,35 +388,35 @@ def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
             else:
                 qualified_name(r.key, "key")
         except Invalid as exc:
-            errors.append((path + ("key",), str(exc)))
+            errors.append(((*path, "key"), str(exc)))
         n = len(r.values)
         if r.operator in ("In", "NotIn") and n == 0:
-            errors.append((path + ("values",), f"{r.operator} needs at least one value"))
+            errors.append(((*path, "values"), f"{r.operator} needs at least one value"))
         elif r.operator in ("Exists", "DoesNotExist") and n:
-            errors.append((path + ("values",), f"{r.operator} takes no values"))
+            errors.append(((*path, "values"), f"{r.operator} takes no values"))
         elif r.operator in ("Gt", "Lt") and (n != 1 or not re.fullmatch(r"-?[0-9]+", r.values[0])):
-            errors.append((path + ("values",), f"{r.operator} takes exactly one integer value"))
+            errors.append(((*path, "values"), f"{r.operator} takes exactly one integer value"))
         for i, v in enumerate(r.values):
             if r.operator not in ("Gt", "Lt") and not node_field:
                 try:
                     label_value(v, "value")
                 except Invalid as exc:
-                    errors.append((path + ("values", i), str(exc)))
+                    errors.append(((*path, "values", i), str(exc)))
 
     def term(path: tuple, t: NodeSelectorTerm) -> None:
         for i, r in enumerate(t.matchExpressions):
-            requirement(path + ("matchExpressions", i), r)
+            requirement((*path, "matchExpressions", i), r)
         for i, r in enumerate(t.matchFields):
-            requirement(path + ("matchFields", i), r, node_field=True)
+            requirement((*path, "matchFields", i), r, node_field=True)
 
     def pod_term(path: tuple, t: PodAffinityTerm) -> None:
         try:
             qualified_name(t.topologyKey, "topologyKey")
         except Invalid as exc:
-            errors.append((path + ("topologyKey",), str(exc)))
+            errors.append(((*path, "topologyKey"), str(exc)))
         for i, ns in enumerate(t.namespaces):
             if not re.fullmatch(DNS1123_LABEL, ns) or len(ns) > 63:
-                errors.append((path + ("namespaces", i), f"{ns!r} is not a namespace (DNS-1123 label)"))
+                errors.append(((*path, "namespaces", i), f"{ns!r} is not a namespace (DNS-1123 label)"))
         sel = t.labelSelector
         if sel is not None:
             for k, v in sel.matchLabels.items():
@@ -398,9 +424,9 @@ def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
                     try:
                         check(val, what)
                     except Invalid as exc:
-                        errors.append((path + ("labelSelector", "matchLabels", k), str(exc)))
+                        errors.append(((*path, "labelSelector", "matchLabels", k), str(exc)))
             for i, r in enumerate(sel.matchExpressions):
-                requirement(path + ("labelSelector", "matchExpressions", i), r)
+                requirement((*path, "labelSelector", "matchExpressions", i), r)
 
     na = a.nodeAffinity
     if na is not None:
@@ -408,9 +434,9 @@ def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
         if req is not None:
             p = ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
             if not req.nodeSelectorTerms:
-                errors.append((p + ("nodeSelectorTerms",), "needs at least one term"))
+                errors.append(((*p, "nodeSelectorTerms"), "needs at least one term"))
             for i, t in enumerate(req.nodeSelectorTerms):
-                term(p + ("nodeSelectorTerms", i), t)
+                term((*p, "nodeSelectorTerms", i), t)
         for i, pt in enumerate(na.preferredDuringSchedulingIgnoredDuringExecution):
             term(("nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", i, "preference"), pt.preference)
     for which in ("podAffinity", "podAntiAffinity"):

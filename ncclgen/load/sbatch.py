@@ -47,6 +47,11 @@ GPU_REQUESTS = (
     "ntasks-per-gpu",
     "mem-per-gpu",
 )
+# Options that set the job's start-up environment: the plan owns it (every variable comes from the
+# descriptor, workload or --set/--pass-env, each checked by load/envnames.py and shown by explain), and
+# `--export=ALL,BASH_ENV=/x` or `--export-file=F` would set names (BASH_ENV, LD_PRELOAD) that the policy
+# refuses, unchecked and unexplained. Slurm: sbatch(1) --export, --export-file, --get-user-env.
+SETS_ENVIRONMENT = ("export", "export-file", "get-user-env")
 # Options that change what sbatch itself does (print, wait, wrap), not the job: no place in a script.
 NOT_IN_A_SCRIPT = ("help", "usage", "version", "parsable", "test-only", "wait", "wrap", "quiet", "verbose")
 
@@ -63,7 +68,7 @@ def options() -> dict[str, tuple[str, str]]:
         for line in f:
             if line.startswith("#") or not line.strip():
                 continue
-            name, arg, short = (line.rstrip("\n").split("\t") + [""])[:3]
+            name, arg, short = ([*line.rstrip("\n").split("\t"), ""])[:3]
             out[name] = (arg, short)
     return out
 
@@ -94,6 +99,12 @@ def check(key: str, value: str | bool | int | None, *, gpu_request: str = "") ->
     if name in NOT_IN_A_SCRIPT:
         raise SbatchOptionError(
             f"--{name} changes what the sbatch command does, not the job: pass it to sbatch when submitting, if at all"
+        )
+    if name in SETS_ENVIRONMENT:
+        raise SbatchOptionError(
+            f"--{name} sets the job's start-up environment, which ncclgen's plan owns: set variables in the "
+            "descriptor's or workload's env, with --set, or pass them from the submit shell with "
+            "--pass-env (each name checked, and shown by ncclgen explain)"
         )
     if name in SET_BY_NCCLGEN:
         raise SbatchOptionError(f"--{name} is set by ncclgen: use {SET_BY_NCCLGEN[name]}")

@@ -127,6 +127,19 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _check_extra_args(extra_args: tuple[str, ...]) -> None:
+    """The value policy every other source gets (YAML scalars, --set): `-- ARGS` hold no character that
+    bash drops or a YAML reader, Python's str.splitlines or a terminal turns into a line break (NEL,
+    U+2028), so an argument reaches the command as written."""
+    for i, arg in enumerate(extra_args):
+        bad = unsafe_char(arg)
+        if bad:
+            raise UserError(
+                f"-- argument {i + 1}: {bad}: bash drops NUL and YAML readers turn NEL/U+2028 into line "
+                "breaks, so it would not arrive as written"
+            )
+
+
 def build(
     cluster: Descriptor,
     workload: Workload,
@@ -145,6 +158,7 @@ def build(
         raise UserError(f"--tier {tier}: expected 1 (stable), 2 (performance) or 3 (expert)")
     if target not in TARGETS:
         raise UserError(f"--target {target!r}: expected host (a Slurm job on the node) or pod (Kubernetes)")
+    _check_extra_args(extra_args)
     cluster = views.view(cluster, target)
     n = nodes if nodes is not None else workload.nodes
     if n < 1:

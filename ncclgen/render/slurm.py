@@ -14,7 +14,6 @@ Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login 
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -163,7 +162,6 @@ class Options:
 def build(plan: Plan, opts: Options) -> SlurmScript:
     """The whole script as data; raises UserError for values that cannot be written safely."""
     launch = plan.launch
-    slurm = plan.cluster.slurm
     srun, notes = container_options(plan, opts)
 
     plumbing: list[Export] = []
@@ -473,7 +471,7 @@ def verl_resume_command(command: tuple[str, ...]) -> tuple[str, ...]:
         )
     mode = given.get(VERL_RESUME)
     if mode is None:
-        return command + (f"{VERL_RESUME}=auto",)
+        return (*command, f"{VERL_RESUME}=auto")
     if mode != "auto":
         raise UserError(
             f"--requeue: {VERL_RESUME}={mode} would not resume from the newest checkpoint after a "
@@ -569,50 +567,6 @@ def heredoc(program: Program) -> str:
     return text
 
 
-def _bytecode_cache(jinja2):
-    """Compiled templates under $XDG_CACHE_HOME/ncclgen (keyed by template source): compiling them is
-    a third of a render's time.
-
-    Loading a cached template runs its code, so whoever can write the folder could run code in every
-    render. The folder is used only when it is a real directory (not a symlink) owned by this user with
-    no access for group or others, and every folder above it is not writable by others unless sticky;
-    otherwise, or where it cannot be made (read-only home), there is no cache (issue 15).
-    """
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = os.path.join(os.path.abspath(base), "ncclgen", "jinja2")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        if not _owner_only(folder):
-            return None
-    except OSError:
-        return None
-    return jinja2.FileSystemBytecodeCache(folder)
-
-
-def _owner_only(folder: str) -> bool:
-    """``folder`` is ours alone, and nobody else can swap it or a folder above it for their own."""
-    import stat
-
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        return False
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        os.chmod(folder, 0o700)  # ours: tighten it (an older ncclgen made it with the umask)
-        if stat.S_IMODE(os.lstat(folder).st_mode) & 0o077:
-            return False
-    parent = os.path.dirname(folder)
-    while True:
-        pst = os.stat(parent)
-        if pst.st_mode & stat.S_IWOTH and not pst.st_mode & stat.S_ISVTX:
-            return False
-        if pst.st_uid not in (0, os.getuid()) and pst.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return False
-        up = os.path.dirname(parent)
-        if up == parent:
-            return True
-        parent = up
-
-
 @functools.lru_cache(maxsize=1)
 def _environment():
     """One jinja2 environment per process: it caches the compiled templates."""
@@ -620,7 +574,6 @@ def _environment():
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(datapaths.bundled("templates")),
-        bytecode_cache=_bytecode_cache(jinja2),
         autoescape=False,
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
