@@ -287,7 +287,7 @@ def _where_used(schema: dict) -> dict[str, list[str]]:
 def descriptor_md() -> str:
     schema = descriptor.schema()
     used = _where_used(schema)
-    sections = [("Descriptor", schema)] + list(schema["$defs"].items())
+    sections = [("Descriptor", schema), *schema["$defs"].items()]
     out = [
         "# Cluster descriptor reference",
         "",
@@ -336,7 +336,7 @@ def workload_md() -> str:
     from ncclgen.load import verl, workload
 
     schema = workload.schema()
-    sections = [("Workload", schema)] + list(schema.get("$defs", {}).items())
+    sections = [("Workload", schema), *schema.get("$defs", {}).items()]
     out = [
         "# Workload reference",
         "",
@@ -384,6 +384,10 @@ def workload_md() -> str:
         "command, and each per-run `-- KEY=VALUE`, is checked against that release's configuration "
         "as verl's `@hydra.main` composes it: unknown keys stop with a suggestion, and keys that "
         "were removed, or that verl still composes but never reads, name what replaces them. "
+        "A per-run `-- KEY=VALUE` replaces the workload's argument for the same key where it stands (one "
+        "value per key in the job's command; `+`, `++` and `~` keep Hydra's meaning, and a combination Hydra "
+        "would refuse, such as `+KEY` on a key the workload sets, stops with one line); `ncclgen explain` "
+        "lists each as `per-run (-- ARGS): ...`. "
         "ncclgen appends `trainer.nnodes` and `trainer.n_gpus_per_node` to Ray drivers and no "
         "timeout knob.",
         "",
@@ -461,7 +465,7 @@ def cli_md() -> str:
         cli.cli.get_help(root),
         "```",
     ]
-    for name, (module, attr, summary) in cli.COMMANDS.items():
+    for name, (module, _attr, summary) in cli.COMMANDS.items():
         out += ["", f"## ncclgen {name}", "", summary, ""]
         if importlib.util.find_spec(module) is None:
             out.append(f"Not available in this build (`{module}` is missing).")

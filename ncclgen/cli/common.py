@@ -72,7 +72,7 @@ def target_option(f):
 
 
 def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host") -> Plan:
-    """load -> plan -> lint for the options above (ARGS are appended to the workload's command); lint's
+    """load -> plan -> lint for the options above (ARGS: per-run arguments, plan/overrides.py); lint's
     warnings and infos about the plan go to stderr, one line each."""
     from ..lint.gate import advisories
 

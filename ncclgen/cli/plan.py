@@ -148,6 +148,8 @@ def render_explain(p) -> str:
         if la.bind:
             out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
         out.append(f"  driver (once, head node): {cmd}")
+    for note in la.per_run:
+        out.append(f"  per-run (-- ARGS): {note}")
     wl = p.workload
     if wl.setup:
         out.append("  setup (every node, before the launch): " + "; ".join(wl.setup))

@@ -132,8 +132,8 @@ def slurm(
     output,
 ):
     """Render an sbatch script: #SBATCH resources, the plan's exports, the head node's address, and
-    the launch (torchrun, or a Ray cluster plus the verl driver). ARGS after `--` are appended to the
-    workload's command.
+    the launch (torchrun, or a Ray cluster plus the verl driver). ARGS after `--`: for verl, Hydra
+    overrides replacing the workload's value in place; otherwise appended to its command.
 
     \b
     Example:

@@ -214,9 +214,11 @@ def build(
         _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
     _note_effective_values(env)
 
+    command, per_run = launch.derive_command(workload, cluster, n, tuple(extra_args))
     spec = launch.Launch(
         launcher=workload.launcher,
-        command=launch.derive_command(workload, cluster, n) + tuple(extra_args),
+        command=command,
+        per_run=per_run,
         nodes=n,
         gpus_per_node=cluster.node.gpus_per_node,
         cpus_per_node=cluster.cpus_per_node,

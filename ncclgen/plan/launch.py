@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import overrides
+
 if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
     from ..load.workload import Workload
@@ -52,6 +54,7 @@ class Launch:
     ray_port: int = RAY_PORT
     ray_ready_timeout_s: int = RAY_READY_TIMEOUT_S
     ray_watch_interval_s: int = RAY_WATCH_INTERVAL_S
+    per_run: tuple[str, ...] = ()  # how each `-- ARG` reached the command (plan/overrides.py), for explain
 
     # -- torchrun ---------------------------------------------------------------------------------
     def torchrun_options(self) -> list[str]:
@@ -100,17 +103,27 @@ class Launch:
         return ["watch", address, str(self.nodes), str(self.ray_watch_interval_s)]
 
 
-def derive_command(workload: Workload, cluster: Descriptor, nodes: int) -> tuple[str, ...]:
-    """The workload command plus what ncclgen derives, so no count is typed twice.
+def derive_command(
+    workload: Workload, cluster: Descriptor, nodes: int, extra: tuple[str, ...] = ()
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The workload command plus what ncclgen derives, so no count is typed twice, and the per-run
+    arguments ``extra``; also one line per per-run argument saying how it got there.
 
     verl's main_ppo takes the Ray cluster shape from trainer.nnodes and trainer.n_gpus_per_node. No
     timeout is appended: since verl 0.8.0 nothing reads actor_rollout_ref.nccl_timeout (the knowledge
-    base in ncclgen/data/verl records the timeout each entry really uses; `explain` states it).
+    base in ncclgen/data/verl records the timeout each entry really uses; `explain` states it). A verl
+    command is Hydra's: a per-run override replaces the workload's value in place (plan/overrides.py);
+    any other command gets them appended.
     """
     cmd = tuple(workload.command)
+    notes: tuple[str, ...] = ()
+    rest = extra
+    if workload.framework == "verl":
+        cmd, rest, notes = overrides.merge(cmd, extra)
     if workload.framework == "verl" and workload.launcher == "ray":
         cmd += (f"trainer.nnodes={nodes}", f"trainer.n_gpus_per_node={cluster.node.gpus_per_node}")
-    return cmd
+    how = "appended (a key the workload does not set)" if workload.framework == "verl" else "appended"
+    return cmd + rest, notes + tuple(f"{a}: {how}" for a in rest if not any(n.startswith(a + ":") for n in notes))
 
 
 # -- tier 3 binding -------------------------------------------------------------------------------------

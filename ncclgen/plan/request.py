@@ -19,7 +19,7 @@ class Request:
     sets: tuple[str, ...] = ()  # --set NAME=VALUE, as typed
     debug: bool = False
     target: Target = "host"  # host: Slurm job on the node or VM; pod: a Kubernetes pod
-    extra_args: tuple[str, ...] = ()  # `-- ARGS`: appended to the workload's command
+    extra_args: tuple[str, ...] = ()  # `-- ARGS`: per-run arguments (plan/overrides.py)
 
     def argv(self, command: str, nodes: int | None = None) -> list[str]:
         """The `ncclgen <command>` argv that repeats this request (``nodes``: the resolved count)."""
