@@ -43,6 +43,10 @@ def request(
 def make_plan(req: Request) -> Plan:
     """Load the descriptor and workload, build the plan, lint what the user supplied."""
     desc = descriptor.load_cluster(req.cluster)
+    if req.target == "pod":
+        from .load import podcheck
+
+        podcheck.check(desc, descriptor.resolve(req.cluster))
     wl = workloadmod.load_workload(req.workload)
     check_extra_args(wl, req.extra_args)
     p = planmod.build(

@@ -136,6 +136,13 @@ def lint_text(text: str, name: str, cluster: Descriptor | None = None) -> list[F
     # A manifest's env is what a pod sees: lint it against the descriptor's pod view (its interface and
     # device names, and whether the pod loads the net plugin); anything else against the host view.
     target = "pod" if detect(text) == "manifest" else "host"
+    if cluster is not None and target == "pod":
+        from ..load import podcheck
+
+        # What the pod cannot see at all (host interfaces without hostNetwork, HCAs without an RDMA
+        # resource): judged on the descriptor itself, as the render does, before the pod view renames.
+        for key, var, msg in podcheck.problems(cluster):
+            findings.append(Finding("NG017", "error", var, msg, f"set {'.'.join(key)} in the descriptor", None, name))
     if cluster is not None:
         from ..load import views
 
