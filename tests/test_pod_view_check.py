@@ -14,7 +14,8 @@ from ncclgen.cli import main
 from ncclgen.load import descriptor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-H100 = open(os.path.join(ROOT, "clusters", "h100-ib.yaml"), encoding="utf-8").read()
+with open(os.path.join(ROOT, "clusters", "h100-ib.yaml"), encoding="utf-8") as _fh:
+    H100 = _fh.read()
 HOSTNET = "  host_network: true\n"
 RESOURCES = "  resources:\n    rdma/rdma_shared_device_a: 1\n"
 
