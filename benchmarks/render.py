@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, ok = [], True
     bare = _median_s([sys.executable, "-c", "pass"], runs)
     rows.append(("python -c pass", bare, "", "", "baseline"))
-    slurm = _median_s(_ncclgen() + ["slurm", *ARGS], runs)
+    slurm = _median_s([*_ncclgen(), "slurm", *ARGS], runs)
     met = slurm - bare <= SLURM_OVERHEAD_GOAL_S
     ok &= met
     rows.append(
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     if importlib.util.find_spec("ncclgen.cli.k8s") is None:
         rows.append(("ncclgen k8s " + " ".join(ARGS), None, "", "", "skipped: ncclgen.cli.k8s not there yet"))
     else:
-        k8s = _median_s(_ncclgen() + ["k8s", *ARGS], runs)
+        k8s = _median_s([*_ncclgen(), "k8s", *ARGS], runs)
         met = k8s < K8S_WALL_GOAL_S
         ok &= met
         rows.append(

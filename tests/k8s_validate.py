@@ -291,9 +291,10 @@ def check_object_meta(meta, path: str, *, name_required: bool = True) -> list[st
         return [f"{path}: expected a mapping"]
     errors = []
     name = meta.get("name")
-    if name_required or name is not None:
-        if not isinstance(name, str) or len(name) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, name):
-            errors.append(f"{path}.name: {name!r} is not a DNS-1123 subdomain")
+    if (name_required or name is not None) and (
+        not isinstance(name, str) or len(name) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, name)
+    ):
+        errors.append(f"{path}.name: {name!r} is not a DNS-1123 subdomain")
     ns = meta.get("namespace")
     if ns is not None and (not isinstance(ns, str) or len(ns) > 63 or not re.fullmatch(DNS1123_LABEL, ns)):
         errors.append(f"{path}.namespace: {ns!r} is not a DNS-1123 label")
@@ -550,7 +551,7 @@ def check_rayjob(obj: dict) -> list[str]:
     spec = obj.get("spec") or {}
     cluster = spec.get("rayClusterSpec")
     if cluster is None:
-        return errors + ["spec.rayClusterSpec: required (ncclgen never uses clusterSelector)"]
+        return [*errors, "spec.rayClusterSpec: required (ncclgen never uses clusterSelector)"]
     if not spec.get("entrypoint", "").strip():
         errors.append("spec.entrypoint: empty")
     groups = [("headGroupSpec", cluster.get("headGroupSpec") or {})]

@@ -26,6 +26,7 @@ By hand (as root):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import os
@@ -156,10 +157,8 @@ def _ancestors() -> set[int]:
 
 def _signal(pid: int, sig: int) -> None:
     """Signal a process that may have exited since we looked."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

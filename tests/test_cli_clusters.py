@@ -293,5 +293,5 @@ def test_unknown_cluster_lists_what_is_available(tmp_path, monkeypatch, capsys):
     code, out, err = invoke(capsys, "clusters", "show", "nosuch")
     assert (code, out) == (2, "")
     assert err.strip() == (
-        "ncclgen: error: --cluster: unknown cluster 'nosuch'; available: " + ", ".join(sorted(PRESETS + ["site-a"]))
+        "ncclgen: error: --cluster: unknown cluster 'nosuch'; available: " + ", ".join(sorted([*PRESETS, "site-a"]))
     )

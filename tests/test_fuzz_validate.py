@@ -85,8 +85,8 @@ def paths(node, prefix=()):
     """Every key path into ``node`` (dict keys and list indexes), parents before children."""
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, child in items:
-        yield prefix + (key,)
-        yield from paths(child, prefix + (key,))
+        yield (*prefix, key)
+        yield from paths(child, (*prefix, key))
 
 
 VALID_PATHS = list(paths(VALID_DATA))

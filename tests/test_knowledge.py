@@ -58,7 +58,7 @@ def test_files_cite_the_versions_read():
 def test_a_malformed_row_is_reported_with_file_and_line(tmp_path):
     good = Path(kb.kb_dir(), "torch.tsv").read_text().splitlines()
     header_at = next(i for i, line in enumerate(good) if line.startswith("name\t"))
-    bad = good[: header_at + 2] + [good[header_at + 1].replace("\tint\t", "\tinteger\t", 1)]
+    bad = [*good[: header_at + 2], good[header_at + 1].replace("\tint\t", "\tinteger\t", 1)]
     path = tmp_path / "bad.tsv"
     path.write_text("\n".join(bad) + "\n")
     with pytest.raises(ValueError, match=rf"bad\.tsv:{header_at + 3}: type 'integer'"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -50,7 +51,7 @@ def test_tiers_are_cumulative_and_every_value_is_explained(cluster, wl):
     from ncclgen.lint import knowledge
 
     plans = [make_plan(cluster, t, wl, None, (), False) for t in (1, 2, 3)]
-    for lower, higher in zip(plans, plans[1:]):
+    for lower, higher in itertools.pairwise(plans):
         assert set(names(lower)) <= set(names(higher))
     for e in plans[2].env:
         assert e.reason.strip() and e.source.strip(), e
@@ -65,7 +66,6 @@ def test_lint_finds_no_error_in_env_output(cluster, tier):
     from ncclgen import lint
 
     for wl in WORKLOADS:
-        rc, out, err = 0, None, None
         text = main_capture(["env", "--cluster", cluster, "--tier", str(tier), "--workload", wl])
         errors = [f for f in lint.lint_text(text, "env-output") if f.severity == "error"]
         assert not errors, (cluster, tier, wl, errors)
@@ -254,7 +254,7 @@ def test_malformed_workload_yaml(tmp_path):
         ("name: x\ndescription: d\nlauncher: mpirun\ncommand: [a]\n", "launcher"),
     ]:
         path = write(tmp_path, "w.yaml", text)
-        rc, out, err = run_cli("env", "--workload", path)
+        rc, _, err = run_cli("env", "--workload", path)
         assert rc == 2 and where in err and err.count("\n") == 1, (text, err)
 
 
@@ -276,7 +276,7 @@ def test_shell_format_is_safe_to_source_for_any_value(tmp_path):
 
 
 def test_json_format_round_trips_the_plan():
-    rc, out, err = run_cli("env", "--tier", "3", "--format", "json")
+    _, out, _ = run_cli("env", "--tier", "3", "--format", "json")
     doc = json.loads(out)
     assert doc["tier"] == 3 and doc["cluster"] == "h100-ib"
     assert {e["name"]: e["value"] for e in doc["env"]} == make_plan(None, 3, None, None, (), False).env_dict()
@@ -299,7 +299,7 @@ def test_project_defaults_precedence(tmp_path):
     doc = json.loads(run_cli("env", "--format", "json", "--tier", "1", cwd=tmp_path, env={"NCCLGEN_TIER": "3"})[1])
     assert doc["tier"] == 1  # flag beats both
     (tmp_path / "ncclgen.yaml").write_text("tier: 5\n")
-    rc, out, err = run_cli("env", cwd=tmp_path)
+    rc, _, err = run_cli("env", cwd=tmp_path)
     assert rc == 2 and "ncclgen.yaml:1:7: tier: expected a value <= 3" in err
 
 

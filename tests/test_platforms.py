@@ -6,6 +6,7 @@ the platform."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -173,7 +174,7 @@ def test_cloud_pod_without_pod_interface_names_is_refused(tmp_path):
     path = descriptor_file(tmp_path, "gcp-a3-mega", "  bootstrap_interfaces: [eth0]\n", "")
     desc = descriptor.load(path)
     build(desc, "host")  # the host view needs no pod names
-    with pytest.raises(UserError, match="declare kubernetes.bootstrap_interfaces"):
+    with pytest.raises(UserError, match=re.escape("declare kubernetes.bootstrap_interfaces")):
         build(desc, "pod")
 
 
@@ -266,7 +267,7 @@ def test_slurm_script_puts_the_plugin_folder_in_front_of_the_loader_path():
 def test_gate_refuses_a_host_interface_set_for_a_pod():
     from ncclgen import pipeline
 
-    with pytest.raises(UserError, match="NG017|only the gcp-a3-mega host"):
+    with pytest.raises(UserError, match=r"NG017|only the gcp-a3-mega host"):
         pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="pod")
     pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="host")
 

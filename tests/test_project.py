@@ -105,7 +105,10 @@ def test_scaffold_fails_validation_at_the_first_todo_and_passes_with_the_example
     ex, got = descriptor.load(str(H100)), descriptor.load(str(path))
     assert [(n.id, n.cpus) for n in got.node.numa_nodes] == [(n.id, n.cpus) for n in ex.node.numa_nodes]
     assert got.node.gpus == ex.node.gpus
-    rail = lambda r: (r.hca, r.port, r.netdev, r.gbps, r.gpus, r.numa)
+
+    def rail(r):
+        return (r.hca, r.port, r.netdev, r.gbps, r.gpus, r.numa)
+
     assert [rail(r) for r in got.network.compute] == [rail(r) for r in ex.network.compute]
     assert [s.name for s in got.network.storage] == [s.name for s in ex.network.storage]
 
@@ -288,11 +291,11 @@ def test_diff_tier_1_vs_3_shows_the_tier_2_and_3_additions(capsys):
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == f"ncclgen diff: h100-ib tier 1 -> h100-ib tier 3 (workload {workload.DEFAULT}, 2 node(s))"
-    added = [l[2:].split("=")[0] for l in lines if l.startswith("+ ")]
+    added = [ln[2:].split("=")[0] for ln in lines if ln.startswith("+ ")]
     # h100-ib is InfiniBand with 8 rails, the default workload runs on 2 nodes: tier 2 adds the
     # multi-node IB settings, tier 3 the CTA floor and the affinity switch that goes with binding.
     assert added == ["NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_TIMEOUT", "NCCL_MIN_CTAS", "NCCL_IGNORE_CPU_AFFINITY"]
-    assert not [l for l in lines if l.startswith(("- ", "~ NCCL"))]
+    assert not [ln for ln in lines if ln.startswith(("- ", "~ NCCL"))]
     by_id = {r.id: r for r in rules.load_rules()}
     qps = lines.index("+ NCCL_IB_QPS_PER_CONNECTION=4    [tier 2, rule ib-qps]")
     assert lines[qps + 1] == "    why: " + " ".join(by_id["ib-qps"].reason.split())
@@ -326,7 +329,7 @@ def test_diff_of_two_descriptors_differing_in_hcas_shows_nccl_ib_hca_changed(tmp
     assert lines[0].startswith(f"ncclgen diff: {H100} tier 3 -> {changed} tier 3")
     old = "=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"
     assert lines[1] == f"~ NCCL_IB_HCA: {old} -> {old.replace('mlx5_0:', 'mlx5_12:')}    [tier 1, rule ib-hca-exact]"
-    assert [l for l in lines if l[:2] in ("+ ", "- ", "~ ")] == [lines[1], lines[4]]
+    assert [ln for ln in lines if ln[:2] in ("+ ", "- ", "~ ")] == [lines[1], lines[4]]
     assert lines[4].startswith("~ binding: local rank(s) 0 bind")  # rank 0's rail changed
     assert lines[-1].startswith("1 changed, 0 added, 0 removed")
 

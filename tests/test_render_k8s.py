@@ -7,6 +7,7 @@ Goldens: examples/*/job.yaml (tests/test_examples.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import importlib.util
@@ -334,7 +335,7 @@ def test_rayjob_tier3_binding_hook():
     assert sorted(docs[0]["data"]) == sorted(
         ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS]
     )
-    for path, t in kv.pod_templates(docs[1]):
+    for _path, t in kv.pod_templates(docs[1]):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
         c = t["spec"]["containers"][0]
         env = dict(env_of(c))
@@ -888,10 +889,8 @@ def _stop_ray(procs, tmpdir: Path) -> None:
             except OSError:
                 continue
         for pid in mine:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         if not mine:
             break
         time.sleep(0.5)

@@ -8,6 +8,7 @@ milliseconds by letting PATH shims play srun and Ray. No Slurm or Ray is needed 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -536,7 +537,7 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
 
 
 def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
-    script, plan = local_ci(capsys, tmp_path, "ray", ["python3", "driver.py"])
+    script, _plan = local_ci(capsys, tmp_path, "ray", ["python3", "driver.py"])
     run = Run(tmp_path, script, SHIM_DRIVER="await:python3:3").finish()  # check, watchdog, driver
     assert run.rc == 0, run.stderr
     starts = {tuple(a[:2]): a for a, _ in run.calls("ray")}
@@ -956,10 +957,8 @@ def test_wait_and_watch_against_a_real_two_node_ray_cluster(tmp_path):
         assert "Ray watchdog: only 1/2 Ray nodes alive" in err
     finally:
         for proc in (worker, head):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         for proc in (worker, head):
             try:
                 proc.wait(timeout=30)

@@ -61,7 +61,7 @@ def test_table_covers_every_option_the_installed_sbatch_lists(tmp_path):
 )
 def test_accepted(key, value, want):
     if want is None:
-        with pytest.raises(sbatch.SbatchOptionError, match="slurm.exclusive"):
+        with pytest.raises(sbatch.SbatchOptionError, match=re.escape("slurm.exclusive")):
             sbatch.check(key, value)
     else:
         assert sbatch.check(key, value) == want

@@ -175,7 +175,7 @@ def test_setup_lines_run_on_every_node_in_the_step_before_the_program(slurm_clus
         ".write(os.environ.get('NCCLGEN_E2E_SETUP', 'missing'))"
     )
     wl = _workload(tmp_path, "e2e-setup", "torchrun", [sys.executable, "-c", probe, str(out)], setup=setup)
-    job, result, wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
+    job, result, _wall = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
     log = _log(tmp_path, job)
     assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
     ranks = {p.name: p.read_text() for p in out.glob("rank-*")}

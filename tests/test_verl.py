@@ -35,7 +35,7 @@ def tree(version: str) -> str:
 
 
 def check(*overrides, module="verl.trainer.main_ppo", version=NEWEST, derived=verl.DERIVED):
-    return [m for _, m in verl.check_command(("python3", "-m", module) + overrides, version, derived=derived)]
+    return [m for _, m in verl.check_command(("python3", "-m", module, *overrides), version, derived=derived)]
 
 
 # -- the checker, from the generated tables ------------------------------------------------------------
@@ -246,7 +246,7 @@ PROBES = [
 def test_bundled_launch_lines_compose_and_the_checker_agrees_with_hydra(version):
     jobs = [j for j in bundled_jobs() if j[1] == version]
     base = ["python3", "-m", "verl.trainer.main_ppo"]
-    probes = [base + [o] for o, _ in PROBES]
+    probes = [[*base, o] for o, _ in PROBES]
     res = run_compose(version, [argv for _, _, argv in jobs] + probes)
     for (name, _, _), r in zip(jobs, res):
         assert r["composed"], f"{name} on verl {version}: {r['error']}"
@@ -267,7 +267,7 @@ def test_bundled_workloads_pass_verls_own_validation():
     for name, v, argv in bundled_jobs():
         by_version.setdefault(v, []).append((name, argv))
     for v, jobs in by_version.items():
-        res = run_compose(v, [argv for _, argv in jobs] + [old_235b + ["trainer.nnodes=8"]], validate=True)
+        res = run_compose(v, [argv for _, argv in jobs] + [[*old_235b, "trainer.nnodes=8"]], validate=True)
         for (name, _), r in zip(jobs, res):
             assert r["validated"], f"{name} on verl {v}: {r['error']}"
         # the control: without the example's batch settings verl rejects the 235B line

@@ -46,7 +46,7 @@ def compose(argv: list[str], entries: dict[str, str], config_dir: str):
     main = hydra.main(config_path=config_dir, config_name=entries[module], version_base=None)(task)
     saved = sys.argv
     with tempfile.TemporaryDirectory() as run_dir:
-        sys.argv = [module] + rest + HYDRA_QUIET + [f"hydra.run.dir={run_dir}"]
+        sys.argv = [module, *rest, *HYDRA_QUIET, f"hydra.run.dir={run_dir}"]
         try:
             main()
         finally:

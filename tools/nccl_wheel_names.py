@@ -91,7 +91,8 @@ def kb_stubs(table_path: str) -> list[str]:
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
     from ncclgen.lint import knowledge as kb
 
-    rows = [ln.rstrip("\n").split("\t") for ln in open(table_path, encoding="utf-8") if not ln.startswith("#")]
+    with open(table_path, encoding="utf-8") as fh:
+        rows = [ln.rstrip("\n").split("\t") for ln in fh if not ln.startswith("#")]
     versions = rows[0][1:]
     out = []
     for name, *flags in rows[1:]:
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(versions)
         + " (pip download --no-deps); do not edit by hand."
     )
-    print("\t".join(["name"] + versions))
+    print("\t".join(["name", *versions]))
     for name in sorted(set().union(*per.values())):
         print("\t".join([name] + ["1" if name in per[v] else "0" for v in versions]))
     return 0

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import os
+import pathlib
 import re
 import subprocess
 import sys
@@ -365,7 +366,7 @@ def main(argv=None) -> int:
         stale = [
             n
             for n, want in (("keys.tsv", text), ("versions.json", _json(meta)))
-            if open(os.path.join(OUT, n), encoding="utf-8").read() != want
+            if pathlib.Path(OUT, n).read_text(encoding="utf-8") != want
         ]
         for n in stale:
             print(f"ncclgen/data/verl/{n} is stale: run {GENERATOR}", file=sys.stderr)

@@ -91,7 +91,7 @@ def _platform_lines(d: descriptor.Descriptor) -> list[str]:
     try:
         pod = views.view(d, "pod")
     except UserError as exc:
-        return out + [f"pod ({kube.flavour}): cannot render: {exc.message}"]
+        return [*out, f"pod ({kube.flavour}): cannot render: {exc.message}"]
     pnet = pod.network
     parts = [f"bootstrap {('^' if pnet.bootstrap_match == 'exclude' else '') + ','.join(pnet.bootstrap_interfaces)}"]
     renamed = {**d.kubernetes.netdevs, **d.kubernetes.hcas}

@@ -157,7 +157,7 @@ def run(out_template, interval, nv=None, stop=None, max_samples=None):
             )
             return 1
         try:
-            fh = open(path, "a", encoding="utf-8")
+            fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - an open error is told apart from a write error; closed by `with fh` below
         except OSError as exc:
             print(f"{PREFIX}: {node}: cannot write {path}: {exc.strerror}", file=sys.stderr)
             return 1

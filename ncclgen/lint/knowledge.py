@@ -221,9 +221,7 @@ def read_in(info: VarInfo, nccl_version: str) -> bool:
         return True
     if info.first_version and compare_versions(nccl_version, info.first_version) < 0:
         return False
-    if info.last_version and compare_versions(nccl_version, info.last_version) > 0:
-        return False
-    return True
+    return not (info.last_version and compare_versions(nccl_version, info.last_version) > 0)
 
 
 # -- value syntax -----------------------------------------------------------------------------------

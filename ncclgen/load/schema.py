@@ -102,7 +102,7 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         items, errors = [], []
         for i, v in enumerate(value):  # every item's errors, not only the first item's
             try:
-                items.append(convert(doc, v, item_tp, path + (i,)))
+                items.append(convert(doc, v, item_tp, (*path, i)))
             except UserError as exc:
                 errors.append(exc)
         collect(errors)
@@ -115,11 +115,11 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         for k, v in value.items():
             if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k, re.ASCII):
                 errors.append(
-                    doc.error(path + (k,), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}")
+                    doc.error((*path, k), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}")
                 )
                 continue
             try:
-                out[k] = convert(doc, v, val_tp, path + (k,))
+                out[k] = convert(doc, v, val_tp, (*path, k))
             except UserError as exc:
                 errors.append(exc)
         collect(errors)
@@ -177,13 +177,13 @@ def load_dataclass(doc: Document, value: Any, cls: type, path: tuple = ()) -> An
         if key not in fields:
             hint = did_you_mean(key, fields)
             meant.update(name for name in fields if hint == f" (did you mean '{name}'?)")
-            errors.append(doc.error(path + (key,), f"unknown key {key!r}{hint}; expected one of: {', '.join(fields)}"))
+            errors.append(doc.error((*path, key), f"unknown key {key!r}{hint}; expected one of: {', '.join(fields)}"))
     kwargs = {}
     th = hints(cls)
     for name, f in fields.items():
         if name in value:
             try:
-                kwargs[name] = convert(doc, value[name], th[name], path + (name,), dict(f.metadata))
+                kwargs[name] = convert(doc, value[name], th[name], (*path, name), dict(f.metadata))
             except UserError as exc:
                 errors.append(exc)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and name not in meant:

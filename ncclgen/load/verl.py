@@ -142,7 +142,7 @@ def parse(command, release: Release) -> Command:
         mi = argv.index("-m") + 1
         module = argv[mi]
     except (ValueError, IndexError):
-        raise CommandError(None, "a verl command runs an entry module: python3 -m verl.trainer.<entry> ...")
+        raise CommandError(None, "a verl command runs an entry module: python3 -m verl.trainer.<entry> ...") from None
     if module not in release.entries:
         repl = replacements_for_module(module)
         hint = repl or did_you_mean(module, release.entries)

@@ -54,7 +54,7 @@ def _host(desc: Descriptor) -> Descriptor:
         # A pyxis container sees the plugin folder only if it is mounted (the job exports its path).
         mount = f"{lib_dir}:{lib_dir}"
         if not any(m.split(":")[0].rstrip("/") == lib_dir for m in slurm.container_mounts):
-            slurm = replace(slurm, container_mounts=slurm.container_mounts + (mount,))
+            slurm = replace(slurm, container_mounts=(*slurm.container_mounts, mount))
     return replace(desc, network=replace(net, plugin_dir=lib_dir if loaded else None, sharp=sharp), slurm=slurm)
 
 

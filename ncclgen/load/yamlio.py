@@ -249,9 +249,9 @@ def _check_shape(root, file: str) -> None:
         if id(node) in sizes:
             return sizes[id(node)]
         if isinstance(node, yaml.MappingNode):
-            total = 1 + sum(size(k, path) + size(v, path + (_key_text(k),)) for k, v in node.value)
+            total = 1 + sum(size(k, path) + size(v, (*path, _key_text(k))) for k, v in node.value)
         elif isinstance(node, yaml.SequenceNode):
-            total = 1 + sum(size(child, path + (i,)) for i, child in enumerate(node.value))
+            total = 1 + sum(size(child, (*path, i)) for i, child in enumerate(node.value))
         else:
             total = 1
         if total > MAX_NODES:
@@ -282,20 +282,20 @@ class _Builder:
             for key_node, value_node in node.value:
                 if key_node.tag == "tag:yaml.org,2002:merge":
                     raise self._err(key_node, path, "YAML merge keys (<<) are not supported")
-                key = self.build(key_node, path + (_key_text(key_node),))  # its errors name the key
+                key = self.build(key_node, (*path, _key_text(key_node)))  # its errors name the key
                 if not isinstance(key, (str, int)) or isinstance(key, bool):
                     raise self._err(key_node, path, f"keys must be strings, got {type(key).__name__}")
                 key = str(key)
                 if key in out:
-                    raise self._err(key_node, path + (key,), "duplicate key")
+                    raise self._err(key_node, (*path, key), "duplicate key")
                 # A scalar's errors are about its value, so point there (tier: 5 -> the 5); a mapping's or
                 # list's point at its key, since a block value starts on a later line.
                 at = value_node if isinstance(value_node, yaml.ScalarNode) else key_node
-                self.marks[path + (key,)] = (at.start_mark.line + 1, at.start_mark.column + 1)
-                out[key] = self.build(value_node, path + (key,))
+                self.marks[(*path, key)] = (at.start_mark.line + 1, at.start_mark.column + 1)
+                out[key] = self.build(value_node, (*path, key))
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(child, path + (i,)) for i, child in enumerate(node.value)]
+            return [self.build(child, (*path, i)) for i, child in enumerate(node.value)]
         if not node.tag.startswith("tag:yaml.org,2002:") or node.tag.endswith((":binary", ":set", ":omap", ":pairs")):
             raise self._err(node, path, f"unsupported YAML tag {node.tag}")
         self._check_scalar(node, path)

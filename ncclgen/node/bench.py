@@ -224,10 +224,11 @@ def measure(
         for i, count in enumerate(todo):
             full = torch.ones(count, dtype=torch.float32, device=device)
             part = torch.ones(count // n, dtype=torch.float32, device=device)
+            # Default arguments bind this iteration's tensors (the call runs inside this iteration only).
             call = {
-                "all_reduce": lambda: dist.all_reduce(full),
-                "all_gather": lambda: gather(full, part),
-                "reduce_scatter": lambda: scatter(part, full),
+                "all_reduce": lambda full=full: dist.all_reduce(full),
+                "all_gather": lambda full=full, part=part: gather(full, part),
+                "reduce_scatter": lambda full=full, part=part: scatter(part, full),
             }[op]
             for _ in range(warmup):
                 call()

@@ -392,7 +392,8 @@ class _Job:
         """Master pod: Ray head, wait until every node and GPU joined (like the sbatch poller), driver."""
         la = self.launch
         local = f"127.0.0.1:{la.ray_port}"  # the GCS listens on every interface of the pod
-        lines = self._ray_prologue("head and driver") + [
+        lines = [
+            *self._ray_prologue("head and driver"),
             shell.join(la.ray_head_argv()),
             shell.join(["python3", f"{CONFIG_DIR}/{RAYWAIT_MODULE}", *la.ray_wait_args(local)]),
             f"export RAY_ADDRESS={local}",
@@ -411,7 +412,8 @@ class _Job:
         connection; seen on the local Slurm cluster); one that never
         joins makes the head's wait fail, which fails the master and so the job.
         """
-        lines = self._ray_prologue("worker", 'head="${MASTER_ADDR:?set by the training operator}"') + [
+        lines = [
+            *self._ray_prologue("worker", 'head="${MASTER_ADDR:?set by the training operator}"'),
             "exec " + self._worker_start(),
         ]
         return "\n".join(lines) + "\n"
