@@ -291,3 +291,23 @@ def test_extra_args_policy_is_the_value_policy(args):
         assert not bad
     except UserError:
         assert bad
+
+
+# -- 5. every output format: one line per variable, quoted as data -------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["a\nb", "a\tb\nexport X=1", "x'\n$(id)"])
+def test_every_format_writes_a_control_character_value_on_its_own_line(tmp_path, capsys, value):
+    import subprocess
+
+    entry = f"env:\n  - name: NCCL_DEBUG_FILE\n    value: {json.dumps(value)}\n    reason: test\n"
+    path = descriptor(tmp_path, entry)
+    for argv in (["env"], ["explain"], ["slurm"]):
+        rc, out, err = run(capsys, *argv, "--cluster", path, "--workload", "bench")
+        assert rc == 0, err
+        lines = [line for line in out.splitlines() if "NCCL_DEBUG_FILE" in line]
+        assert lines and all("$'" in line for line in lines), lines
+    rc, out, err = run(capsys, "env", "--cluster", path, "--workload", "bench")
+    script = out + 'printf %s "$NCCL_DEBUG_FILE"\n'
+    got = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
+    assert got == value  # the shell reads back exactly the value

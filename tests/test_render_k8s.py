@@ -458,7 +458,10 @@ def sbatch_exports(script: str, names: list[str]) -> dict[str, str]:
     lines = script.splitlines(keepends=True)
     i = 0
     while i < len(lines):
-        if re.match(r"\s*export [A-Za-z_][A-Za-z0-9_]*=", lines[i]) and "$(" not in lines[i]:
+        # ncclgen's own command substitutions (export X="$(...)") would run; a value quoted as data may hold "$(".
+        if re.match(r"\s*export [A-Za-z_][A-Za-z0-9_]*=", lines[i]) and not re.search(
+            r"=\"?\$\(|\$\(\w", lines[i].split("'")[0]
+        ):
             stmt = lines[i]
             # A quoted value may span lines (shlex.quote keeps newlines): extend until bash accepts it.
             while subprocess.run(["bash", "-n"], input=stmt, text=True, capture_output=True).returncode:

@@ -108,9 +108,10 @@ def render_explain(p) -> str:
     out = [header(p), "", "ENVIRONMENT"]
     width = max((len(e.name) for e in p.env), default=0)
     for e in p.env:
-        out.append(f"  {e.name.ljust(width)}  {e.value}    [{e.label()}]")
+        value = shell.comment_quote(e.value) if shell.CONTROL.search(e.value) else e.value  # one line, as data
+        out.append(f"  {e.name.ljust(width)}  {value}    [{e.label()}]")
         out += wrap.wrap(_one_line(e.reason))
-        out.append(f"    source: {e.source}")
+        out.append(f"    source: {shell.one_line(e.source)}")
     out += [
         "",
         "BINDING (local rank -> GPU -> NUMA node)"
@@ -131,7 +132,7 @@ def render_explain(p) -> str:
         f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
         "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p)))
     )
-    cmd = shlex.join(la.command)
+    cmd = shell.comment_line(la.command)
     if la.launcher == "torchrun":
         bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""
         out.append(

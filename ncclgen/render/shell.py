@@ -18,15 +18,16 @@ class Raw(str):
 
 
 def quote(value: object) -> str:
-    """shlex.quote, except Raw text ncclgen wrote itself."""
-    return str(value) if isinstance(value, Raw) else shlex.quote(str(value))
+    """shlex.quote (bash $'...' where a control character is, so every value stays on its line), except
+    Raw text ncclgen wrote itself."""
+    return str(value) if isinstance(value, Raw) else comment_quote(str(value))
 
 
 def quote_always(value: object) -> str:
     """Always quoted, so `NAME==bond0` reads as the assignment it is (bash accepts it unquoted, but
     people and shellcheck read `==` as a typo)."""
     text = quote(value)
-    return text if isinstance(value, Raw) or text.startswith(("'", '"')) else f"'{text}'"
+    return text if isinstance(value, Raw) or text.startswith(("'", '"', "$'")) else f"'{text}'"
 
 
 def args(argv: Iterable[object]) -> str:
