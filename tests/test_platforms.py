@@ -298,3 +298,39 @@ def test_sidecar_mount_of_an_undeclared_volume_is_refused(tmp_path):
     desc = descriptor.load(str(path))
     with pytest.raises(UserError, match="probe mounts volume 'nope'"):
         build(desc, "pod")
+
+
+# The net each bundled preset plans, per view (issue 21 item 1). None: azure's host view loads the
+# rdma-sharp plugin, whose net registers as a release-dependent IBext_v<N>; its pod has no plugin.
+PLANNED_NET = {
+    ("aws-p5", "host"): "Libfabric",
+    ("aws-p5", "pod"): "Libfabric",
+    ("azure-nd-h100-v5", "host"): None,
+    ("azure-nd-h100-v5", "pod"): "IB",
+    ("dgx-h100", "host"): "IB",
+    ("dgx-h100", "pod"): "IB",
+    ("gcp-a3-mega", "host"): "FasTrak",
+    ("gcp-a3-mega", "pod"): "FasTrak",
+    ("h100-ib", "host"): "IB",
+    ("h100-ib", "pod"): "IB",
+    ("local-ci", "host"): "Socket",
+    ("local-ci", "pod"): "Socket",
+    ("oci-bm-gpu-h100-8", "host"): "IB",
+    ("oci-bm-gpu-h100-8", "pod"): "IB",
+}
+
+
+def test_every_preset_and_view_pins_the_net_it_plans():
+    """Tier 1 sets NCCL_NET to the planned net (NCCL then skips every other one and fails at init instead
+    of falling back to Socket), with a reason and a source that `explain` prints."""
+    assert {k[0] for k in PLANNED_NET} == set(descriptor.available())
+    for (name, target), want in PLANNED_NET.items():
+        for tier in (1, 3):
+            env = {e.name: e for e in build(name, target, tier).env}
+            got = env.get("NCCL_NET")
+            assert (got.value if got else None) == want, (name, target, tier)
+            if got is not None:
+                assert got.tier == 1 and got.reason and got.source, (name, target)
+    ib = {e.name: e for e in build("h100-ib", "host").env}["NCCL_NET"]
+    assert "net_ib/common.cc:193-194" in ib.source and "src/plugin/net.cc:321-348" in ib.source
+    assert "Failed to initialize any NET plugin" in ib.reason

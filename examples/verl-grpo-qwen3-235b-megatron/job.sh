@@ -25,6 +25,7 @@ set -euo pipefail
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
 # --export=NAME=v,..., which would split values such as NCCL_IB_HCA at their commas).
 export NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1'  # tier 1, ib-hca-exact
+export NCCL_NET='IB'  # tier 1, net-ib
 export NCCL_SOCKET_IFNAME='=bond0'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'  # tier 1, gloo-ifname
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'  # tier 1, cuda-device-order

@@ -23,6 +23,7 @@ set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
 # --export=NAME=v,..., which would split values such as NCCL_IB_HCA at their commas).
+export NCCL_NET='Socket'  # tier 1, net-socket
 export NCCL_SOCKET_IFNAME='=lo'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='lo'  # tier 1, gloo-ifname
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'  # tier 1, cuda-device-order
