@@ -18,7 +18,7 @@ import string
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_hostile import LOCAL_CI, POLICY, WORKLOAD, descriptor, one_line_error, run, workload
 
@@ -311,3 +311,18 @@ def test_every_format_writes_a_control_character_value_on_its_own_line(tmp_path,
     script = out + 'printf %s "$NCCL_DEBUG_FILE"\n'
     got = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
     assert got == value  # the shell reads back exactly the value
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
+@example("a\x85b")
+@example("x\u2028y\nz")
+@example("\u2029")
+@HYP
+def test_manifest_yaml_reads_back_every_string_as_written(value):
+    """The root of 'a\\u0085b' arriving as 'a b' / 'a\\nb': PyYAML's allow_unicode emitter wrote NEL raw."""
+    import yaml
+
+    from ncclgen.render import k8s as render_k8s
+
+    text = yaml.dump({"v": value, "l": [value]}, Dumper=render_k8s._Dumper, allow_unicode=True)
+    assert yaml.safe_load(text) == {"v": value, "l": [value]}

@@ -690,7 +690,16 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+# PyYAML with allow_unicode writes NEL, U+2028 and U+2029 raw, and a YAML reader folds them into line
+# breaks or spaces ('a\x85b' reads back as 'a b'): such a string is written double-quoted, where the
+# emitter escapes them (\N, \L, \P). Inputs refuse these characters (errors.UNSAFE_CHARS); this keeps
+# the manifest a faithful copy of the data even so.
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
+
+
 def _represent_str(dumper, data):
+    if _YAML_BREAKS.search(data):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style='"')
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
 
 
