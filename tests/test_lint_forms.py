@@ -122,3 +122,84 @@ def test_json_lists_not_checked(tmp_path, capsys):
     assert run(["lint", "--format", "json", str(path)]) == 3
     doc = json.loads(capsys.readouterr().out)
     assert doc["not_checked"] == [{"file": str(path), "line": 1, "what": "eval: the text it runs is built at run time"}]
+
+
+POD = """apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+    - name: c
+      image: x
+"""
+CM = """---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: nccl}
+data:
+  NCCL_MAX_RINGS: "8"
+  NCCL_DEBUG: WARN
+"""
+
+MANIFESTS = {
+    "env-value": (
+        POD + "      env:\n        - {name: NCCL_MAX_RINGS, value: '8'}\n",
+        [(9, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "envfrom-configmap": (
+        POD + "      envFrom:\n        - configMapRef: {name: nccl}\n" + CM,
+        [(15, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "envfrom-prefix": (
+        POD + "      envFrom:\n        - prefix: NCCL_\n          configMapRef: {name: p}\n"
+        "---\nkind: ConfigMap\nmetadata: {name: p}\ndata: {MAX_RINGS: '8'}\n",
+        [(14, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "configmapkeyref": (
+        POD + "      env:\n        - name: NCCL_MAX_RINGS\n          valueFrom:\n"
+        "            configMapKeyRef: {name: nccl, key: NCCL_MAX_RINGS}\n" + CM,
+        [(9, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "list-of-items": (
+        "apiVersion: v1\nkind: List\nitems:\n"
+        "  - {kind: ConfigMap, metadata: {name: nccl}, data: {NCCL_MAX_RINGS: '8'}}\n"
+        "  - kind: Pod\n    spec:\n      containers:\n        - envFrom: [{configMapRef: {name: nccl}}]\n",
+        [(4, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "env-wins-over-envfrom": (
+        POD + "      envFrom:\n        - configMapRef: {name: nccl}\n"
+        "      env:\n        - {name: NCCL_MAX_RINGS, value: '8'}\n" + CM,
+        [(11, "NCCL_MAX_RINGS", "NG002"), (11, "NCCL_MAX_RINGS", "NG016"), (17, "NCCL_MAX_RINGS", "NG002")],
+        [],
+    ),
+    "configmap-not-in-input": (POD + "      envFrom:\n        - configMapRef: {name: elsewhere}\n", [], [9]),
+    "secret-ref": (POD + "      envFrom:\n        - secretRef: {name: s}\n", [], [9]),
+    "secret-key-ref": (
+        POD + "      env:\n        - name: NCCL_IB_HCA\n          valueFrom: {secretKeyRef: {name: s, key: k}}\n",
+        [],
+        [9],
+    ),
+    "keyref-missing": (
+        POD + "      env:\n        - name: NCCL_IB_HCA\n          valueFrom: {configMapKeyRef: {name: none, key: k}}\n",
+        [],
+        [9],
+    ),
+    "field-ref-irrelevant": (
+        POD + "      env:\n        - name: POD_IP\n          valueFrom: {fieldRef: {fieldPath: status.podIP}}\n",
+        [],
+        [],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MANIFESTS))
+def test_every_manifest_form_is_read(case):
+    text, findings, unchecked = MANIFESTS[case]
+    got = sorted((f.line, f.variable, f.code) for f in lint.lint_text(text, "job.yaml"))
+    assert got == sorted(findings)
+    assert [line for line, _ in lint.unchecked(text, "job.yaml")] == unchecked

@@ -24,7 +24,8 @@ def lint(ctx, cluster, fmt, files):
     """Lint NCCL/PyTorch variables in each FILE ('-' reads stdin).
 
     FILE may be an env/dotenv file, `ncclgen env` output (shell or --format json), an sbatch/bash
-    script (its `export` lines and line-start assignments) or a Kubernetes manifest (every `env:` list).
+    script (every export/declare -x/env/prefix assignment, srun/sbatch --export, #SBATCH --export) or a
+    Kubernetes manifest (every container's env, and envFrom/configMapKeyRef ConfigMaps in the input).
     A form whose effect cannot be read statically (a value from $(...), an expanded name, eval, a
     sourced file, --export-file, a ConfigMap or Secret not in the input) is listed as
     'FILE:LINE: not checked: ...' and counted in the summary.

@@ -81,7 +81,9 @@ def format_text(
         out.append(f"{where}: {f.severity} {f.code} {f.variable}: {f.message}")
         if f.fix:
             out.append(f"    fix: {f.fix}")
-    out += [f"{file}:{line}: not checked: {what}" for line, what in unchecked]
+    out += [
+        f"{file}:{line}: not checked: {what}" if line else f"{file}: not checked: {what}" for line, what in unchecked
+    ]
     c = counts(findings)
     out.append(
         f"{file}: {checked} variable(s) checked against {target}: {c['error']} error(s), "

@@ -1,6 +1,6 @@
 """Lint NCCL/PyTorch environment settings against what the libraries really read: the entry points.
 
-Inputs: env/dotenv files, `ncclgen env` output, sbatch/bash scripts (lint/shell.py), Kubernetes
+Inputs: env/dotenv files, `ncclgen env` output, sbatch/bash scripts (lint/shell.py + shellenv.py), Kubernetes
 manifests and `ncclgen env --format json` (lint/manifest.py). Every finding names a stable code
 (lint/findings.py), so scripts and `doctor` can act on it. The rules for one variable are in
 lint/rules.py, those reading the fabric or two settings at once in lint/fabric.py.

@@ -36,60 +36,79 @@ def parse_json(text: str, name: str) -> list:
     return out
 
 
-def parse_manifest(text: str, name: str) -> tuple[list, list]:
-    """Every `env:` list of {name, value} in every document, one list each; valueFrom has no static value.
+class Scalar(str):
+    """A YAML scalar with the line it starts on."""
 
-    Read from libyaml's event stream in one pass (no node graph): linear in the input, nesting deeper
-    than yamlio.MAX_DEPTH refused as it is met (libyaml's recursive composer crashes on it), and an
-    alias is never expanded (no alias-bomb blow-up).
+    line: int = 0
+
+
+def _scalar(value: str, line: int) -> Scalar:
+    out = Scalar(value)
+    out.line = line
+    return out
+
+
+def parse_manifest(text: str, name: str) -> tuple[list, list]:
+    """Every container's environment in every document: (one list of (name, value, line) per `env:`
+    list, notes (line, variable or None, what) on what could not be read).
+
+    An env list's `envFrom` a ConfigMap in the same input (a document, or an item of a List) brings that
+    ConfigMap's `data` first (a later `env` entry wins, as in Kubernetes), with its `prefix`; a
+    `valueFrom.configMapKeyRef` takes the key's value. A Secret, or a ConfigMap not in the input, is a
+    note: not checked.
     """
+    docs = _tree(text, name)
+    maps = _config_maps(docs)
+    groups: list = []
+    notes: list = []
+    for holder in _env_holders(docs):
+        groups.append(_environment(holder, maps, notes))
+    return groups, notes
+
+
+def _tree(text: str, name: str) -> list:
+    """The documents as dicts, lists and Scalars, read from libyaml's event stream in one pass: linear in
+    the input, nesting deeper than yamlio.MAX_DEPTH refused as it is met (libyaml's recursive composer
+    crashes on it), an alias never expanded (it reads as None: no alias-bomb blow-up)."""
     import yaml
 
     from ..load import yamlio
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    out: list = []
-    # One frame per open mapping/sequence: [kind, key or None, expecting a key, env group or None, item]
-    stack: list[list] = []
+    docs: list = []
+    stack: list[list] = []  # [container, pending key, expecting a key]
+
+    def attach(node) -> None:
+        if not stack:
+            docs.append(node)
+            return
+        top = stack[-1]
+        if isinstance(top[0], list):
+            top[0].append(node)
+        elif top[2]:
+            top[1], top[2] = node if isinstance(node, str) else None, False
+        else:
+            if top[1] is not None:
+                top[0].setdefault(str(top[1]), node)
+            top[1], top[2] = None, True
+
     try:
         for ev in yaml.parse(text, Loader=loader):
-            top = stack[-1] if stack else None
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(stack) >= yamlio.MAX_DEPTH:
                     m = ev.start_mark
                     raise UserError(
                         f"nested more than {yamlio.MAX_DEPTH} levels deep", file=name, line=m.line + 1, col=m.column + 1
                     )
-                group = item = None
-                if top is not None and top[0] == "map" and not top[2]:
-                    if top[1] == "env" and isinstance(ev, yaml.SequenceStartEvent):
-                        group = []
-                        out.append(group)
-                    top[2] = True  # this container is the value: next is a key
-                elif (
-                    top is not None
-                    and top[0] == "seq"
-                    and top[3] is not None
-                    and isinstance(ev, yaml.MappingStartEvent)
-                ):
-                    item = {}  # an item of an env list
-                stack.append(["map" if isinstance(ev, yaml.MappingStartEvent) else "seq", None, True, group, item])
+                node: dict | list = {} if isinstance(ev, yaml.MappingStartEvent) else []
+                attach(node)
+                stack.append([node, None, True])
             elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-                frame = stack.pop()
-                item = frame[4]
-                if item is not None and "name" in item:
-                    (n, line), value = item["name"], item.get("value", (None, 0))[0]
-                    stack[-1][3].append((n, value, line))
-            elif isinstance(ev, (yaml.ScalarEvent, yaml.AliasEvent)):
-                if top is None or top[0] != "map":
-                    continue
-                if top[2]:  # a key
-                    top[1] = ev.value if isinstance(ev, yaml.ScalarEvent) else None
-                    top[2] = False
-                else:  # a scalar value of key top[1]
-                    if top[4] is not None and top[1] in ("name", "value") and isinstance(ev, yaml.ScalarEvent):
-                        top[4].setdefault(top[1], (ev.value, ev.start_mark.line + 1))
-                    top[2] = True
+                stack.pop()
+            elif isinstance(ev, yaml.ScalarEvent):
+                attach(_scalar(ev.value, ev.start_mark.line + 1))
+            elif isinstance(ev, yaml.AliasEvent):
+                attach(None)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise UserError(
@@ -100,4 +119,95 @@ def parse_manifest(text: str, name: str) -> tuple[list, list]:
         ) from None
     except yaml.YAMLError as exc:
         raise yamlio.yaml_error(exc, text, name) from None
-    return out, []
+    return docs
+
+
+def _objects(docs: list):
+    """Each top-level object, and each item of a `kind: List`."""
+    for doc in docs:
+        if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            yield from (item for item in doc["items"] if isinstance(item, dict))
+        elif isinstance(doc, dict):
+            yield doc
+
+
+def _config_maps(docs: list) -> dict[str, dict]:
+    """ConfigMap name -> its `data` (key -> Scalar)."""
+    out: dict[str, dict] = {}
+    for obj in _objects(docs):
+        meta = obj.get("metadata")
+        if obj.get("kind") == "ConfigMap" and isinstance(meta, dict) and isinstance(meta.get("name"), str):
+            data = obj.get("data")
+            out[str(meta["name"])] = data if isinstance(data, dict) else {}
+    return out
+
+
+def _env_holders(docs: list) -> list[dict]:
+    """Every mapping with an `env` or `envFrom` list (a container), in document order, iteratively."""
+    out, todo = [], list(reversed(docs))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("env"), list) or isinstance(node.get("envFrom"), list):
+                out.append(node)
+            todo.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            todo.extend(reversed(node))
+    return out
+
+
+def _line(node) -> int | None:
+    return node.line if isinstance(node, Scalar) else None
+
+
+def _environment(holder: dict, maps: dict[str, dict], notes: list) -> list:
+    """One container's (name, value, line) list: its envFrom sources first, then its env entries."""
+    out: list = []
+    for source in holder.get("envFrom") or ():
+        if isinstance(source, dict):
+            _env_from(source, maps, out, notes)
+    for item in holder.get("env") or ():
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        key = item["name"]
+        value = item.get("value")
+        if "valueFrom" in item:
+            value = _value_from(key, item["valueFrom"], maps, notes)
+        out.append((str(key), str(value) if isinstance(value, str) else None, _line(key)))
+    return out
+
+
+def _env_from(source: dict, maps: dict[str, dict], out: list, notes: list) -> None:
+    prefix = str(source.get("prefix") or "")
+    for kind in ("configMapRef", "secretRef"):
+        ref = source.get(kind)
+        if not isinstance(ref, dict):
+            continue
+        ref_name = ref.get("name")
+        line = _line(ref_name)
+        if kind == "secretRef":
+            notes.append((line, None, f"envFrom secretRef {ref_name}: a Secret's values are not read"))
+        elif ref_name not in maps:
+            notes.append((line, None, f"envFrom configMapRef {ref_name}: the ConfigMap is not in this input"))
+        else:
+            for key, value in maps[str(ref_name)].items():
+                out.append((prefix + key, str(value) if isinstance(value, str) else None, _line(value)))
+
+
+def _value_from(key: str, source, maps: dict[str, dict], notes: list) -> str | None:
+    """The value of a `valueFrom`: a configMapKeyRef in the input; anything else is a note."""
+    line = _line(key)
+    ref = source.get("configMapKeyRef") if isinstance(source, dict) else None
+    if isinstance(ref, dict):
+        data = maps.get(str(ref.get("name")))
+        value = data.get(str(ref.get("key"))) if data is not None else None
+        if isinstance(value, str):
+            return value
+        notes.append((line, key, f"{key}: configMapKeyRef {ref.get('name')}/{ref.get('key')} is not in this input"))
+        return None
+    what = next(iter(source), "valueFrom") if isinstance(source, dict) else "valueFrom"
+    if what == "secretKeyRef":
+        notes.append((line, key, f"{key}: a Secret's value (secretKeyRef) is not read"))
+    else:
+        notes.append((line, key, f"{key}: its value comes from {what} at run time"))
+    return None
