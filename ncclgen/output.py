@@ -14,6 +14,9 @@ OUTPUT_MODE = 0o644  # every file ncclgen writes (scripts, manifests, JSON, plot
 def emit(text: str, path: str | None, mode: int = OUTPUT_MODE) -> None:
     """Write ``text`` to ``path`` (atomically: temp file + rename) or to stdout when path is None/-.
 
+    The guarantee (what -o's help states): a reader, and concurrent writers of the same path, only ever
+    see one complete file - each writer renames its own finished temp file over ``path`` (rename(2) is
+    atomic within a file system), so the last rename wins whole and contents never mix.
     Every failure is one UserError naming the path (a full disk, a read-only or missing folder, a name
     too long, /proc): never a traceback, and never a partial or temporary file left behind.
     """

@@ -62,7 +62,12 @@ from .common import make_plan, plan_options
     "interfaces, plugin and topology files, GPUs, /dev/shm, locked memory and numactl the plan "
     "relies on; a problem ends the container with exit 6, one line each, before the launch).",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
+)
 def k8s(
     cluster,
     tier,

@@ -49,7 +49,12 @@ Examples:
     "--sysfs-root", default="/", show_default=True, type=click.Path(exists=True, file_okay=False), help=SYSFS_HELP
 )
 @click.option("--name", help="Cluster name, a DNS-1123 label (default: from the host name).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
+)
 def discover(sysfs_root, name, output):
     """Write a cluster descriptor for this node, from NVML (GPUs) and sysfs (HCAs, NICs, NUMA).
 

@@ -79,7 +79,12 @@ def _one_line(text: str) -> str:
     show_default=True,
     help="shell: export lines to source; dotenv: NAME=value; json.",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Write here instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
+)
 def env(cluster, tier, workload, nodes, sets, debug, extra_args, target, fmt, output):
     """Print the plan's environment.
 

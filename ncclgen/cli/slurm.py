@@ -98,7 +98,7 @@ from .common import make_plan, plan_options
     "--script",
     "output",
     type=click.Path(dir_okay=False),
-    help="Write the script here (atomically, mode 0755) instead of stdout.",
+    help="Write the script here (mode 0755) instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
 )
 def slurm(
     cluster,

@@ -12,6 +12,7 @@ import enum
 import errno
 import os
 import re
+import stat
 from dataclasses import dataclass
 
 from ..load import cpuset
@@ -19,6 +20,7 @@ from ..load import cpuset
 BDF = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 HOST_BRIDGE = re.compile(r"pci[0-9a-f]{4,8}:[0-9a-f]{2}")
 _RATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*Gb/sec")
+MAX_READ = 1 << 20  # bytes read from one file: sysfs attributes are at most a page, /proc/net/route a few KiB
 
 
 class Sysfs:
@@ -32,12 +34,30 @@ class Sysfs:
         return os.path.join(self.root, self.resolve(path).lstrip("/"))
 
     def read(self, path: str) -> str | None:
-        """The stripped text of a sysfs file, or None when it is absent or unreadable."""
+        """The stripped text of a sysfs file, or None when it is absent, unreadable or not a regular file.
+
+        Only a regular file is read (sysfs and /proc attributes are): a FIFO, socket or device in a
+        captured or hostile tree would block or never end, so it counts as unreadable. Opened with
+        O_NONBLOCK so the open itself cannot wait, checked with fstat, read up to MAX_READ bytes.
+        """
         try:
-            with open(self.host_path(path), encoding="utf-8", errors="replace") as fh:
-                return fh.read().strip()
+            fd = os.open(self.host_path(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+        except (OSError, ValueError):
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            os.set_blocking(fd, True)
+            chunks: list[bytes] = []
+            left = MAX_READ
+            while left > 0 and (chunk := os.read(fd, left)):  # /proc files may come a page per read
+                chunks.append(chunk)
+                left -= len(chunk)
         except OSError:
             return None
+        finally:
+            os.close(fd)
+        return b"".join(chunks).decode("utf-8", errors="replace").strip()
 
     def listdir(self, path: str) -> list[str]:
         try:
