@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "monitor": ("ncclgen.cli.node", "monitor", "Sample GPU utilisation through NVML."),
     "init": ("ncclgen.cli.init", "init", "Scaffold a cluster repository."),
     "diff": ("ncclgen.cli.diff", "diff", "Show how the env changes between tiers or descriptors."),
+    "triage": ("ncclgen.cli.triage", "triage", "Name a failed job's first failure, its cause and fix, from its logs."),
 }
 
 EPILOG = """\b

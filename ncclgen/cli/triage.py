@@ -1,0 +1,43 @@
+"""`ncclgen triage`: name the first failure of a dead or hung job from its own logs."""
+
+from __future__ import annotations
+
+import click
+
+from .common import complete_cluster, complete_workload
+
+
+@click.command()
+@click.option(
+    "--cluster",
+    "-c",
+    metavar="NAME|PATH",
+    shell_complete=complete_cluster,
+    help="Check the cause against this descriptor's plan.",
+)
+@click.option("--tier", "-t", type=click.IntRange(1, 3), metavar="1|2|3", help="The plan's tier.")
+@click.option("--workload", "-w", metavar="NAME|PATH", shell_complete=complete_workload, help="The plan's workload.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.argument("paths", metavar="FILE|DIR...", nargs=-1, required=True)
+@click.pass_context
+def triage(ctx, cluster, tier, workload, fmt, paths):
+    """Name the first failure in a job's logs, its cause and its fix.
+
+    Reads Slurm output files, `kubectl logs` output, Ray session logs, NCCL debug files, ncclgen's
+    preflight lines and (with torch installed) flight-recorder dumps; a DIR is read recursively.
+    Symptoms (timeouts on every rank, closed peers) are collapsed after the root. With
+    --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
+    checked against the plan. Exit status: 0 a cause was found, or no failure was found (it says so);
+    1 a failure no signature classifies (the earliest error line is shown); 2 bad input.
+
+    \b
+    Example:
+      ncclgen triage slurm-1234.out
+      ncclgen triage --format json /tmp/ray/session_latest/logs
+    """
+    from ..triage import run
+
+    text, code = run.triage(list(paths), cluster, tier, workload, fmt)
+    click.echo(text, nl=False)
+    if code:
+        ctx.exit(code)

@@ -1,0 +1,112 @@
+"""Pick the first failure among a job's events and collapse what follows it.
+
+The loudest lines of a dead job are symptoms (every rank's watchdog timeout after one rank was
+killed), so roles decide before time does: the earliest root is the first failure; a suspect
+(a link-local interface) is the cause only when the job then failed and no root was seen; symptoms
+alone leave the failure unclassified. Memory stays bounded: one representative per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import catalogue
+from .events import REGENERATE, Event, classify
+from .reader import Line
+
+MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
+
+
+def order(ev: Event) -> tuple:
+    """Timed events by time, then untimed ones in reading order."""
+    return (0, ev.time, ev.seq) if ev.time else (1, "", ev.seq)
+
+
+@dataclass
+class Group:
+    first: Event
+    lines: int = 0
+    who: set[str] = field(default_factory=set)
+    includes_first: bool = False  # the first failure is one of these lines (it is not counted)
+
+
+@dataclass
+class Result:
+    status: str  # cause | unclassified | clean
+    first: Event | None
+    groups: list[tuple[str, Group]]  # (summary, group) after the first failure, by first occurrence
+    contexts: list[Event]
+    regenerate: str | None
+    lines_kept: int
+
+
+class Accumulator:
+    def __init__(self) -> None:
+        self.best: dict[str, Event] = {}  # role -> earliest event of that role ("error": uncatalogued)
+        self.groups: dict[tuple[str, str], Group] = {}
+        self.contexts: dict[str, Event] = {}
+        self.regenerate: str | None = None
+        self.seq = 0
+
+    def add(self, line: Line) -> None:
+        self.seq += 1
+        if self.regenerate is None and (m := REGENERATE.search(line.text)):
+            self.regenerate = m.group("argv")
+            return
+        ev = classify(line, self.seq)
+        if ev is None:
+            return
+        role = ev.sig.role if ev.sig else "error"
+        if role == "context":
+            self.contexts.setdefault(ev.sig.id, ev)  # type: ignore[union-attr]
+            return
+        if role not in self.best or order(ev) < order(self.best[role]):
+            self.best[role] = ev
+        key = (ev.sig.id if ev.sig else "error", summary(ev))
+        group = self.groups.setdefault(key, Group(ev))
+        group.lines += 1
+        if order(ev) < order(group.first):
+            group.first = ev
+        if len(group.who) < MAX_KEYS:
+            group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or ev.where)
+
+    def result(self) -> Result:
+        failed = any(r in self.best for r in ("root", "symptom", "error"))
+        first = self.best.get("root") or (self.best.get("suspect") if failed else None)
+        status = "cause" if first else ("unclassified" if failed else "clean")
+        if status == "unclassified":
+            first = min((self.best[r] for r in ("symptom", "error") if r in self.best), key=order)
+        rest = []
+        for (_sid, text), g in sorted(self.groups.items(), key=lambda kv: order(kv[1].first)):
+            if first is not None and g.first is first:
+                if g.lines == 1:
+                    continue
+                g = Group(g.first, g.lines - 1, g.who, includes_first=True)
+            if g.first.sig and g.first.sig.role == "suspect" and first is not g.first:
+                continue  # a suspect that is not the cause is no failure
+            rest.append((text, g))
+        return Result(status, first, rest, list(self.contexts.values()), self.regenerate, self.seq)
+
+
+def summary(ev: Event) -> str:
+    """The group an event collapses into: its signature's `then` text, or its id."""
+    if ev.sig is None:
+        return "error"
+    if ev.sig.then:
+        return catalogue.fill(ev.sig.then.replace("{n} ", ""), ev.groups)
+    return ev.sig.id
+
+
+def counted(text: str, g: Group) -> str:
+    """'15 ranks timed out in ALLREDUCE SeqNum=812' from the group's summary and its count."""
+    n = len(g.who)
+    sig = g.first.sig
+    if sig is not None and sig.then:
+        shown = catalogue.fill(sig.then, {**g.first.groups, "n": f"{n}{'+' if n >= MAX_KEYS else ''}"})
+        if n == 1:
+            shown = shown.replace("1 ranks'", "1 rank's").replace("1 ranks", "1 rank").replace("agents", "agent")
+        return shown
+    lines = "line" if g.lines == 1 else "lines"
+    if sig is None:
+        return f"{g.lines} more error {lines} no signature matches"
+    return f"{g.lines} more {text} {lines}"

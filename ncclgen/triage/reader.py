@@ -1,0 +1,136 @@
+"""Stream a job's log files and keep only the lines worth reading, in bounded memory.
+
+A 2 GiB log must not be held in memory, and Python-level work per line is too slow for one: the
+files are read in fixed-size chunks and one bytes regex (every signature's literal keys, the error
+markers and the Regenerate: line) finds candidate lines at C speed; only those lines are decoded.
+Memory is one chunk plus the kept lines, whatever the file's size.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UserError
+from . import catalogue
+
+CHUNK = 4 << 20
+# Lines that are errors whatever their text: kept so an unclassified failure can be shown.
+ERROR_MARKERS = (
+    "NCCL WARN",
+    "Traceback (most recent call last)",
+    "Error: ",
+    "srun: error:",
+    "slurmstepd: error:",
+    "FATAL",
+    "ERROR",
+    "Regenerate: ncclgen ",
+)
+# Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickle files): not text.
+FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
+
+
+@dataclass(frozen=True)
+class Line:
+    file: str
+    lineno: int
+    text: str
+
+
+def _prefilter() -> re.Pattern[bytes]:
+    keys = {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS)
+    return re.compile(b"|".join(re.escape(k.encode()) for k in sorted(keys, key=len, reverse=True)))
+
+
+def expand(paths: list[str]) -> tuple[list[Path], list[Path]]:
+    """(log files, flight-recorder dumps) under ``paths``; a missing path is bad input."""
+    logs: list[Path] = []
+    dumps: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("*") if f.is_file())
+        elif p.is_file():
+            found = [p]
+        else:
+            raise UserError("no such file or folder", file=raw)
+        for f in found:
+            (dumps if FR_DUMP.search(f.as_posix()) else logs).append(f)
+    return logs, dumps
+
+
+def total_size(files: list[Path]) -> int:
+    return sum(f.stat().st_size for f in files)
+
+
+def scan(files: list[Path], progress: Callable[[int], None] | None = None) -> Iterator[Line]:
+    """Every candidate line of ``files``, in file order, with its 1-based line number."""
+    rx = _prefilter()
+    for f in files:
+        try:
+            fh = open(f, "rb")  # noqa: SIM115 - closed below; a with block would hide the generator's early exit
+        except OSError as exc:
+            raise UserError(f"cannot read: {exc.strerror}", file=str(f)) from None
+        with fh:
+            yield from _scan_one(fh, str(f), rx, progress)
+
+
+def _scan_one(fh, name: str, rx: re.Pattern[bytes], progress) -> Iterator[Line]:
+    carry = b""
+    lineno = 1  # line number of the first line in buf
+    while True:
+        chunk = fh.read(CHUNK)
+        if progress:
+            progress(len(chunk))
+        buf = carry + chunk
+        if not chunk:
+            end = len(buf)
+        else:
+            end = buf.rfind(b"\n") + 1
+            if end == 0:  # one line longer than a chunk: keep reading (bounded by the line's length)
+                carry = buf
+                continue
+        pos = 0
+        seen = 0  # offset up to which newlines are counted into lineno
+        for m in rx.finditer(buf, 0, end):
+            if m.start() < pos:
+                continue  # another key on a line already kept
+            start = buf.rfind(b"\n", 0, m.start()) + 1
+            stop = buf.find(b"\n", m.start(), end)
+            stop = end if stop < 0 else stop
+            lineno += buf.count(b"\n", seen, start)
+            seen = start
+            yield Line(name, lineno, buf[start:stop].decode("utf-8", "replace").rstrip("\r"))
+            pos = stop
+        lineno += buf.count(b"\n", seen, end)
+        carry = buf[end:]
+        if not chunk:
+            return
+
+
+class Progress:
+    """A progress bar on stderr, only when stderr is a terminal (never in pipes, files or tests)."""
+
+    def __init__(self, total: int, stream=None):
+        self.stream = stream or sys.stderr
+        self.total = max(total, 1)
+        self.done = 0
+        self.shown = -1
+        self.on = self.stream.isatty() and total > 64 << 20
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        pct = self.done * 100 // self.total
+        if self.on and pct != self.shown:
+            self.shown = pct
+            bar = "#" * (pct // 4)
+            self.stream.write(f"\rncclgen triage: reading [{bar:<25}] {pct:3d}%")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.on:
+            self.stream.write("\r" + " " * 60 + "\r")
+            self.stream.flush()
