@@ -27,6 +27,7 @@ LAYERS = {
     "node": 4,
     "scaffold": 4,
     "pipeline": 5,
+    "triage": 5,  # reads logs; checks a cause against a plan built through the pipeline
     "cli": 6,
 }
 
