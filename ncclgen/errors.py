@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # Characters refused in every value ncclgen reads (YAML scalars, --set values): C0 controls but tab and
 # newline, DEL, C1 controls (U+0085 NEL among them) and the Unicode line/paragraph separators. bash drops
@@ -19,6 +20,18 @@ def unsafe_char(text: str) -> str | None:
     if m is None:
         return None
     return f"control character U+{ord(m.group()):04X} at offset {m.start()}"
+
+
+def non_ascii(text: str) -> str:
+    """'; '٣' is U+0663 ARABIC-INDIC DIGIT THREE, not ASCII' for the first non-ASCII character, else ''.
+
+    Such characters look like digits or spaces (fullwidth digits, NBSP) but numactl, Slurm and the
+    shell read only ASCII: naming the code point shows what the eye cannot.
+    """
+    for ch in text:
+        if not ch.isascii():
+            return f"; {ch!r} is U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')}, not ASCII"
+    return ""
 
 
 def printable(text: str) -> str:

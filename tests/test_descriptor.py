@@ -140,7 +140,7 @@ CASES = {
         'cpus: "4-7"',
         'cpus: "4-70000"',
         "node.numa_nodes[1].cpus",
-        "CPU 70000 is beyond 65535",
+        "CPU 70000 is beyond 8191: Linux allows at most 8192 CPUs",
         '"4-70000"',
     ),
     "CPU lists overlap": (

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import re
 
+from ..errors import non_ascii
+
 # ASCII digits only ([0-9], not \d, which also matches other scripts' digits that numactl rejects).
 _PART = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
 # "48-95, 144-191" (a space after the comma, as people write lists) is accepted; normalise() drops it.
 PATTERN = r"[0-9]+(-[0-9]+)?( ?, ?[0-9]+(-[0-9]+)?)*"
-MAX_CPU = 1 << 16
+# Linux's largest NR_CPUS is 8192 (CPU ids 0-8191): x86-64 arch/x86/Kconfig NR_CPUS_RANGE_END
+# ("default 8192 if SMP", the MAXSMP value), powerpc's NR_CPUS "range 2 8192"; arm64 stops at 4096.
+# https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/arch/x86/Kconfig
+# A larger id is a typo (65535 for 655), not a machine.
+MAX_CPU = 8192
 
 
 def parse(text: str) -> frozenset[int]:
@@ -19,13 +25,13 @@ def parse(text: str) -> frozenset[int]:
     for part in text.strip().split(","):
         m = _PART.fullmatch(part.strip())
         if not m:
-            raise ValueError(f"bad CPU range {part!r} (expected N or N-M)")
+            raise ValueError(f"bad CPU range {part!r} (expected N or N-M){non_ascii(part)}")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) is not None else lo
         if hi < lo:
             raise ValueError(f"bad CPU range {part!r} (end before start)")
         if hi >= MAX_CPU:
-            raise ValueError(f"CPU {hi} is beyond {MAX_CPU - 1}")
+            raise ValueError(f"CPU {hi} is beyond {MAX_CPU - 1}: Linux allows at most {MAX_CPU} CPUs (NR_CPUS)")
         cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
 

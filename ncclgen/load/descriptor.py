@@ -206,7 +206,9 @@ class Slurm:
         pattern=r"[A-Za-z0-9_.-]+",
         pattern_doc="a GRES type name",
     )
-    cpus_per_task: int | None = field(None, doc="CPUs per node task; default: all CPUs of the NUMA nodes", min=1)
+    cpus_per_task: int | None = field(
+        None, doc="CPUs per node task; default: all CPUs of the NUMA nodes", min=1, max=cpuset.MAX_CPU
+    )
     mem: str | None = field(
         None,
         doc="#SBATCH --mem (e.g. 0 for all, or 1800G)",

@@ -19,7 +19,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-from ..errors import UserError, collect, did_you_mean
+from ..errors import UserError, collect, did_you_mean, non_ascii
 from .yamlio import Document
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -115,7 +115,9 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
         for k, v in value.items():
             if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k, re.ASCII):
                 errors.append(
-                    doc.error((*path, k), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}")
+                    doc.error(
+                        (*path, k), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}{non_ascii(k)}"
+                    )
                 )
                 continue
             try:
@@ -149,7 +151,7 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
             raise doc.error(path, f"expected a string, got {_got(value)}")
         pattern = meta.get("pattern")
         if pattern and not re.fullmatch(pattern, value, re.ASCII):  # \d, \w: ASCII, as bash/numactl/slurm read
-            raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}")
+            raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}{non_ascii(value)}")
         return value
     if tp is Any:
         return value
