@@ -326,3 +326,11 @@ def test_manifest_yaml_reads_back_every_string_as_written(value):
 
     text = yaml.dump({"v": value, "l": [value]}, Dumper=render_k8s._Dumper, allow_unicode=True)
     assert yaml.safe_load(text) == {"v": value, "l": [value]}
+
+
+@pytest.mark.parametrize("name", ["BASH_ENV", "LD_PRELOAD", "NCCL_NET_PLUGIN", "PYTHONSTARTUP", "BASH_FUNC_x"])
+def test_pass_env_names_follow_the_env_policy(tmp_path, capsys, name):
+    out_file = tmp_path / "job.sbatch"
+    argv = ["slurm", "--cluster", "local-ci", "--workload", "bench", "--pass-env", name, "-o", str(out_file)]
+    rc, _out, err = run(capsys, *argv)
+    assert name in one_line_error(rc, err) and not out_file.exists()

@@ -20,7 +20,7 @@ from typing import Literal
 
 from .. import __version__, datapaths, jobside
 from ..errors import UserError
-from ..load import sbatch
+from ..load import envnames, sbatch
 from ..plan import Plan
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
@@ -325,6 +325,9 @@ def _pass_env(plan: Plan, names: tuple[str, ...], plumbing: list[Export]) -> tup
                 f"--pass-env {name!r}: expected an environment variable name (letters, digits "
                 "and '_', not starting with a digit)"
             )
+        why = envnames.refused(name) or envnames.policy().paths.get(name)
+        if why:  # the env-name policy, as for every other source (a passed value cannot be checked)
+            raise UserError(f"--pass-env {name}: a job may not be told to need {name}: {why}")
         if name in planned:
             raise UserError(
                 f"--pass-env {name}: the script sets {name} itself (see ncclgen explain); the "
