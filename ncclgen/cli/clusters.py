@@ -19,7 +19,8 @@ def clusters():
 def list_cmd():
     """Name, GPUs/node, GPU model, fabric and file of every descriptor found.
 
-    Search order: $NCCLGEN_CLUSTERS (colon-separated folders), ./clusters, the bundled presets.
+    Search order: $NCCLGEN_CLUSTERS (colon-separated folders), ./clusters (only when no other
+    user can write it), the bundled presets.
     """
     rows = [("NAME", "GPUS", "GPU MODEL", "FABRIC", "SOURCE")]
     for name, path in sorted(descriptor.available().items()):

@@ -18,7 +18,8 @@ def workloads():
 def list_cmd():
     """Name, launcher, verl release, nodes, description and file of every workload found.
 
-    Search order: $NCCLGEN_WORKLOADS (colon-separated folders), ./workloads, the bundled workloads.
+    Search order: $NCCLGEN_WORKLOADS (colon-separated folders), ./workloads (only when no
+    other user can write it), the bundled workloads.
     """
     rows = [("NAME", "LAUNCHER", "VERL", "NODES", "DESCRIPTION", "SOURCE")]
     for name, path in sorted(workloadmod.available().items()):
