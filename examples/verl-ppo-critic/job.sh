@@ -441,7 +441,7 @@ def parse_map(text):
         gpu, sep, cpulist = item.partition("=")
         if not sep or not gpu.strip().isdigit():
             raise ValueError(f"bad entry {item!r} (expected GPU=CPULIST)")
-        cpus = set()
+        cpus: set[int] = set()
         for part in cpulist.split(","):
             lo, dash, hi = part.strip().partition("-")
             if not lo.isdigit() or (dash and not hi.isdigit()):
@@ -538,9 +538,10 @@ def wait_for_port(address):
         except OSError:
             time.sleep(CONNECT_POLL_S)
 def connect(address):
+    import logging
     import ray
     wait_for_port(address)
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     return ray
 def wait(address, want_nodes, want_gpus, timeout_s):
     have = [0, 0]

@@ -223,7 +223,7 @@ def monitor(ctx, interval, duration, output):
             except OSError as exc:
                 raise UserError(f"cannot write: {exc.strerror}", file=output) from None
         else:
-            out = sys.stdout
+            out = sys.stdout  # type: ignore[assignment]  # a TextIO like the file opened above
         with _node_required("monitor"):
             mod.run(out, interval, duration)
 

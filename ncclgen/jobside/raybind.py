@@ -36,7 +36,7 @@ def parse_map(text):
         gpu, sep, cpulist = item.partition("=")
         if not sep or not gpu.strip().isdigit():
             raise ValueError(f"bad entry {item!r} (expected GPU=CPULIST)")
-        cpus = set()
+        cpus: set[int] = set()
         for part in cpulist.split(","):
             lo, dash, hi = part.strip().partition("-")
             if not lo.isdigit() or (dash and not hi.isdigit()):
@@ -67,7 +67,7 @@ def wrap(original, mapping, setaffinity=os.sched_setaffinity):
             except OSError as exc:  # CPUs outside the job's cgroup, for instance
                 _warn(f"sched_setaffinity to the CPUs of GPU {ids[0]} failed: {exc}")
 
-    set_visible_and_bind.ncclgen_wrapped = original
+    set_visible_and_bind.ncclgen_wrapped = original  # type: ignore[attr-defined]  # marks the wrapper
     return set_visible_and_bind
 
 

@@ -74,10 +74,12 @@ def wait_for_port(address):
 
 
 def connect(address):
+    import logging
+
     import ray
 
     wait_for_port(address)
-    ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     return ray
 
 

@@ -43,7 +43,8 @@ def normalise(text: str) -> str:
 
 def format(cpus) -> str:
     """{0,1,2,3,8} -> '0-3,8' (sorted, ranges merged)."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[int] = []
     for c in sorted(cpus):
         if run and c == run[-1] + 1:
             run.append(c)

@@ -51,7 +51,7 @@ def known_names() -> frozenset[str]:
     import os
 
     folder = datapaths.data("kb")
-    names = set()
+    names: set[str] = set()
     for entry in sorted(os.listdir(folder)):
         if entry.endswith(".tsv"):
             with open(os.path.join(folder, entry), encoding="utf-8") as fh:

@@ -87,7 +87,7 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
             except UserError:  # try the next alternative
                 pass
         raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}")
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return load_dataclass(doc, value, tp, path)
     if origin is Literal:
         choices = get_args(tp)
@@ -213,7 +213,7 @@ def json_schema(cls: type, title: str) -> dict:
 def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
     origin = get_origin(tp)
     out: dict[str, Any]
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}  # placeholder against recursion

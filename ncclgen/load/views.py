@@ -47,7 +47,7 @@ def _host(desc: Descriptor) -> Descriptor:
         loc = plugin.location("host")
         lib_dir = loc.lib_dir if loc else None
     loaded = plugin is not None and lib_dir is not None
-    sharp = net.sharp and loaded and plugin.collnet
+    sharp = net.sharp and loaded and plugin is not None and plugin.collnet
     slurm = desc.slurm
     loc = plugin.location("host") if plugin is not None else None
     if loaded and loc is not None and loc.container_mount:
@@ -143,7 +143,7 @@ def _pod(desc: Descriptor) -> Descriptor:
     # The net plugin in the pod.
     plugin = plugins.get(net.net_plugin)
     lib_dir: str | None = None
-    sidecars = []
+    sidecars: list[plugins.Sidecar] = []
     annotations: dict[str, str] = {}
     if plugin is not None and kube.net_plugin != "none":
         loc = plugin.location(kube.flavour)
@@ -207,7 +207,7 @@ def _pod(desc: Descriptor) -> Descriptor:
         bootstrap_interfaces=boot,
         bootstrap_match=match,
     )
-    vendor_env = tuple(replace(e, value=_rename(e.value, names)) for e in desc.vendor_env)
+    vendor_env = tuple(replace(e, value=None if e.value is None else _rename(e.value, names)) for e in desc.vendor_env)
     return replace(desc, network=network, kubernetes=kubernetes, vendor_env=vendor_env)
 
 

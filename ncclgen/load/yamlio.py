@@ -24,6 +24,7 @@ _LINE_BREAKS = re.compile("[\x85\u2028\u2029]")
 _DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 MAX_DEPTH = 64  # descriptors nest about 6 deep; deeper crashes libyaml's C composer
 
+_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
 try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
     _Loader = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
@@ -220,10 +221,9 @@ def _check_depth(text: str, file: str) -> None:
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:
-                m = event.start_mark
-                raise UserError(
-                    f"nested more than {MAX_DEPTH} levels deep", file=file, line=m.line + 1, col=m.column + 1
-                )
+                m = event.start_mark  # the parser marks every event; None only in the stubs' type
+                line, col = (m.line + 1, m.column + 1) if m is not None else (None, None)
+                raise UserError(f"nested more than {MAX_DEPTH} levels deep", file=file, line=line, col=col)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             depth -= 1
 
@@ -291,8 +291,9 @@ class _Builder:
                 # A scalar's errors are about its value, so point there (tier: 5 -> the 5); a mapping's or
                 # list's point at its key, since a block value starts on a later line.
                 at = value_node if isinstance(value_node, yaml.ScalarNode) else key_node
-                self.marks[(*path, key)] = (at.start_mark.line + 1, at.start_mark.column + 1)
-                out[key] = self.build(value_node, (*path, key))
+                here = (*path, key)
+                self.marks[here] = (at.start_mark.line + 1, at.start_mark.column + 1)
+                out[key] = self.build(value_node, here)
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(child, (*path, i)) for i, child in enumerate(node.value)]

@@ -248,7 +248,7 @@ def netdevs(fs: Sysfs) -> list[NetDev]:
 
 def hca_ports(fs: Sysfs) -> list[HcaPort]:
     """Every RDMA port, in natural device order, with the netdev of the same PCI function and port."""
-    by_port = {}
+    by_port: dict[tuple[str, int], str] = {}
     for nd in netdevs(fs):
         if nd.hca is not None:
             by_port.setdefault((nd.hca, nd.port), nd.name)

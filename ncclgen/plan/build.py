@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 
 from ..errors import UserError, unsafe_char
 from ..load import envnames, plugins, views
-from ..load.descriptor import ENV_NAME, Descriptor
+from ..load.descriptor import ENV_NAME, Descriptor, EnvSetting
 from ..load.workload import Workload
 from . import binding, launch, rules
-from .request import TARGETS, Request
+from .request import TARGETS, Request, Target
 
 TIERS = (1, 2, 3)
 # network.unconfirmed facts -> the variables derived from them
@@ -81,7 +81,7 @@ class Plan:
     env: tuple[EnvVar, ...]
     binding: tuple[binding.RankBinding, ...]
     launch: launch.Launch
-    target: str = "host"  # host (Slurm job on the node/VM) or pod (Kubernetes)
+    target: Target = "host"  # host (Slurm job on the node/VM) or pod (Kubernetes)
     request: Request | None = None  # set by the pipeline; None for plans built directly
 
     def env_dict(self) -> dict[str, str]:
@@ -92,7 +92,7 @@ class Plan:
         a file), the resolved node count, then ``options`` and any `-- ARGS`."""
         req = self.request or Request(
             cluster=self.cluster.name, tier=self.tier, workload=self.workload.name, debug=self.debug, target=self.target
-        )  # type: ignore[arg-type]
+        )
         return req.argv(command, nodes=self.launch.nodes) + list(options) + req.tail()
 
 
@@ -148,7 +148,7 @@ def build(
     nodes: int | None = None,
     overrides: tuple[tuple[str, str], ...] = (),
     debug: bool = False,
-    target: str = "host",
+    target: Target = "host",
     extra_args: tuple[str, ...] = (),
     request: Request | None = None,
 ) -> Plan:
@@ -185,7 +185,7 @@ def build(
             if s.tier == t and s.omit:
                 env.pop(s.name, None)  # the vendor advises against it: no rule sets it
             elif s.tier == t:
-                _put(env, EnvVar(s.name, s.value, t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
+                _put(env, EnvVar(s.name, _value(s), t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
     # A variable read only through a net plugin is emitted only together with what loads that plugin.
     loaded = views.plugin_of(cluster)
     for name in [n for n, e in env.items() if e.tier]:
@@ -209,7 +209,7 @@ def build(
                 src = _cite(cluster, s.source)
             else:
                 src = workload.sources.get(s.source or "", s.source or "")
-            _put(env, EnvVar(s.name, s.value, 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
+            _put(env, EnvVar(s.name, _value(s), 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
     for name, value in overrides:
         _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
     _note_effective_values(env)
@@ -346,6 +346,12 @@ def _note_effective_values(env: dict[str, EnvVar]) -> None:
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n % (1 << 20) == 0 else f"{n >> 10} KiB" if n % (1 << 10) == 0 else f"{n} bytes"
+
+
+def _value(s: EnvSetting) -> str:
+    """The value of a setting that is not omitted: descriptor.check and the workload loader require one."""
+    assert s.value is not None, s.name
+    return s.value
 
 
 def _unchecked(s) -> str:

@@ -53,7 +53,7 @@ def merge(command: tuple[str, ...], extra: tuple[str, ...]) -> tuple[tuple[str, 
     out: list[str | None] = list(command)
     rest: list[str] = []
     notes: list[str] = []
-    keys = {}
+    keys: dict[str, int] = {}
     for i, arg in enumerate(command):
         parts = _split(arg)
         if parts is not None:

@@ -190,7 +190,8 @@ def reserved_labels() -> tuple[str, ...]:
 def _job_name(plan, kind: str, name: str | None) -> str:
     """DNS-1035 (both operators' webhooks), short enough for every object the operator derives."""
     given = name is not None
-    name = name if given else plan.workload.name
+    if name is None:
+        name = str(plan.workload.name)
     what = f"--name {name!r}" if given else f"workload name {name!r} (the default --name)"
     if kind == "rayjob":
         limit, why = RAYJOB_NAME_MAX, "KubeRay appends a suffix for the RayCluster and its Services"

@@ -27,7 +27,8 @@ PROBE = {
 def sidecars(kube: Kubernetes, escape=lambda s: s) -> tuple[list[dict], list[dict]]:
     """(native sidecars for initContainers, plain extra containers). ``escape`` protects values from the
     kubelet's $(VAR) expansion."""
-    native, plain = [], []
+    native: list[dict] = []
+    plain: list[dict] = []
     for s in kube.sidecars:
         (native if s.native else plain).append(_container(s, escape))
     return native, plain

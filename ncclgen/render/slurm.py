@@ -381,7 +381,7 @@ def sbatch_options(plan: Plan, opts: Options) -> tuple[tuple[str, str | None], .
         "--dependency": opts.dependency,
         "--mem": slurm.mem,
     }
-    out = {k: v for k, v in chosen.items() if v is not None}
+    out: dict[str, str | None] = {k: v for k, v in chosen.items() if v is not None}
     if slurm.exclusive:
         out["--exclusive"] = None
     out.update(extra)
@@ -405,7 +405,9 @@ def _extra_sbatch(plan: Plan, opts: Options, gpus: str) -> dict[str, str | None]
     """The descriptor's slurm.extra_sbatch, then --sbatch KEY[=VALUE] (a later one wins), checked against
     sbatch's option list (ncclgen/load/sbatch.py)."""
     out: dict[str, str | None] = {}
-    items = [(key, value, f"slurm.extra_sbatch.{key}", None) for key, value in plan.cluster.slurm.extra_sbatch.items()]
+    items: list[tuple[str, str | bool | int, str | None, str | None]] = [
+        (key, value, f"slurm.extra_sbatch.{key}", None) for key, value in plan.cluster.slurm.extra_sbatch.items()
+    ]
     items += [(key, value, None, f"--sbatch {key}") for key, value in opts.sbatch]
     for key, value, path, flag in items:
         try:
