@@ -14,10 +14,10 @@ test:            ## every test: installs Slurm/munge/numactl/shellcheck when run
 test-fast: venv  ## no Slurm cluster, no Ray, no torchrun: seconds, for the edit loop
 	$(PY) -m pytest -q -m "not slurm and not slow"
 
-lint: venv       ## ruff (lint + format check) and mypy, as CI runs them
+lint: venv       ## ruff (lint + format check), mypy and the radon targets, as CI runs them (tests/test_habits.py)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_habits.py
 
 format: venv
 	$(PY) -m ruff check --fix .
