@@ -126,9 +126,8 @@ def render_explain(p) -> str:
     rows += [(str(b.local_rank), str(b.gpu), str(b.numa), b.cpus, ",".join(b.rails) or "-") for b in p.binding]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
-    mem = " --membind=<numa>" if p.launch.bind_memory else " (no --membind: descriptor bind_memory is false)"
     if p.launch.bind:
-        out.append(f"  each rank runs under: numactl --physcpubind=<cpus>{mem}")
+        out += [f"  {line}" for line in p.launch.applied_binding()]
     la = p.launch
     out += ["", "LAUNCH", f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs"]
     from ..plan import preflight

@@ -76,8 +76,8 @@ class Node:
     )
     bind_memory: bool = field(
         True,
-        doc="bind memory to the GPU's NUMA node (numactl --membind) as well "
-        "as CPUs; false only where the declared NUMA nodes are not real ones",
+        doc="bind memory to the GPU's NUMA node (numactl --membind) as well as CPUs, for torchrun ranks; "
+        "Ray workers get CPU affinity only; false only where the declared NUMA nodes are not real ones",
     )
     source: str | None = field(None, doc="id in `sources`")
 

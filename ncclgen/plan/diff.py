@@ -53,7 +53,7 @@ def render_diff(a: Plan, b: Plan, names: tuple[str, str]) -> str:
     if bind and bind["from"] != bind["to"]:
         out.append(
             f"~ binding: {'on' if bind['from'] else 'off'} -> {'on' if bind['to'] else 'off'}"
-            " (numactl per local rank; `ncclgen explain` shows the map)"
+            f" ({'; '.join((b if bind['to'] else a).launch.applied_binding())}; `ncclgen explain` shows the map)"
         )
     elif bind:
         out.append(

@@ -56,6 +56,25 @@ class Launch:
     ray_watch_interval_s: int = RAY_WATCH_INTERVAL_S
     per_run: tuple[str, ...] = ()  # how each `-- ARG` reached the command (plan/overrides.py), for explain
 
+    def applied_binding(self) -> tuple[str, ...]:
+        """What the binding really does under this launcher, one line each, for explain and diff.
+
+        torchrun ranks run under numactl (bind_wrapper); Ray GPU tasks and actors get CPU affinity only,
+        from the worker hook (ncclgen/jobside/raybind.py calls os.sched_setaffinity, no memory policy).
+        """
+        if self.launcher == "torchrun":
+            mem = " --membind=<numa>" if self.bind_memory else " (no --membind: descriptor bind_memory is false)"
+            return (f"each rank runs under: numactl --physcpubind=<cpus>{mem}",)
+        why = (
+            "the Ray hook sets no memory policy, so descriptor bind_memory: true is not applied"
+            if self.bind_memory
+            else "descriptor bind_memory is false"
+        )
+        return (
+            "each Ray GPU task or actor: CPU affinity to its GPU's <cpus> (Ray worker hook, sched_setaffinity)",
+            f"no memory binding: {why}",
+        )
+
     # -- torchrun ---------------------------------------------------------------------------------
     def torchrun_options(self) -> list[str]:
         """Scheduler-independent torchrun options; renderers add --nnodes/--rdzv-endpoint/--rdzv-id."""
