@@ -334,3 +334,21 @@ def test_every_preset_and_view_pins_the_net_it_plans():
     ib = {e.name: e for e in build("h100-ib", "host").env}["NCCL_NET"]
     assert "net_ib/common.cc:193-194" in ib.source and "src/plugin/net.cc:321-348" in ib.source
     assert "Failed to initialize any NET plugin" in ib.reason
+
+
+def test_lint_flags_an_nccl_net_the_plan_does_not_provide():
+    """NG024: a name other than the planned net (case-insensitive, as NCCL compares); none where the name
+    is release-dependent (rdma-sharp's IBext_v<N>) or without a cluster."""
+
+    def ng024(cluster, value):
+        desc = descriptor.load_cluster(cluster) if cluster else None
+        return [f for f in lint.lint_text(f"NCCL_NET={value}\n", "job.env", desc) if f.code == "NG024"]
+
+    for (name, target), want in PLANNED_NET.items():
+        if want is not None and target == "host":
+            assert not ng024(name, want) and not ng024(name, want.lower())
+    (f,) = ng024("h100-ib", "Socket")
+    assert f.severity == "error" and f.fix == "NCCL_NET=IB" and "h100-ib plans (IB" in f.message
+    assert ng024("aws-p5", "AWS Libfabric")[0].fix == "NCCL_NET=Libfabric"  # the pre-v1.13.0-aws name
+    assert ng024("local-ci", "IB") and ng024("gcp-a3-mega", "Socket")
+    assert not ng024("azure-nd-h100-v5", "IBext_v8") and not ng024(None, "Bogus")

@@ -167,6 +167,46 @@ LEGACY_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS", "SYS")
 RAIL_FABRICS = ("infiniband", "roce")
 
 
+# NCCL's own nets by fabric: ncclNetIb "IB" serves InfiniBand and RoCE, ncclNetSocket "Socket" TCP
+# (NVIDIA/nccl v2.30.7-1 src/transport/net_ib/common.cc:194, src/transport/net_socket.cc:804).
+FABRIC_NETS = {"infiniband": "IB", "roce": "IB", "tcp": "Socket"}
+
+
+def _net_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_NET against the planned net: NCCL initialises only the net of that name (case-insensitive,
+    src/plugin/net.cc:321-348), so another name fails at init or runs on a slower transport."""
+    from ..load import plugins
+
+    cluster = t.cluster
+    if cluster is None:
+        return []
+    net = cluster.network
+    plugin = plugins.get(net.net_plugin)
+    if plugin is not None:
+        if not plugin.net_name:
+            return []  # rdma-sharp: a release-dependent IBext_v<N>
+        planned = {plugin.net_name}
+        if cluster.kubernetes.net_plugin == "none" and net.fabric in FABRIC_NETS:
+            planned.add(FABRIC_NETS[net.fabric])  # its pods run without the plugin
+    elif net.net_plugin == "none" and net.fabric in FABRIC_NETS:
+        planned = {FABRIC_NETS[net.fabric]}
+    else:
+        return []  # a plugin ncclgen has no data for: its name is not known here
+    if value.strip().casefold() in {p.casefold() for p in planned}:
+        return []
+    want = " or ".join(sorted(planned))
+    return [
+        (
+            "NG024",
+            "error",
+            f"NCCL_NET={value} names a net other than the one {cluster.name} plans ({want}, its "
+            f"{net.fabric} fabric{' and ' + plugin.id + ' plugin' if plugin else ''}): NCCL initialises "
+            "only the named net, so the job fails at init or runs over a slower transport",
+            f"NCCL_NET={sorted(planned)[0]}",
+        )
+    ]
+
+
 def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
     """One valid value that does something other than the writer most likely meant."""
     out: list[tuple] = []
@@ -420,6 +460,15 @@ def _socket_product(values: dict, lines: dict) -> list[Finding]:
             lines["NCCL_NSOCKS_PERTHREAD"],
         )
     ]
+
+
+# Variables whose value is checked against the descriptor's fabric, and the check.
+VALUE_CHECKS = {
+    "NCCL_IB_HCA": _ib_hca_findings,
+    "NCCL_SOCKET_IFNAME": _socket_ifname_findings,
+    "GLOO_SOCKET_IFNAME": _gloo_ifname_findings,
+    "NCCL_NET": _net_findings,
+}
 
 
 def _natural(s: str) -> tuple:

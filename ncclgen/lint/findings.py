@@ -29,6 +29,7 @@ CODES = {
     "NG021": ("clamped-value", "a value NCCL silently reads as another one"),
     "NG022": ("forced-choice", "one forced algorithm or protocol: NCCL can no longer pick per size"),
     "NG023": ("topology-mismatch", "a setting that contradicts the descriptor's NVLink or rail layout"),
+    "NG024": ("net-mismatch", "NCCL_NET names a net other than the one the fabric or net plugin provides"),
 }
 SEVERITIES = ("error", "warning", "info")
 

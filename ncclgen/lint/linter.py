@@ -103,12 +103,9 @@ def lint_pairs(
             if value is not None and info.status != "removed" and not any(sev == "error" for _, sev, _, _ in named):
                 raw += _value_findings(info, value, t)
                 if kb.classify(info, value) is None:
-                    if name == "NCCL_IB_HCA":
-                        raw += fabric._ib_hca_findings(value, t)
-                    elif name == "NCCL_SOCKET_IFNAME":
-                        raw += fabric._socket_ifname_findings(value, t)
-                    elif name == "GLOO_SOCKET_IFNAME":
-                        raw += fabric._gloo_ifname_findings(value, t)
+                    check = fabric.VALUE_CHECKS.get(name)
+                    if check is not None:
+                        raw += check(value, t)
                     raw += fabric._setting_findings(info, value, t)
             if info.status not in ("invented", "removed"):
                 raw += _scope_findings(info, t)
