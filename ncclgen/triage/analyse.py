@@ -15,6 +15,7 @@ from .events import REGENERATE, Event, classify
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
+MAX_GROUPS = 512
 
 
 def order(ev: Event) -> tuple:
@@ -63,6 +64,8 @@ class Accumulator:
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
         key = (ev.sig.id if ev.sig else "error", summary(ev))
+        if key not in self.groups and len(self.groups) >= MAX_GROUPS:  # a log of a million SeqNums stays bounded
+            key = (key[0], f"{key[0]} (more groups than {MAX_GROUPS})")
         group = self.groups.setdefault(key, Group(ev))
         group.lines += 1
         if order(ev) < order(group.first):

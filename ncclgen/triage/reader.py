@@ -1,8 +1,8 @@
 """Stream a job's log files and keep only the lines worth reading, in bounded memory.
 
 A 2 GiB log must not be held in memory, and Python-level work per line is too slow for one: the
-files are read in fixed-size chunks and one bytes regex (every signature's literal keys, the error
-markers and the Regenerate: line) finds candidate lines at C speed; only those lines are decoded.
+files are read in fixed-size chunks and bytes.find looks for every signature's literal keys, the
+error markers and the Regenerate: line at C speed; only those lines are decoded.
 Memory is one chunk plus the kept lines, whatever the file's size.
 """
 
@@ -40,9 +40,22 @@ class Line:
     text: str
 
 
-def _prefilter() -> re.Pattern[bytes]:
+def _keys() -> tuple[bytes, ...]:
     keys = {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS)
-    return re.compile(b"|".join(re.escape(k.encode()) for k in sorted(keys, key=len, reverse=True)))
+    return tuple(sorted(k.encode() for k in keys))
+
+
+def _hits(buf: bytes, end: int, keys: tuple[bytes, ...]) -> list[int]:
+    """Offsets of every key in buf[:end]. bytes.find per key runs at memory speed; one regex
+    alternation of ~50 literals ran at 5 MB/s (Python's re has no multi-literal search)."""
+    out = []
+    for k in keys:
+        i = buf.find(k, 0, end)
+        while i >= 0:
+            out.append(i)
+            i = buf.find(k, i + 1, end)
+    out.sort()
+    return out
 
 
 def expand(paths: list[str]) -> tuple[list[Path], list[Path]]:
@@ -68,17 +81,17 @@ def total_size(files: list[Path]) -> int:
 
 def scan(files: list[Path], progress: Callable[[int], None] | None = None) -> Iterator[Line]:
     """Every candidate line of ``files``, in file order, with its 1-based line number."""
-    rx = _prefilter()
+    keys = _keys()
     for f in files:
         try:
             fh = open(f, "rb")  # noqa: SIM115 - closed below; a with block would hide the generator's early exit
         except OSError as exc:
             raise UserError(f"cannot read: {exc.strerror}", file=str(f)) from None
         with fh:
-            yield from _scan_one(fh, str(f), rx, progress)
+            yield from _scan_one(fh, str(f), keys, progress)
 
 
-def _scan_one(fh, name: str, rx: re.Pattern[bytes], progress) -> Iterator[Line]:
+def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress) -> Iterator[Line]:
     carry = b""
     lineno = 1  # line number of the first line in buf
     while True:
@@ -95,11 +108,11 @@ def _scan_one(fh, name: str, rx: re.Pattern[bytes], progress) -> Iterator[Line]:
                 continue
         pos = 0
         seen = 0  # offset up to which newlines are counted into lineno
-        for m in rx.finditer(buf, 0, end):
-            if m.start() < pos:
+        for hit in _hits(buf, end, keys):
+            if hit < pos:
                 continue  # another key on a line already kept
-            start = buf.rfind(b"\n", 0, m.start()) + 1
-            stop = buf.find(b"\n", m.start(), end)
+            start = buf.rfind(b"\n", 0, hit) + 1
+            stop = buf.find(b"\n", hit, end)
             stop = end if stop < 0 else stop
             lineno += buf.count(b"\n", seen, start)
             seen = start
