@@ -209,9 +209,23 @@ def _net_findings(value: str, t: _Target) -> list[tuple]:
 
 def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
     """One valid value that does something other than the writer most likely meant."""
+    out: list = []
+    for part in (
+        _legacy_level,
+        _forced_choice,
+        _shm_disabled,
+        _ib_disabled,
+        _nvl_only,
+        _cross_nic,
+        _collnet,
+    ):
+        out += part(info, value, t)
+    return out
+
+
+def _legacy_level(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name = info.name
     out: list[tuple] = []
-    name, cluster = info.name, t.cluster
-    net = cluster.network if cluster is not None else None
     if name in ("NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL") and re.fullmatch(r"\d+", value.strip()):
         number = kb.strtoll(value)[0] or 0
         level = LEGACY_LEVELS[min(number, len(LEGACY_LEVELS) - 1)]
@@ -236,6 +250,12 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                     f"{name}={level}",
                 )
             )
+    return out
+
+
+def _forced_choice(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name = info.name
+    out: list[tuple] = []
     if name in ("NCCL_ALGO", "NCCL_PROTO") and ":" not in value and not value.startswith("^"):
         tokens = {tok.strip().casefold() for tok in value.split(",") if tok.strip()}
         if len(tokens) == 1:
@@ -252,6 +272,12 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                     f"'{name}=^X' to exclude one {what} is narrower)",
                 )
             )
+    return out
+
+
+def _shm_disabled(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name = info.name
+    out: list[tuple] = []
     if name == "NCCL_SHM_DISABLE" and _truthy(info, value):
         out.append(
             (
@@ -263,6 +289,12 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                 "remove it",
             )
         )
+    return out
+
+
+def _ib_disabled(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name, cluster = info.name, t.cluster
+    out: list[tuple] = []
     if name == "NCCL_IB_DISABLE" and _truthy(info, value) and cluster is not None and t.fabric in VERBS_FABRICS:
         # A warning, not an error: switching IB off is a legitimate way to bisect a fabric problem.
         out.append(
@@ -275,6 +307,12 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                 "remove it, unless you are ruling out the fabric",
             )
         )
+    return out
+
+
+def _nvl_only(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name, cluster = info.name, t.cluster
+    out: list[tuple] = []
     if name == "NCCL_P2P_LEVEL" and cluster is not None and not cluster.node.nvlink_gbps and value.strip() == "NVL":
         out.append(
             (
@@ -286,6 +324,12 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                 "remove it, or declare node.nvlink_gbps if the GPUs have NVLink",
             )
         )
+    return out
+
+
+def _cross_nic(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name, cluster = info.name, t.cluster
+    out: list[tuple] = []
     if name == "NCCL_CROSS_NIC" and value.strip() == "1" and cluster is not None and _rail_optimised(cluster):
         out.append(
             (
@@ -297,6 +341,13 @@ def _setting_findings(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                 "remove it (the default 2 prefers the same NIC), or NCCL_CROSS_NIC=0",
             )
         )
+    return out
+
+
+def _collnet(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
+    name, cluster = info.name, t.cluster
+    net = cluster.network if cluster is not None else None
+    out: list[tuple] = []
     if name == "NCCL_COLLNET_ENABLE" and value.strip() == "1" and cluster is not None and net is not None:
         from ..load import plugins
 
