@@ -30,7 +30,6 @@ COMPLEX = {
     ("ncclgen/lint/fabric.py", "_setting_findings"): SPLIT_LINT,
     ("ncclgen/lint/fabric.py", "_combination_findings"): SPLIT_LINT,
     ("ncclgen/lint/knowledge.py", "classify"): SPLIT_LINT,
-    ("ncclgen/lint/linter.py", "lint_pairs"): SPLIT_LINT,
     ("ncclgen/lint/rules.py", "_name_findings"): SPLIT_LINT,
     ("ncclgen/load/descriptor.py", "check"): SPLIT_HARDEN,
     ("ncclgen/load/descriptor.py", "_check_pod_view"): SPLIT_HARDEN,
