@@ -25,6 +25,7 @@ def request(
     debug: bool = False,
     target: str = "host",
     extra_args: tuple[str, ...] = (),
+    unchecked_sets: tuple[str, ...] = (),
 ) -> Request:
     """A Request with the project defaults filled in (flag, NCCLGEN_* variable, ncclgen.yaml, built-in)."""
     return Request(
@@ -37,6 +38,7 @@ def request(
         debug=debug,
         target=target,  # type: ignore[arg-type]
         extra_args=tuple(extra_args),
+        unchecked_sets=tuple(unchecked_sets),
     )
 
 
@@ -54,7 +56,8 @@ def make_plan(req: Request) -> Plan:
         wl,
         req.tier,
         nodes=req.nodes,
-        overrides=planmod.parse_set(req.sets),
+        overrides=planmod.parse_set(req.sets) + (extra := planmod.parse_set(req.unchecked_sets, unchecked=True)),
+        unchecked=frozenset(name for name, _ in extra),
         debug=req.debug,
         target=req.target,
         extra_args=req.extra_args,
@@ -106,8 +109,19 @@ def plan_for(
     *,
     target: str = "host",
     extra_args: tuple[str, ...] = (),
+    unchecked_sets: tuple[str, ...] = (),
 ) -> Plan:
     """`make_plan(request(...))` in one call: what the CLI, tests and benchmarks use."""
     return make_plan(
-        request(cluster, tier, workload, nodes=nodes, sets=sets, debug=debug, target=target, extra_args=extra_args)
+        request(
+            cluster,
+            tier,
+            workload,
+            nodes=nodes,
+            sets=sets,
+            debug=debug,
+            target=target,
+            extra_args=extra_args,
+            unchecked_sets=unchecked_sets,
+        )
     )

@@ -35,6 +35,14 @@ def plan_options(f):
         help="Override or add a variable (repeatable); linted like everything else: an error stops, "
         "a warning or info prints on stderr.",
     )(f)
+    f = click.option(
+        "--set-unchecked",
+        "unchecked_sets",
+        multiple=True,
+        metavar="NAME=VALUE",
+        help="As --set, for a name ncclgen's knowledge base does not know (your application's): passed "
+        "unchecked, marked so in explain, as `unchecked: true` in a file.",
+    )(f)
     f = click.option("--nodes", type=click.IntRange(1, 4096), help="Node count (default: the workload's).")(f)
     f = click.option(
         "--workload",
@@ -71,12 +79,22 @@ def target_option(f):
     )(f)
 
 
-def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host") -> Plan:
+def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host", unchecked_sets=()) -> Plan:
     """load -> plan -> lint for the options above (ARGS: per-run arguments, plan/overrides.py); lint's
     warnings and infos about the plan go to stderr, one line each."""
     from ..lint.gate import advisories
 
-    plan = pipeline.plan_for(cluster, tier, workload, nodes, sets, debug, target=target, extra_args=extra_args)
+    plan = pipeline.plan_for(
+        cluster,
+        tier,
+        workload,
+        nodes,
+        sets,
+        debug,
+        target=target,
+        extra_args=extra_args,
+        unchecked_sets=unchecked_sets,
+    )
     for line in advisories(plan):
         click.echo(line, err=True)
     return plan

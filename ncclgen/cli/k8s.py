@@ -74,6 +74,7 @@ def k8s(
     workload,
     nodes,
     sets,
+    unchecked_sets,
     debug,
     extra_args,
     kind,
@@ -104,7 +105,9 @@ def k8s(
     from ..load import podspec
     from ..render import k8s as render_k8s
 
-    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target="pod")
+    plan = make_plan(
+        cluster, tier, workload, nodes, sets, debug, extra_args, target="pod", unchecked_sets=unchecked_sets
+    )
     pod = podspec.merge(
         plan.cluster.kubernetes.pod_settings(),
         volumes=volumes,

@@ -85,27 +85,29 @@ def _one_line(text: str) -> str:
     type=click.Path(dir_okay=False),
     help="Write here instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
 )
-def env(cluster, tier, workload, nodes, sets, debug, extra_args, target, fmt, output):
+def env(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args, target, fmt, output):
     """Print the plan's environment.
 
     \b
     Example:
       ncclgen env --cluster h100-ib --tier 2 > nccl.env && source nccl.env
     """
-    emit(format_env(make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target), fmt), output)
+    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target, unchecked_sets)
+    emit(format_env(plan, fmt), output)
 
 
 @click.command()
 @plan_options
 @target_option
-def explain(cluster, tier, workload, nodes, sets, debug, extra_args, target):
+def explain(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args, target):
     """Every variable with its value, tier, reason and source; the binding per local rank; the launch.
 
     \b
     Example:
       ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft
     """
-    click.echo(render_explain(make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target)), nl=False)
+    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target, unchecked_sets)
+    click.echo(render_explain(plan), nl=False)
 
 
 def render_explain(p) -> str:

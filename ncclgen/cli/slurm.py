@@ -106,6 +106,7 @@ def slurm(
     workload,
     nodes,
     sets,
+    unchecked_sets,
     debug,
     extra_args,
     time,
@@ -143,7 +144,7 @@ def slurm(
     from ..load import sbatch
     from ..render import slurm as render_slurm
 
-    p = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args)
+    p = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, unchecked_sets=unchecked_sets)
     flags: list[str] = []
     for flag, value in (
         ("--job-name", job_name),

@@ -101,13 +101,15 @@ class Plan:
 CREDENTIAL = re.compile(r"(.*_)?(API_KEY|ACCESS_KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|TOKEN|PASSWORD|PASSWD)")
 
 
-def parse_set(items) -> tuple[tuple[str, str], ...]:
-    """--set NAME=VALUE pairs; the value may hold anything, '=' and ',' included."""
+def parse_set(items, unchecked: bool = False) -> tuple[tuple[str, str], ...]:
+    """--set (or, ``unchecked``, --set-unchecked) NAME=VALUE pairs; the value may hold anything, '=' and ','
+    included. A name outside the knowledge base needs --set-unchecked, as `unchecked: true` in a file."""
+    flag = envnames.OPT_IN_CLI if unchecked else "--set"
     out = []
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not re.fullmatch(ENV_NAME, name):
-            raise UserError(f"--set {item!r}: expected NAME=VALUE with NAME a valid variable name")
+            raise UserError(f"{flag} {item!r}: expected NAME=VALUE with NAME a valid variable name")
         if CREDENTIAL.fullmatch(name):
             raise UserError(
                 f"--set {name}: a credential would be written in clear text into the script or "
@@ -122,7 +124,13 @@ def parse_set(items) -> tuple[tuple[str, str], ...]:
             )
         why = envnames.refused(name)
         if why:
-            raise UserError(f"--set {name}: may not be set by a descriptor, workload or --set: {why}")
+            raise UserError(f"{flag} {name}: may not be set by a descriptor, workload or --set: {why}")
+        why = None if unchecked else envnames.needs_opt_in(name, value)
+        if why:
+            raise UserError(
+                f"--set {name}: {why}; to pass it anyway, use {envnames.OPT_IN_CLI} {name}=VALUE "
+                "(explain shows it as unchecked)"
+            )
         out.append((name, value))
     return tuple(out)
 
@@ -147,6 +155,7 @@ def build(
     *,
     nodes: int | None = None,
     overrides: tuple[tuple[str, str], ...] = (),
+    unchecked: frozenset[str] = frozenset(),  # names of overrides given with --set-unchecked
     debug: bool = False,
     target: Target = "host",
     extra_args: tuple[str, ...] = (),
@@ -211,7 +220,11 @@ def build(
                 src = workload.sources.get(s.source or "", s.source or "")
             _put(env, EnvVar(s.name, _value(s), 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
     for name, value in overrides:
-        _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
+        if name in unchecked:
+            why = f"set on the command line{UNCHECKED_NOTE}"
+            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), why, envnames.OPT_IN_CLI))
+        else:
+            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
     _note_effective_values(env)
 
     command, per_run = launch.derive_command(workload, cluster, n, tuple(extra_args))
@@ -356,7 +369,10 @@ def _value(s: EnvSetting) -> str:
 
 def _unchecked(s) -> str:
     """What `explain` adds to an opted-in setting's reason (descriptor/workload `unchecked: true`)."""
-    return " [unchecked: opted in by the author; ncclgen does not vouch for this name]" if s.unchecked else ""
+    return UNCHECKED_NOTE if s.unchecked else ""
+
+
+UNCHECKED_NOTE = " [unchecked: opted in by the author; ncclgen does not vouch for this name]"
 
 
 def _cite(cluster: Descriptor, source: str | None) -> str:

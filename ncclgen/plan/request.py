@@ -20,6 +20,7 @@ class Request:
     debug: bool = False
     target: Target = "host"  # host: Slurm job on the node or VM; pod: a Kubernetes pod
     extra_args: tuple[str, ...] = ()  # `-- ARGS`: per-run arguments (plan/overrides.py)
+    unchecked_sets: tuple[str, ...] = ()  # --set-unchecked NAME=VALUE: names outside the knowledge base
 
     def argv(self, command: str, nodes: int | None = None) -> list[str]:
         """The `ncclgen <command>` argv that repeats this request (``nodes``: the resolved count)."""
@@ -31,6 +32,8 @@ class Request:
             out += ["--target", self.target]
         for item in self.sets:
             out += ["--set", item]
+        for item in self.unchecked_sets:
+            out += ["--set-unchecked", item]
         out += ["--debug"] * self.debug
         return out
 
