@@ -6,9 +6,8 @@ import re
 from typing import TYPE_CHECKING
 
 from . import knowledge as kb
-from .findings import Finding
 from .knowledge import matches, parse_if_list
-from .rules import BUFFSIZE_DEFAULT, MAX_SOCKETS, MAX_THREADS, VERBS_FABRICS, _deliberate, _size, _Target
+from .rules import VERBS_FABRICS, _Target
 
 if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
@@ -411,104 +410,6 @@ def _gloo_ifname_findings(value: str, t: _Target) -> list[tuple]:
             f"{'is' if len(wrong) == 1 else 'are'} not {cluster.name}'s bootstrap interface "
             f"({', '.join(boot)}): Gloo would bind elsewhere than NCCL or fail to start",
             fix,
-        )
-    ]
-
-
-NCCL_STEPS = 8  # NCCL v2.30.7 src/include/device.h:26
-
-
-def _combination_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
-    """Two settings of one environment where one cancels or caps the other."""
-    out = []
-    chunk_info, buff_info = kb.lookup("NCCL_P2P_NET_CHUNKSIZE"), kb.lookup("NCCL_BUFFSIZE")
-    chunk_text = values.get("NCCL_P2P_NET_CHUNKSIZE")
-    if (
-        chunk_info is not None
-        and buff_info is not None
-        and chunk_text is not None
-        and not _deliberate(chunk_info, chunk_text, t)
-    ):
-        chunk, _ = kb.parse_int(chunk_info, chunk_text)
-        buff, _ = kb.parse_int(buff_info, values.get("NCCL_BUFFSIZE") or str(BUFFSIZE_DEFAULT))
-        if chunk is not None and buff is not None and buff > 0 and chunk > buff // NCCL_STEPS:
-            cap = buff // NCCL_STEPS
-            whose = "NCCL_BUFFSIZE" if values.get("NCCL_BUFFSIZE") else "the default NCCL_BUFFSIZE"
-            out.append(
-                Finding(
-                    "NG021",
-                    "info",
-                    "NCCL_P2P_NET_CHUNKSIZE",
-                    f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
-                    f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
-                    f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
-                    f"least {chunk * NCCL_STEPS}",
-                    f"NCCL_P2P_NET_CHUNKSIZE={cap}",
-                    lines.get("NCCL_P2P_NET_CHUNKSIZE"),
-                )
-            )
-    blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
-    for wait in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
-        v = values.get(wait)
-        if v is None or blocking is None or not kb.same_value(blocking, v, "1"):
-            continue
-        for handling in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
-            h = values.get(handling)
-            if h is not None and h.strip() != "0":
-                out.append(
-                    Finding(
-                        "NG019",
-                        "warning",
-                        wait,
-                        f"{wait}={v} makes wait() block and throw on timeout, and PyTorch then creates "
-                        f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
-                        "effect: a hung collective is no longer torn down by the watchdog "
-                        "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
-                        "NO watchdog thread is created')",
-                        f"remove {wait} and keep {handling}",
-                        lines.get(wait),
-                    )
-                )
-                break
-        break
-    for alias, new in (
-        ("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
-        ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"),
-    ):
-        if values.get(alias) is not None and values.get(new) is not None and values[alias] != values[new]:
-            out.append(
-                Finding(
-                    "NG019",
-                    "warning",
-                    alias,
-                    f"{alias}={values[alias]} is ignored: {new}={values[new]} (line {lines.get(new)}) "
-                    "is set too, and PyTorch reads the TORCH_ name first",
-                    f"remove {alias}",
-                    lines.get(alias),
-                )
-            )
-    return out
-
-
-def _socket_product(values: dict, lines: dict) -> list[Finding]:
-    """NCCL keeps NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64 by lowering NSOCKS_PERTHREAD."""
-    nt_info, ns_info = kb.lookup("NCCL_SOCKET_NTHREADS"), kb.lookup("NCCL_NSOCKS_PERTHREAD")
-    nt, _ = kb.parse_int(nt_info, values.get("NCCL_SOCKET_NTHREADS") or "")
-    ns, _ = kb.parse_int(ns_info, values.get("NCCL_NSOCKS_PERTHREAD") or "")
-    if nt is None or ns is None or nt < 1 or ns < 1:
-        return []
-    nt = min(nt, MAX_THREADS)
-    if nt * ns <= MAX_SOCKETS:
-        return []
-    return [
-        Finding(
-            "NG008",
-            "warning",
-            "NCCL_NSOCKS_PERTHREAD",
-            f"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = {nt} x {ns} = {nt * ns} > {MAX_SOCKETS}: "
-            f"NCCL lowers NCCL_NSOCKS_PERTHREAD to {MAX_SOCKETS // nt}",
-            f"NCCL_NSOCKS_PERTHREAD={MAX_SOCKETS // nt}",
-            lines["NCCL_NSOCKS_PERTHREAD"],
         )
     ]
 

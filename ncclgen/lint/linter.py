@@ -3,7 +3,7 @@
 Inputs: env/dotenv files, `ncclgen env` output, sbatch/bash scripts (lint/shell.py + shellenv.py), Kubernetes
 manifests and `ncclgen env --format json` (lint/manifest.py). Every finding names a stable code
 (lint/findings.py), so scripts and `doctor` can act on it. The rules for one variable are in
-lint/rules.py, those reading the fabric or two settings at once in lint/fabric.py.
+lint/rules.py, those reading the fabric in lint/fabric.py, two settings at once in lint/pairs.py.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..errors import did_you_mean
 from . import fabric, manifest, platform, shellenv
 from . import knowledge as kb
+from . import pairs as two
 from .findings import CODES, SEVERITIES, Finding, _order, counts, format_json, format_text
 from .knowledge import matches, parse_if_list
 from .rules import PREFIXES, _case_fix, _case_message, _name_findings, _scope_findings, _Target, _value_findings
@@ -112,14 +113,16 @@ def lint_pairs(
         out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
     out += [
         Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
-        for f in fabric._socket_product(values, lines) + fabric._combination_findings(values, lines, t)
+        for f in two._socket_product(values, lines) + two._combination_findings(values, lines, t)
     ]
     return sorted(out, key=_order)
 
 
 def lint_environ(environ: Mapping[str, str], cluster: Descriptor | None = None) -> list[Finding]:
     """Lint the relevant names of a process environment (no line numbers); used by `doctor`."""
-    pairs = [(k, v, None) for k, v in sorted(environ.items()) if is_relevant(k)]
+    pairs: list[tuple[str, str | None, int | None]] = [
+        (k, v, None) for k, v in sorted(environ.items()) if is_relevant(k)
+    ]
     return lint_pairs(pairs, cluster)
 
 
