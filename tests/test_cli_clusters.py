@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import goldens
@@ -145,11 +144,9 @@ def test_clusters_show_reports_bad_files_the_same_way(tmp_path, name):
 
 
 def test_alias_bomb_fails_fast():
-    """Billion laughs (9^9 values if expanded) is refused in well under a second."""
-    start = time.perf_counter()
+    """Billion laughs (9^9 values if expanded) is refused, never expanded (timed in benchmarks/big_inputs.py)."""
     with pytest.raises(yamlio.UserError, match="alias bomb"):
         descriptor.load(str(BAD / "alias-bomb.yaml"))
-    assert time.perf_counter() - start < 0.2
 
 
 def test_directory_missing_file_and_unknown_name(tmp_path):
