@@ -10,8 +10,8 @@ from ..errors import non_ascii
 _PART = re.compile(r"([0-9]{1,9})(?:-([0-9]{1,9}))?")
 # "48-95, 144-191" (a space after the comma, as people write lists) is accepted; normalise() drops it.
 PATTERN = r"[0-9]+(-[0-9]+)?( ?, ?[0-9]+(-[0-9]+)?)*"
-# Linux's largest NR_CPUS is 8192 (CPU ids 0-8191): x86-64 arch/x86/Kconfig NR_CPUS_RANGE_END
-# ("default 8192 if SMP", the MAXSMP value), powerpc's NR_CPUS "range 2 8192"; arm64 stops at 4096.
+# NR_CPUS at most 8192 (CPU ids 0-8191): x86-64 arch/x86/Kconfig NR_CPUS_RANGE_END, "default 8192 if
+# SMP && CPUMASK_OFFSTACK" (the MAXSMP value; x86 patch threads on lkml quote it). Other arches unchecked.
 # https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/tree/arch/x86/Kconfig
 # A larger id is a typo (65535 for 655), not a machine.
 MAX_CPU = 8192
