@@ -223,6 +223,17 @@ def test_ci_check_fails_on_the_scaffold_and_passes_once_filled(tmp_path, capsys)
     assert proc.returncode == 1 and "gpu_model: TODO" in proc.stdout and "replace the TODO" in proc.stderr
 
     cluster.write_text(fill_todos(cluster.read_text()).replace("gpu_model: TODO", "gpu_model: H100-SXM5-80GB"))
+    # The pods of an InfiniBand cluster need the host network (or in-pod names) and an RDMA resource: with
+    # the scaffold's kubernetes lines still commented, the k8s render refuses them, naming the keys.
+    proc = run("bash", "ci/check.sh", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "clusters/lab.yaml:" in proc.stderr and "kubernetes.host_network" in proc.stderr
+    assert "kubernetes.resources" in proc.stderr
+    text = cluster.read_text()
+    for line in ("  # resources: {rdma/rdma_shared_device_a: 1}", "  # host_network: true"):
+        assert line in text
+        text = text.replace(line, line.replace("# ", "", 1))
+    cluster.write_text(text)
     proc = run("bash", "ci/check.sh", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.rstrip().endswith("ci/check.sh: 1 descriptor(s) ok")
