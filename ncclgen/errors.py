@@ -126,6 +126,30 @@ def collect(errors: list[UserError]) -> None:
         raise UserErrors(errors)
 
 
+class Findings:
+    """The errors and warnings of one pass of checks over a document, each located when found.
+
+    ``locate(path, message)`` makes the UserError (yamlio.Document.error: file:line:col and the key path
+    of the value), so every check names where its value is without knowing how. :meth:`done` raises
+    every error at once (in file order) and returns the warnings, in file order too.
+    """
+
+    def __init__(self, locate):
+        self.locate = locate
+        self.errors: list[UserError] = []
+        self.warnings: list[UserError] = []
+
+    def fail(self, path: tuple, message: str) -> None:
+        self.errors.append(self.locate(path, message))
+
+    def warn(self, path: tuple, message: str) -> None:
+        self.warnings.append(self.locate(path, message))
+
+    def done(self) -> list[UserError]:
+        collect(self.errors)
+        return sorted(self.warnings, key=lambda w: (w.line or 0, w.col or 0))
+
+
 MAX_SHOWN = 50  # a mangled file can make hundreds of errors; the first ones are the ones to fix
 
 

@@ -30,8 +30,6 @@ COMPLEX = {
     ("ncclgen/lint/pairs.py", "_combination_findings"): SPLIT_LINT,
     ("ncclgen/lint/knowledge.py", "classify"): SPLIT_LINT,
     ("ncclgen/lint/rules.py", "_name_findings"): SPLIT_LINT,
-    ("ncclgen/load/descriptor.py", "check"): SPLIT_HARDEN,
-    ("ncclgen/load/descriptor.py", "_check_pod_view"): SPLIT_HARDEN,
     ("ncclgen/load/sbatch.py", "check"): SPLIT_HARDEN,
     ("ncclgen/load/schema.py", "convert"): NOT_YET,
     ("ncclgen/load/schema.py", "_schema_of"): NOT_YET,
@@ -49,7 +47,6 @@ COMPLEX = {
 
 # file -> why it is still above MAX_LINES
 LONG = {
-    "ncclgen/load/descriptor.py": SPLIT_HARDEN,
     "ncclgen/load/podspec.py": NOT_YET,
     "ncclgen/render/k8s.py": NOT_YET,
     "ncclgen/render/slurm.py": SPLIT_HARDEN,
@@ -68,7 +65,6 @@ MYPY_CEILING = {
     "ncclgen/lint/manifest.py": (3, SPLIT_LINT),
     "ncclgen/lint/shell.py": (1, SPLIT_LINT),
     "ncclgen/lint/shellenv.py": (1, SPLIT_LINT),
-    "ncclgen/load/descriptor.py": (9, SPLIT_HARDEN),
     "ncclgen/node/bench.py": (3, NOT_YET),
     "ncclgen/node/discover.py": (4, NOT_YET),
     "ncclgen/node/doctor.py": (8, NOT_YET),
