@@ -29,32 +29,36 @@ def data(name: str) -> str:
 def search_dirs(env_var: str, folder: str) -> list[str]:
     """$ENV_VAR (colon-separated folders), then ./FOLDER, then the bundled FOLDER: where names are found.
 
-    ./FOLDER is read implicitly, so only when no other user could have written it (ncclgen/trust.py);
-    the folders in $ENV_VAR are named by the user and read as named.
+    ./FOLDER is read implicitly: a file found there is read only once ncclgen/trust.py allows it (see
+    implicit()); the folders in $ENV_VAR are named by the user and read as named.
     """
-    from . import trust
-
     dirs = [d for d in os.environ.get(env_var, "").split(":") if d]
-    here = os.path.join(os.getcwd(), folder)
-    if trust.implicit(here):
-        dirs.append(here)
+    dirs.append(os.path.join(os.getcwd(), folder))
     dirs.append(bundled(folder))
     return dirs
 
 
+def implicit(path: str) -> bool:
+    """True when ``path`` was found in ./clusters or ./workloads, which nobody named (ncclgen/trust.py)."""
+    here = os.getcwd()
+    return os.path.dirname(path) in (os.path.join(here, "clusters"), os.path.join(here, "workloads"))
+
+
 def yaml_files(dirs: list[str], *, regular_only: bool = False) -> dict[str, str]:
     """name -> path of every *.yaml/*.yml in ``dirs``; the first folder in order wins a name."""
-    from . import trust
-
     found: dict[str, str] = {}
     for d in dirs:
         if not os.path.isdir(d):
             continue
-        implicit = d in (os.path.join(os.getcwd(), "clusters"), os.path.join(os.getcwd(), "workloads"))
-        for entry in sorted(os.listdir(d)):
+        try:
+            entries = sorted(os.listdir(d))
+        except OSError as exc:
+            from .errors import UserError
+
+            raise UserError(f"cannot list this folder: {exc.strerror}", file=d) from None
+        for entry in entries:
             path = os.path.join(d, entry)
             if not entry.endswith((".yaml", ".yml")) or (regular_only and not os.path.isfile(path)):
                 continue
-            if not implicit or trust.implicit(path):
-                found.setdefault(entry.rsplit(".", 1)[0], path)
+            found.setdefault(entry.rsplit(".", 1)[0], path)
     return found

@@ -18,7 +18,7 @@ LAYERS = {
     "__main__": 7,
     "errors": 0,
     "datapaths": 0,
-    "trust": 0,
+    "trust": 1,  # reads the user's config with the load layer's YAML reader
     "output": 0,
     "load": 1,
     "plan": 2,

@@ -91,25 +91,37 @@ def _plant(folder, name: str, text: str, *, uid: int | None = None, mode: int | 
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
-@pytest.mark.parametrize("how", ["other-owner", "world-writable-folder", "group-writable-file"])
-def test_a_workload_planted_in_the_current_folder_is_not_read(tmp_path, capsys, monkeypatch, how):
+@pytest.mark.parametrize("how", ["other-owner", "world-writable-folder"])
+def test_a_workload_planted_in_the_current_folder_is_refused(tmp_path, monkeypatch, how):
+    """Refused with one error (ncclgen/trust.py), never skipped for the bundled file of the same name."""
+    from ncclgen.errors import UserError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NCCLGEN_WORKLOADS", raising=False)
+    monkeypatch.delenv("NCCLGEN_SAFE_DIRECTORIES", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    from ncclgen.load import workload as wl
+
+    text = Path(wl.bundled()[wl.DEFAULT]).read_text() + "\n# planted\n"
+    folder = tmp_path / "workloads"
+    if how == "other-owner":
+        _plant(folder, f"{wl.DEFAULT}.yaml", text, uid=OTHER_UID)
+    else:
+        _plant(folder, f"{wl.DEFAULT}.yaml", text)
+        folder.chmod(0o777)
+    with pytest.raises(UserError, match=r"not reading it: .*another user could have planted it"):
+        wl.resolve(wl.DEFAULT)
+
+
+def test_a_group_writable_workload_of_your_own_is_read(tmp_path, monkeypatch):
+    """umask 002 (a team folder) makes 664 files and 775 folders: still yours, so read (git's rule)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("NCCLGEN_WORKLOADS", raising=False)
     from ncclgen.load import workload as wl
 
-    planted = wl.bundled()[wl.DEFAULT]
-    text = Path(planted).read_text() + "\n# planted\n"
-    folder = tmp_path / "workloads"
-    if how == "other-owner":
-        _plant(folder, f"{wl.DEFAULT}.yaml", text, uid=OTHER_UID)
-    elif how == "world-writable-folder":
-        _plant(folder, f"{wl.DEFAULT}.yaml", text)
-        folder.chmod(0o777)
-    else:
-        _plant(folder, f"{wl.DEFAULT}.yaml", text, mode=0o664)
-    assert wl.resolve(wl.DEFAULT) == planted
-    _out, err = capsys.readouterr()
-    assert "not reading" in err and "another user" in err
+    _plant(tmp_path / "workloads", "mine.yaml", WORKLOAD, mode=0o664)
+    (tmp_path / "workloads").chmod(0o775)
+    assert wl.resolve("mine") == str(tmp_path / "workloads" / "mine.yaml")
 
 
 def test_a_workload_in_an_owner_only_current_folder_is_read(tmp_path, monkeypatch):
@@ -124,19 +136,23 @@ def test_a_workload_in_an_owner_only_current_folder_is_read(tmp_path, monkeypatc
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
-def test_a_descriptor_and_project_file_planted_by_another_user_are_not_read(tmp_path, capsys, monkeypatch):
+def test_a_descriptor_and_project_file_planted_by_another_user_are_refused(tmp_path, monkeypatch):
+    from ncclgen.errors import UserError
+
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("NCCLGEN_CLUSTERS", raising=False)
-    monkeypatch.delenv("NCCLGEN_CLUSTER", raising=False)
+    for name in ("NCCLGEN_CLUSTERS", "NCCLGEN_CLUSTER", "NCCLGEN_SAFE_DIRECTORIES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
     from ncclgen.load import defaults
     from ncclgen.load import descriptor as desc
 
     _plant(tmp_path / "clusters", "h100-ib.yaml", LOCAL_CI, uid=OTHER_UID)
-    assert desc.resolve("h100-ib") != str(tmp_path / "clusters" / "h100-ib.yaml")
+    with pytest.raises(UserError, match="owned by uid 4242"):
+        desc.resolve("h100-ib")
     (tmp_path / "ncclgen.yaml").write_text("cluster: ./evil.yaml\n")
     os.chown(tmp_path / "ncclgen.yaml", OTHER_UID, -1)
-    assert defaults.default("cluster") == defaults.BUILTIN["cluster"]
-    assert "not reading" in capsys.readouterr().err
+    with pytest.raises(UserError, match=r"ncclgen\.yaml: not reading it"):
+        defaults.default("cluster")
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="chown to another user needs root")
@@ -159,11 +175,11 @@ def test_trust_rule_matches_the_mode_bits(tmp_path_factory, mode):
     f = d / "x.yaml"
     f.write_text("")
     f.chmod(mode)
-    assert (trust.why_untrusted(str(f)) is None) == (not mode & 0o022)
+    assert (trust.why_untrusted(str(f), str(d)) is None) == (not mode & 0o002)
     d.chmod(0o777)
-    assert trust.why_untrusted(str(f)) is not None
+    assert trust.why_untrusted(str(f), str(d)) is not None
     d.chmod(0o1777)
-    assert (trust.why_untrusted(str(f)) is None) == (not mode & 0o022)
+    assert (trust.why_untrusted(str(f), str(d)) is None) == (not mode & 0o002)
 
 
 # -- 2c. names that load code: one policy for every source --------------------------------------------------

@@ -19,16 +19,20 @@ def clusters():
 def list_cmd():
     """Name, GPUs/node, GPU model, fabric and file of every descriptor found.
 
-    Search order: $NCCLGEN_CLUSTERS (colon-separated folders), ./clusters (only when no other
-    user can write it), the bundled presets.
+    Search order: $NCCLGEN_CLUSTERS (colon-separated folders), ./clusters, the bundled presets.
+    A file in ./clusters that another user owns is listed as REFUSED (see `ncclgen init --help`).
     """
+    from .. import trust
+
     rows = [("NAME", "GPUS", "GPU MODEL", "FABRIC", "SOURCE")]
     for name, path in sorted(descriptor.available().items()):
         try:
+            trust.found(path, "--cluster PATH or $NCCLGEN_CLUSTERS")
             d = descriptor.load(path, warnings=False)  # `validate` shows them; a listing stays a table
             rows.append((name, str(d.node.gpus_per_node), d.node.gpu_model, d.network.fabric, path))
         except UserError as exc:
-            rows.append((name, "-", "INVALID", "-", f"{path} ({exc.message})"))
+            bad = "REFUSED" if exc.message.startswith("not reading it") else "INVALID"
+            rows.append((name, "-", bad, "-", f"{path} ({exc.message})"))
     click.echo(_table(rows))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import stat
 
 import click
 
@@ -34,6 +35,14 @@ def init(directory, from_discover, name, force):
     Existing files are never overwritten without --force.
 
     \b
+    Who may write the project: ncclgen reads ./ncclgen.yaml, ./clusters and ./workloads only when
+    they and the project folder are owned by you or root (group-writable is fine: a team folder
+    under umask 002) and no folder is writable by others unless sticky. A file another user owns is
+    refused (exit 2) unless you name it (--cluster PATH, $NCCLGEN_CLUSTERS, $NCCLGEN_WORKLOADS) or
+    list the project folder under safe_directories: in ~/.config/ncclgen/config.yaml or in
+    $NCCLGEN_SAFE_DIRECTORIES (colon-separated; '*' allows all), as git's safe.directory does.
+
+    \b
     Example:
       ncclgen discover > node.yaml && ncclgen init infra --from-discover node.yaml
     """
@@ -46,12 +55,27 @@ def init(directory, from_discover, name, force):
             raise UserError("already exists; not overwriting it (use --force)", file=path)
     for rel, (text, mode) in files.items():
         path = os.path.join(directory, rel)
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"cannot create folder: {exc.strerror}", file=os.path.dirname(path)) from None
+        _folders(os.path.dirname(path))
         emit(text, path, mode)
         click.echo(f"wrote {path}")
     cluster = next(rel for rel in files if rel.startswith("clusters/"))
     todo = "" if from_discover else "replace the TODOs in it, then "
-    click.echo(f"next: {todo}cd {shlex.quote(directory)} && ncclgen validate {cluster} && bash ci/check.sh")
+    here = os.path.realpath(directory) == os.path.realpath(os.getcwd())
+    cd = "" if here else f"cd {shlex.quote(directory)} && "
+    click.echo(f"next: {todo}{cd}ncclgen validate {cluster} && bash ci/check.sh")
+
+
+def _folders(folder: str) -> None:
+    """Create ``folder`` and what is missing above it, never writable by others whatever the umask.
+
+    ncclgen reads ./clusters and ./workloads only when nobody but you or root can replace them
+    (ncclgen/trust.py): a folder made under umask 000 would be refused by the next command.
+    """
+    if not folder or os.path.isdir(folder):
+        return
+    _folders(os.path.dirname(folder))
+    try:
+        os.mkdir(folder)
+        os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & ~stat.S_IWOTH)
+    except OSError as exc:
+        raise UserError(f"cannot create folder: {exc.strerror}", file=folder) from None

@@ -18,16 +18,19 @@ def workloads():
 def list_cmd():
     """Name, launcher, verl release, nodes, description and file of every workload found.
 
-    Search order: $NCCLGEN_WORKLOADS (colon-separated folders), ./workloads (only when no
-    other user can write it), the bundled workloads.
+    Search order: $NCCLGEN_WORKLOADS (colon-separated folders), ./workloads, the bundled workloads.
+    A file in ./workloads that another user owns is listed as REFUSED (see `ncclgen init --help`).
     """
+    from .. import trust
+
     rows = [("NAME", "LAUNCHER", "VERL", "NODES", "DESCRIPTION", "SOURCE")]
     for name, path in sorted(workloadmod.available().items()):
         try:
-            w = workloadmod.load(path)
+            w = workloadmod.load(trust.found(path, "--workload PATH or $NCCLGEN_WORKLOADS"))
             rows.append((name, w.launcher, w.verl or "-", str(w.nodes), w.description or "-", path))
         except UserError as exc:
-            rows.append((name, "-", "-", "-", "INVALID", f"{path} ({exc.message})"))
+            bad = "REFUSED" if exc.message.startswith("not reading it") else "INVALID"
+            rows.append((name, "-", "-", "-", bad, f"{path} ({exc.message})"))
     click.echo(_table(rows))
 
 

@@ -28,11 +28,12 @@ class Project:
 
 
 def _project() -> Project:
-    """./ncclgen.yaml, read implicitly: only when no other user could have written it (ncclgen/trust.py)."""
+    """./ncclgen.yaml, read implicitly: refused (exit 2) when another user could have written it (ncclgen/trust.py)."""
     from .. import trust
 
-    if not os.path.exists(FILE) or not trust.implicit(FILE):
+    if not os.path.lexists(FILE):
         return Project()
+    trust.require(FILE, "the values it sets as flags or NCCLGEN_CLUSTER / NCCLGEN_TIER / NCCLGEN_WORKLOAD")
     doc = load_file(FILE)
     return load_dataclass(doc, doc.data, Project)
 

@@ -326,7 +326,9 @@ def resolve(name_or_path: str) -> str:
         raise UserError(f"--cluster: {name_or_path!r} is neither a file nor a cluster name")
     found = available()
     if name_or_path in found:
-        return found[name_or_path]
+        from .. import trust
+
+        return trust.found(found[name_or_path], "--cluster PATH or $NCCLGEN_CLUSTERS")
     from ..errors import did_you_mean
 
     raise UserError(

@@ -174,7 +174,9 @@ def resolve(name_or_path: str, flag: str = "--workload") -> str:
         return name_or_path
     found = available()
     if name_or_path in found:
-        return found[name_or_path]
+        from .. import trust
+
+        return trust.found(found[name_or_path], f"{flag} PATH or $NCCLGEN_WORKLOADS")
     raise UserError(
         f"{flag}: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
         f"found: {', '.join(found)} (searched $NCCLGEN_WORKLOADS, ./workloads, bundled)"
