@@ -1,11 +1,10 @@
-"""The habits CONTRIBUTING.md promises, enforced (issue 19): ruff and ruff format clean on the tree, mypy on
-ncclgen/ (configured in pyproject.toml), no function above cyclomatic complexity 20 and no module or test file
-above 500 lines, measured with radon. What is still over a target is listed below with why; an entry that now
+"""The habits CONTRIBUTING.md promises, enforced (issues 19, 34): ruff and ruff format clean on the tree, mypy
+on ncclgen/ (configured in pyproject.toml) with no error at all, no function above cyclomatic complexity 20 and
+no module or test file above 500 lines, measured with radon. What is still over a target is listed below with why; an entry that now
 meets its target fails the test, so the lists only shrink."""
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys
@@ -35,11 +34,6 @@ COMPLEX = {
     ("ncclgen/load/schema.py", "_schema_of"): NOT_YET,
     ("ncclgen/load/verl.py", "check_override"): NOT_YET,
     ("ncclgen/load/views.py", "_pod"): NOT_YET,
-    ("ncclgen/node/discover.py", "classify"): NOT_YET,
-    ("ncclgen/node/discover.py", "render"): NOT_YET,
-    ("ncclgen/node/doctor.py", "check_gpus"): NOT_YET,
-    ("ncclgen/node/doctor.py", "check_rails"): NOT_YET,
-    ("ncclgen/node/doctor.py", "check_pcie"): NOT_YET,
     ("ncclgen/plan/build.py", "build"): NOT_YET,
     ("ncclgen/plan/diff.py", "diff_plans"): NOT_YET,
     ("ncclgen/render/slurm.py", "sbatch_options"): SPLIT_HARDEN,
@@ -54,20 +48,6 @@ LONG = {
     "tests/test_lint.py": SPLIT_LINT,
     "tests/test_render_k8s.py": NOT_YET,
     "tests/test_render_slurm.py": NOT_YET,
-}
-
-# file -> most mypy errors it may still have (any other file of ncclgen/ has none)
-MYPY_CEILING = {
-    "ncclgen/lint/fabric.py": (7, SPLIT_LINT),
-    "ncclgen/lint/findings.py": (2, SPLIT_LINT),
-    "ncclgen/lint/knowledge.py": (1, SPLIT_LINT),
-    "ncclgen/lint/linter.py": (1, SPLIT_LINT),
-    "ncclgen/lint/manifest.py": (3, SPLIT_LINT),
-    "ncclgen/lint/shell.py": (1, SPLIT_LINT),
-    "ncclgen/lint/shellenv.py": (1, SPLIT_LINT),
-    "ncclgen/node/bench.py": (3, NOT_YET),
-    "ncclgen/node/discover.py": (4, NOT_YET),
-    "ncclgen/node/doctor.py": (8, NOT_YET),
 }
 
 
@@ -100,16 +80,22 @@ def test_a_planted_finding_fails_the_check(tmp_path):
     assert r.returncode == 1 and "F401" in r.stdout, r.stdout + r.stderr
 
 
-def test_mypy_errors_only_where_listed_and_no_more():
+def test_mypy_finds_nothing():
     r = _tool("mypy")  # files and options from [tool.mypy] in pyproject.toml
-    counts: dict[str, int] = {}
-    for line in r.stdout.splitlines():
-        m = re.match(r"(ncclgen/[^:]+\.py):\d+: error:", line)
-        if m:
-            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
-    assert r.returncode in (0, 1), r.stdout + r.stderr  # 2: mypy itself failed
-    over = {f: n for f, n in counts.items() if n > MYPY_CEILING.get(f, (0, ""))[0]}
-    assert not over, f"new mypy errors (file: count): {over}\n{r.stdout}"
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_planted_type_error_fails_mypy(tmp_path):
+    """The check above can fail: the project's mypy configuration on a package with one wrong assignment."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "ncclgen").mkdir()
+    (tmp_path / "ncclgen" / "__init__.py").write_text("", encoding="utf-8")
+    module = tmp_path / "ncclgen" / "planted.py"
+    module.write_text("def f() -> int:\n    return 1\n", encoding="utf-8")
+    assert _tool("mypy", cwd=tmp_path).returncode == 0
+    module.write_text('def f() -> int:\n    return "1"  # planted\n', encoding="utf-8")
+    r = _tool("mypy", cwd=tmp_path)
+    assert r.returncode == 1 and "planted.py:2: error:" in r.stdout, r.stdout + r.stderr
 
 
 def test_no_function_above_the_complexity_target():

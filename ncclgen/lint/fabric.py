@@ -21,7 +21,7 @@ def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
     net = cluster.network
     rails = [r for r in net.compute if r.hca]
     storage = [s for s in net.storage if s.kind == "hca"]
-    known = sorted({r.hca for r in rails} | {s.name for s in storage}, key=_natural)
+    known = sorted({r.hca for r in rails if r.hca} | {s.name for s in storage}, key=_natural)
     exclude, exact, entries = parse_if_list(value)
     exact_fix = "use NCCL_IB_HCA==" + ",".join(f"{r.hca}:{r.port}" for r in rails)
     out = []
@@ -73,7 +73,7 @@ def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
                     f"{exact_fix} ('=' makes every name exact)",
                 )
             )
-    lost = [r for r in rails if not matches(value, r.hca, r.port)]
+    lost = [r for r in rails if not matches(value, r.hca or "", r.port)]
     if lost:
         gpus = sorted({g for r in lost for g in r.gpus})
         out.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # code -> (rule name, what it catches). Codes are stable: never renumber, only append.
@@ -72,7 +73,7 @@ def counts(findings: list[Finding]) -> dict[str, int]:
 
 
 def format_text(
-    findings: list[Finding], file: str, checked: int, target: str, unchecked: list[tuple[int, str]] = ()
+    findings: list[Finding], file: str, checked: int, target: str, unchecked: Sequence[tuple[int, str]] = ()
 ) -> str:
     """One line per finding (file:line: severity code variable: message), its fix indented below; one
     line per form not read (file:line: not checked: what); the summary counts both."""
@@ -94,7 +95,7 @@ def format_text(
 
 
 def format_json(
-    findings: list[Finding], file: str, checked: int, target: str, unchecked: list[tuple[int, str]] = ()
+    findings: list[Finding], file: str, checked: int, target: str, unchecked: Sequence[tuple[int, str]] = ()
 ) -> str:
     import json
 

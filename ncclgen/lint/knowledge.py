@@ -405,8 +405,8 @@ def classify(info: VarInfo, value: str) -> tuple[str, str] | None:
     t = info.type
     if t in ("int", "size"):
         number, problem = parse_int(info, value)
-        if problem:
-            return "invalid", problem
+        if problem or number is None:
+            return "invalid", problem or f"{value!r} is not a number"
         problem = _range_problem(info, number)
         return ("range", problem) if problem else None
     if t in ("bool", "enum") and info.choices:

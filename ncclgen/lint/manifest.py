@@ -42,6 +42,11 @@ class Scalar(str):
     line: int = 0
 
 
+def _where(mark) -> tuple[int | None, int | None]:
+    """1-based line and column of a parser mark (the events of yaml.parse carry one; the stubs allow None)."""
+    return (mark.line + 1, mark.column + 1) if mark else (None, None)
+
+
 def _scalar(value: str, line: int) -> Scalar:
     out = Scalar(value)
     out.line = line
@@ -96,17 +101,15 @@ def _tree(text: str, name: str) -> list:
         for ev in yaml.parse(text, Loader=loader):
             if isinstance(ev, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 if len(stack) >= yamlio.MAX_DEPTH:
-                    m = ev.start_mark
-                    raise UserError(
-                        f"nested more than {yamlio.MAX_DEPTH} levels deep", file=name, line=m.line + 1, col=m.column + 1
-                    )
+                    line, col = _where(ev.start_mark)
+                    raise UserError(f"nested more than {yamlio.MAX_DEPTH} levels deep", file=name, line=line, col=col)
                 node: dict | list = {} if isinstance(ev, yaml.MappingStartEvent) else []
                 attach(node)
                 stack.append([node, None, True])
             elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 stack.pop()
             elif isinstance(ev, yaml.ScalarEvent):
-                attach(_scalar(ev.value, ev.start_mark.line + 1))
+                attach(_scalar(ev.value, _where(ev.start_mark)[0] or 0))
             elif isinstance(ev, yaml.AliasEvent):
                 attach(None)
     except yaml.MarkedYAMLError as exc:

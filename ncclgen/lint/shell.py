@@ -44,7 +44,7 @@ class Scanner:
         while i < n:
             c = s[i]
             if c in " \t\r":
-                i = _BLANKS.match(s, i).end()
+                i = _BLANKS.match(s, i).end()  # type: ignore[union-attr]  # c is a blank
             elif c == "\\" and s.startswith("\n", i + 1):
                 i += 2  # line continuation
             elif c == "\n":

@@ -157,7 +157,8 @@ def _wrapped(words: list[tuple[str, bool]], line: int, out: Reading, name: str) 
 
 def _declare(words: list[tuple[str, bool]], line: int, out: Reading) -> None:
     """export/declare/typeset/readonly/local: -n (export) and +x (declare) un-export; -f/-p set nothing."""
-    head, flags, names = words[0][0], "", []
+    head, flags = words[0][0], ""
+    names: list[tuple[str, bool]] = []
     for word, dynamic in words[1:]:
         if word.startswith(("-", "+")) and not names and "=" not in word:
             flags += word

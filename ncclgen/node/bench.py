@@ -190,6 +190,21 @@ def row(op: str, n: int, size: int, time_us: float, bound: Bound | None) -> dict
     }
 
 
+def _nothing() -> None:
+    pass
+
+
+def _collective(op: str, all_reduce: Callable, gather: Callable, scatter: Callable, full, part) -> Callable[[], object]:
+    """One call of ``op`` on this size's tensors (bound here, so each size times its own tensors)."""
+    if op == "all_reduce":
+        return lambda: all_reduce(full)
+    if op == "all_gather":
+        return lambda: gather(full, part)
+    if op == "reduce_scatter":
+        return lambda: scatter(part, full)
+    raise ValueError(f"unknown collective {op!r}")
+
+
 def measure(
     op: str, backend: str, sizes: list[int], iters: int, warmup: int, progress: Callable[[int, int], None]
 ) -> tuple[int, int, int, list[tuple[int, float]]]:
@@ -204,12 +219,10 @@ def measure(
             raise UserError("--backend nccl needs CUDA GPUs; use --backend gloo to test on CPUs")
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
-        sync = torch.cuda.synchronize
+        sync: Callable[[], object] = torch.cuda.synchronize
     else:
         device = torch.device("cpu")
-
-        def sync():
-            """gloo collectives on CPU tensors return when done."""
+        sync = _nothing  # gloo collectives on CPU tensors return when done
 
     dist.init_process_group(backend=backend)
     try:
@@ -224,12 +237,7 @@ def measure(
         for i, count in enumerate(todo):
             full = torch.ones(count, dtype=torch.float32, device=device)
             part = torch.ones(count // n, dtype=torch.float32, device=device)
-            # Default arguments bind this iteration's tensors (the call runs inside this iteration only).
-            call = {
-                "all_reduce": lambda full=full: dist.all_reduce(full),
-                "all_gather": lambda full=full, part=part: gather(full, part),
-                "reduce_scatter": lambda full=full, part=part: scatter(part, full),
-            }[op]
+            call = _collective(op, dist.all_reduce, gather, scatter, full, part)
             for _ in range(warmup):
                 call()
             sync()

@@ -44,6 +44,7 @@ class Rail:
     level: Level
     numa: int
     numa_guess: bool
+    gbps: int  # the port's rate, rounded (classify keeps only ports that report one)
 
 
 @dataclass
@@ -62,6 +63,42 @@ def classify(
     to at least one GPU. Everything else is storage / in-band / unused, with the reason.
     """
     unused: list[Unused] = []
+    active = _active(ports, unused)
+    fabric, layer = _fabric_of({p.link_layer for p, _ in active})
+    candidates = []
+    for p, pci in active:
+        if p.link_layer == layer:
+            candidates.append((p, pci))
+        elif fabric == "infiniband" and p.link_layer == "Ethernet":
+            unused.append(Unused(p, "Ethernet link layer on an InfiniBand node (in-band / storage)"))
+        else:
+            unused.append(Unused(p, f"link layer {p.link_layer}, not used by discover"))
+    nearest = _nearest(candidates, gpu_locs)
+    rails = []
+    for p, pci in candidates:
+        served = nearest[(p.hca, p.port)]
+        if not served:
+            unused.append(Unused(p, "nearest to no GPU (storage / in-band)"))
+            continue
+        gpus = sorted(g for g, _ in served)
+        numa = pci.numa
+        rails.append(
+            Rail(
+                port=p,
+                gpus=gpus,
+                level=max(lvl for _, lvl in served),
+                numa=numa if numa is not None else numa_of_gpu[gpus[0]],
+                numa_guess=numa is None,
+                gbps=round(p.rate_gbps or 0),
+            )
+        )
+    compute_hcas = {r.port.hca for r in rails}
+    unused = [u for u in unused if u.port.hca not in compute_hcas]
+    return fabric, rails, sorted(unused, key=lambda u: (sysfs.natural_key(u.port.hca), u.port.port))
+
+
+def _active(ports: list[HcaPort], unused: list[Unused]) -> list[tuple[HcaPort, sysfs.PciLoc]]:
+    """The ports that could carry NCCL traffic, with their PCI place; the others go to ``unused``, with why."""
     active = []
     for p in ports:
         if p.state != "ACTIVE":
@@ -71,61 +108,43 @@ def classify(
         elif p.pci is None:
             unused.append(Unused(p, "not a PCI device in sysfs"))
         else:
-            active.append(p)
-    layers = {p.link_layer for p in active}
-    if "InfiniBand" in layers:
-        fabric, layer = "infiniband", "InfiniBand"
-    elif "Ethernet" in layers:
-        fabric, layer = "roce", "Ethernet"
-    else:
-        fabric, layer = "tcp", None
-    candidates = []
-    for p in active:
-        if p.link_layer == layer:
-            candidates.append(p)
-        elif fabric == "infiniband" and p.link_layer == "Ethernet":
-            unused.append(Unused(p, "Ethernet link layer on an InfiniBand node (in-band / storage)"))
-        else:
-            unused.append(Unused(p, f"link layer {p.link_layer}, not used by discover"))
+            active.append((p, p.pci))
+    return active
 
-    nearest: dict[tuple, list[tuple[int, Level]]] = {(p.hca, p.port): [] for p in candidates}
+
+def _fabric_of(layers: set[str]) -> tuple[str, str | None]:
+    """(fabric, link layer of its rails): InfiniBand when any active port has it, else RoCE, else TCP."""
+    if "InfiniBand" in layers:
+        return "infiniband", "InfiniBand"
+    if "Ethernet" in layers:
+        return "roce", "Ethernet"
+    return "tcp", None
+
+
+def _nearest(
+    candidates: list[tuple[HcaPort, sysfs.PciLoc]], gpu_locs: dict[int, sysfs.PciLoc | None]
+) -> dict[tuple, list[tuple[int, Level]]]:
+    """(hca, port) -> the GPUs it is nearest to (ties included), with the PCIe distance."""
+    nearest: dict[tuple, list[tuple[int, Level]]] = {(p.hca, p.port): [] for p, _ in candidates}
     for gi, loc in gpu_locs.items():
         if loc is None or not candidates:
             continue
-        levels = {(p.hca, p.port): sysfs.distance(loc, p.pci) for p in candidates}
+        levels = {(p.hca, p.port): sysfs.distance(loc, pci) for p, pci in candidates}
         best = min(levels.values())
         for key, lvl in levels.items():
             if lvl == best:
                 nearest[key].append((gi, lvl))
-    rails = []
-    for p in candidates:
-        served = nearest[(p.hca, p.port)]
-        if not served:
-            unused.append(Unused(p, "nearest to no GPU (storage / in-band)"))
-            continue
-        gpus = sorted(g for g, _ in served)
-        numa = p.pci.numa
-        rails.append(
-            Rail(
-                port=p,
-                gpus=gpus,
-                level=max(lvl for _, lvl in served),
-                numa=numa if numa is not None else numa_of_gpu[gpus[0]],
-                numa_guess=numa is None,
-            )
-        )
-    compute_hcas = {r.port.hca for r in rails}
-    unused = [u for u in unused if u.port.hca not in compute_hcas]
-    return fabric, rails, sorted(unused, key=lambda u: (sysfs.natural_key(u.port.hca), u.port.port))
+    return nearest
 
 
 def gpu_numa(gpu: nvml.GpuInfo, loc: sysfs.PciLoc | None, numa: dict[int, frozenset[int]]) -> tuple[int, str | None]:
     """(NUMA node, guess comment or None): sysfs numa_node, else the node NVML's affinity covers."""
     if loc is not None and loc.numa in numa:
         return loc.numa, None
-    if gpu.cpus:
-        best = max(numa, key=lambda n: (len(numa[n] & gpu.cpus), -n))
-        if numa[best] & gpu.cpus:
+    affinity = gpu.cpus
+    if affinity:
+        best = max(numa, key=lambda n: (len(numa[n] & affinity), -n))
+        if numa[best] & affinity:
             return best, "guess: from NVML CPU affinity (sysfs numa_node unknown)"
     first = min(numa)
     return first, f"guess: NUMA unknown (no numa_node, no NVML affinity); {first} as PyTorch assumes"
@@ -231,18 +250,33 @@ def render(
     locs = {g.index: sysfs.pci_device(fs, g.bus_id) for g in gpus}
     placed = {g.index: gpu_numa(g, locs[g.index], numa) for g in gpus}
     fabric, rails, unused = classify(ports, locs, {i: n for i, (n, _) in placed.items()})
-    model = gpus[0].name
-    rail_netdevs = {r.port.netdev for r in rails if r.port.netdev}
-    boot, boot_why = _bootstrap(fs, rail_netdevs)
-
     where = "" if fs.root == "/" else f" (sysfs under {fs.root})"
+    out = _head_lines(gpus, rails, fabric, name, host, where)
+    out += _node_lines(gpus, numa, placed)
+    out += _network_lines(fs, fabric, rails)
+    out += _rail_lines(rails)
+    out += _storage_lines(unused, fabric)
+    out.append("software:")
+    for key in ("nccl", "torch", "cuda"):
+        value, why = software[key]
+        out.append(f"  {key}: {q(value)}  # {why}")
+    out.append(f"  source: {SOURCE}")
+    text = "\n".join(out) + "\n"
+    validate(text)
+    return text
+
+
+def _head_lines(
+    gpus: list[nvml.GpuInfo], rails: list[Rail], fabric: str, name: str, host: str, where: str
+) -> list[str]:
+    """The comment that says what is a guess, name, description and sources."""
     label = {"infiniband": "InfiniBand", "roce": "RoCE"}.get(fabric)
     desc = (
-        f"{len(gpus)}x {model}"
+        f"{len(gpus)}x {gpus[0].name}"
         + (f", {len(rails)} {label} rails" if label else ", no RDMA rails")
         + f" (discovered on {host})"
     )
-    out = [
+    return [
         f"# Cluster descriptor written by `ncclgen discover` on {host}{where}.",
         "# Lines marked 'guess:' are inferences (PCIe distance, link layer, port state, default route):",
         "# check them, then `ncclgen validate` this file and `ncclgen doctor --cluster` it on every node.",
@@ -255,13 +289,19 @@ def render(
             "NVLink state) and sysfs (/sys/class/infiniband, /sys/class/net, "
             "/sys/devices/system/node)"
         ),
+    ]
+
+
+def _node_lines(
+    gpus: list[nvml.GpuInfo], numa: dict[int, frozenset[int]], placed: dict[int, tuple[int, str | None]]
+) -> list[str]:
+    """node: model, count, NVLink bandwidth (or why not), NUMA CPU lists and each GPU's place."""
+    model = gpus[0].name
+    names = sorted({g.name for g in gpus})
+    out = [
         "node:",
         f"  gpu_model: {q(model)}"
-        + (
-            "  # guess: GPUs report different names: " + ", ".join(sorted({g.name for g in gpus}))
-            if len({g.name for g in gpus}) > 1
-            else ""
-        ),
+        + ("  # guess: GPUs report different names: " + ", ".join(names) if len(names) > 1 else ""),
         f"  gpus_per_node: {len(gpus)}",
     ]
     links = min(len(g.nvlinks) for g in gpus)
@@ -284,8 +324,12 @@ def render(
     for g in gpus:
         n, why = placed[g.index]
         out.append(f"    - {{index: {g.index}, numa: {n}, pci_bus_id: {q(g.bus_id)}}}" + (f"  # {why}" if why else ""))
+    return out
 
-    out += [
+
+def _network_lines(fs: Sysfs, fabric: str, rails: list[Rail]) -> list[str]:
+    boot, boot_why = _bootstrap(fs, {r.port.netdev for r in rails if r.port.netdev})
+    out = [
         "network:",
         f"  fabric: {fabric}" + ("  # guess: no active RDMA port was found" if fabric == "tcp" else ""),
         f"  bootstrap_interfaces: [{q(boot)}]  # {boot_why}",
@@ -296,46 +340,46 @@ def render(
             f"  roce: {{gid_index: auto, source: {SOURCE}}}  # guess: let NCCL pick the RoCE v2 GID; "
             "set the index your fabric uses (OCI: 3)"
         )
-    if rails:
-        out.append("  compute:")
+    return out
+
+
+def _rail_lines(rails: list[Rail]) -> list[str]:
+    out = ["  compute:"] if rails else []
     for r in rails:
         p = r.port
-        fields = (
-            [f"hca: {q(p.hca)}", f"port: {p.port}"]
-            + ([f"netdev: {q(p.netdev)}"] if p.netdev else [])
-            + [
-                f"gbps: {round(p.rate_gbps)}",
-                f"gpus: [{', '.join(map(str, r.gpus))}]",
-                f"numa: {r.numa}",
-                f"source: {SOURCE}",
-            ]
-        )
+        fields = [
+            f"hca: {q(p.hca)}",
+            f"port: {p.port}",
+            *([f"netdev: {q(p.netdev)}"] if p.netdev else []),
+            f"gbps: {r.gbps}",
+            f"gpus: [{', '.join(map(str, r.gpus))}]",
+            f"numa: {r.numa}",
+            f"source: {SOURCE}",
+        ]
         why = f"guess: compute rail, {r.level.name} to GPU {', '.join(map(str, r.gpus))}"
         if r.numa_guess:
             why += "; NUMA of its GPU (numa_node unknown)"
         out.append(f"    - {{{', '.join(fields)}}}  # {why}")
+    return out
+
+
+def _storage_lines(unused: list[Unused], fabric: str) -> list[str]:
     storage: dict[str, list[Unused]] = {}
     for u in unused:
         storage.setdefault(u.port.hca, []).append(u)
     if storage:
-        out.append("  storage:")
+        out = ["  storage:"]
     elif fabric in ("infiniband", "roce"):  # said, not left out: validate warns about a missing list
-        out.append("  storage: []  # no RDMA port here other than the compute rails")
+        out = ["  storage: []  # no RDMA port here other than the compute rails"]
+    else:
+        out = []
     for hca, us in storage.items():
         p = us[0].port
         numa_txt = f"NUMA {p.pci.numa}" if p.pci and p.pci.numa is not None else "NUMA unknown"
         note = ", ".join(x for x in (p.netdev, p.link_layer, numa_txt) if x)
         why = "; ".join(f"port {u.port.port}: {u.reason}" if len(us) > 1 else u.reason for u in us)
         out.append(f"    - {{name: {q(hca)}, note: {q(note)}, source: {SOURCE}}}  # guess: {why}")
-
-    out.append("software:")
-    for key in ("nccl", "torch", "cuda"):
-        value, why = software[key]
-        out.append(f"  {key}: {q(value)}  # {why}")
-    out.append(f"  source: {SOURCE}")
-    text = "\n".join(out) + "\n"
-    validate(text)
-    return text
+    return out
 
 
 def validate(text: str) -> Descriptor:

@@ -55,6 +55,8 @@ class Check:
 def quantity_bytes(text: str) -> int:
     """A Kubernetes quantity ('256Gi', '64M') in bytes; the descriptor schema checked the syntax."""
     m = _QUANTITY.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a Kubernetes quantity")
     return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 
@@ -89,34 +91,36 @@ def check_gpus(
     want = desc.node.gpus_per_node
     out = [Check("pass" if len(gpus) == want else "fail", "gpu.count", f"{len(gpus)} GPUs (descriptor: {want})")]
     if gpus:
-        names = sorted({g.name for g in gpus})
-        ok = model_matches(desc.node.gpu_model, names[0]) if len(names) == 1 else False
-        status = {True: "pass", False: "fail", None: "warn"}[ok]
-        out.append(
-            Check(
-                status,
-                "gpu.model",
-                f"{', '.join(names)} (descriptor: {desc.node.gpu_model})"
-                + (" - no model number to compare" if ok is None else ""),
-            )
-        )
+        out.append(_check_model(desc, gpus))
     by_index = {g.index: g for g in gpus}
     cpus_with = {n: c for n, c in numa.items() if c}
     for g in sorted(desc.node.gpus, key=lambda g: g.index):
         live = by_index.get(g.index)
         if live is None:
             out.append(Check("fail", f"gpu{g.index}", "not present"))
-            continue
-        problems = []
-        if g.pci_bus_id and g.pci_bus_id.lower() != live.bus_id:
-            problems.append(f"PCI {live.bus_id}, descriptor {g.pci_bus_id.lower()}")
-        loc = sysfs.pci_device(fs, live.bus_id)
-        node, guess = gpu_numa(live, loc, cpus_with) if cpus_with else (None, None)
-        if node != g.numa:
-            problems.append(f"NUMA {node if node is not None else 'unknown'}, descriptor {g.numa}")
-        ok = f"{live.bus_id}, NUMA {node}" + (" (from NVML affinity)" if guess else "")
-        out.append(Check("fail" if problems else "pass", f"gpu{g.index}", "; ".join(problems) or ok))
+        else:
+            out.append(_check_gpu(g, live, sysfs.pci_device(fs, live.bus_id), cpus_with))
     return out
+
+
+def _check_model(desc: Descriptor, gpus: list) -> Check:
+    names = sorted({g.name for g in gpus})
+    ok = model_matches(desc.node.gpu_model, names[0]) if len(names) == 1 else False
+    status = {True: "pass", False: "fail", None: "warn"}[ok]
+    text = f"{', '.join(names)} (descriptor: {desc.node.gpu_model})"
+    return Check(status, "gpu.model", text + (" - no model number to compare" if ok is None else ""))
+
+
+def _check_gpu(g, live, loc: sysfs.PciLoc | None, cpus_with: dict[int, frozenset[int]]) -> Check:
+    """One declared GPU against the one NVML reports at its index: PCI address and NUMA node."""
+    problems = []
+    if g.pci_bus_id and g.pci_bus_id.lower() != live.bus_id:
+        problems.append(f"PCI {live.bus_id}, descriptor {g.pci_bus_id.lower()}")
+    node, guess = gpu_numa(live, loc, cpus_with) if cpus_with else (None, None)
+    if node != g.numa:
+        problems.append(f"NUMA {node if node is not None else 'unknown'}, descriptor {g.numa}")
+    ok = f"{live.bus_id}, NUMA {node}" + (" (from NVML affinity)" if guess else "")
+    return Check("fail" if problems else "pass", f"gpu{g.index}", "; ".join(problems) or ok)
 
 
 def check_numa(desc: Descriptor, numa: dict[int, frozenset[int]]) -> list[Check]:
@@ -131,12 +135,12 @@ def check_numa(desc: Descriptor, numa: dict[int, frozenset[int]]) -> list[Check]
         else:
             out.append(Check("pass", f"numa{n.id}", f"CPUs {n.cpus}"))
     declared = {n.id for n in desc.node.numa_nodes}
-    for n, cpus in numa.items():
-        if n not in declared and cpus:
+    for node_id, cpus in numa.items():
+        if node_id not in declared and cpus:
             out.append(
                 Check(
                     "warn",
-                    f"numa{n}",
+                    f"numa{node_id}",
                     f"CPUs {cpuset.format(cpus)} are on a NUMA node the descriptor "
                     "does not declare; no rank will be bound there",
                 )
@@ -151,50 +155,15 @@ def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
     out = []
     for r in desc.network.compute:
         if r.hca is None:
-            nd = nets.get(r.netdev)
-            if nd is None:
-                out.append(Check("fail", f"net.{r.netdev}", "interface not present"))
-            else:
-                out.append(
-                    Check("pass" if nd.operstate == "up" else "fail", f"net.{r.netdev}", f"operstate {nd.operstate}")
-                )
+            out.append(_check_netdev_rail(r.netdev or "", nets))
             continue
         name = f"hca.{r.hca}:{r.port}"
         p = ports.get((r.hca, r.port))
         if p is None:
             out.append(Check("fail", name, "RDMA port not present in /sys/class/infiniband"))
             continue
-        rows = []  # (status, text)
-        rows.append(("pass" if p.state == "ACTIVE" else "fail", p.state or "state unknown"))
-        rows.append(("pass" if p.phys_state == "LinkUp" else "fail", p.phys_state or "phys_state unknown"))
-        if p.rate_gbps is None:
-            rows.append(("fail", f"rate unknown (descriptor {r.gbps} Gb/s)"))
-        elif round(p.rate_gbps) < r.gbps:
-            rows.append(("fail", f"{p.rate_gbps:g} Gb/s, descriptor {r.gbps} (link trained low?)"))
-        elif round(p.rate_gbps) > r.gbps:
-            rows.append(("warn", f"{p.rate_gbps:g} Gb/s, descriptor {r.gbps} (descriptor out of date?)"))
-        else:
-            rows.append(("pass", f"{p.rate_gbps:g} Gb/s"))
-        want_layer = LINK_LAYER.get(fabric)
-        if want_layer:
-            rows.append(
-                (
-                    "pass" if p.link_layer == want_layer else "fail",
-                    p.link_layer
-                    if p.link_layer == want_layer
-                    else f"link layer {p.link_layer}, fabric {fabric} needs {want_layer}",
-                )
-            )
-        node = p.pci.numa if p.pci else None
-        if node is None:
-            rows.append(("warn", f"NUMA unknown, descriptor {r.numa}"))
-        else:
-            rows.append(
-                (
-                    "pass" if node == r.numa else "fail",
-                    f"NUMA {node}" if node == r.numa else f"NUMA {node}, descriptor {r.numa}",
-                )
-            )
+        rows = [_port_state(p), _port_phys_state(p), _port_rate(p, r.gbps)]
+        rows += [*_port_link_layer(p, fabric), _port_numa(p, r.numa)]
         if r.netdev and p.netdev and p.netdev != r.netdev:
             rows.append(("warn", f"netdev {p.netdev}, descriptor {r.netdev}"))
         out.append(Check(_worst(s for s, _ in rows), name, ", ".join(t for _, t in rows)))
@@ -207,40 +176,88 @@ def check_rails(desc: Descriptor, fs: Sysfs) -> list[Check]:
     return out
 
 
+Row = tuple[str, str]  # (status, text): one part of a rail's row
+
+
+def _check_netdev_rail(netdev: str, nets: Mapping) -> Check:
+    nd = nets.get(netdev)
+    if nd is None:
+        return Check("fail", f"net.{netdev}", "interface not present")
+    return Check("pass" if nd.operstate == "up" else "fail", f"net.{netdev}", f"operstate {nd.operstate}")
+
+
+def _port_state(p: sysfs.HcaPort) -> Row:
+    return ("pass" if p.state == "ACTIVE" else "fail", p.state or "state unknown")
+
+
+def _port_phys_state(p: sysfs.HcaPort) -> Row:
+    return ("pass" if p.phys_state == "LinkUp" else "fail", p.phys_state or "phys_state unknown")
+
+
+def _port_rate(p: sysfs.HcaPort, gbps: int) -> Row:
+    if p.rate_gbps is None:
+        return ("fail", f"rate unknown (descriptor {gbps} Gb/s)")
+    if round(p.rate_gbps) < gbps:
+        return ("fail", f"{p.rate_gbps:g} Gb/s, descriptor {gbps} (link trained low?)")
+    if round(p.rate_gbps) > gbps:
+        return ("warn", f"{p.rate_gbps:g} Gb/s, descriptor {gbps} (descriptor out of date?)")
+    return ("pass", f"{p.rate_gbps:g} Gb/s")
+
+
+def _port_link_layer(p: sysfs.HcaPort, fabric: str) -> list[Row]:
+    want = LINK_LAYER.get(fabric)
+    if not want:
+        return []
+    if p.link_layer == want:
+        return [("pass", p.link_layer)]
+    return [("fail", f"link layer {p.link_layer}, fabric {fabric} needs {want}")]
+
+
+def _port_numa(p: sysfs.HcaPort, numa: int) -> Row:
+    node = p.pci.numa if p.pci else None
+    if node is None:
+        return ("warn", f"NUMA unknown, descriptor {numa}")
+    if node == numa:
+        return ("pass", f"NUMA {node}")
+    return ("fail", f"NUMA {node}, descriptor {numa}")
+
+
 def check_pcie(desc: Descriptor, fs: Sysfs, gpus: list) -> list[Check]:
     """Each GPU's declared rails against the PCIe tree, as `discover` pairs them: a rail must be among
     the GPU's nearest compute HCAs (nvidia-smi topo -m classes PIX < PXB < PHB < NODE < SYS), else
     the descriptor sends the GPU's traffic the long way (or names the wrong HCA)."""
     ports = {(p.hca, p.port): p for p in sysfs.hca_ports(fs)}
-    compute = [ports[(r.hca, r.port)] for r in desc.network.compute if (r.hca, r.port) in ports]
-    compute = [p for p in compute if p.pci is not None]
+    compute = [ports[(r.hca, r.port)] for r in desc.network.compute if r.hca and (r.hca, r.port) in ports]
+    placed = [(p, p.pci) for p in compute if p.pci is not None]
     out = []
     for g in sorted(gpus, key=lambda g: g.index):
         rails = [r for r in desc.rails_for_gpu(g.index) if r.hca]
         loc = sysfs.pci_device(fs, g.bus_id)
-        if not rails or loc is None or not compute:
+        if not rails or loc is None or not placed:
             continue
-        levels = {(p.hca, p.port): sysfs.distance(loc, p.pci) for p in compute}
-        best = min(levels.values())
-        mine = {f"{r.hca}:{r.port}": levels.get((r.hca, r.port)) for r in rails}
-        known = {k: v for k, v in mine.items() if v is not None}
-        if not known:
-            continue  # its ports are missing: the hca rows already fail
-        worst = max(known.values())
-        nearest = sorted(f"{h}:{pt}" for (h, pt), lvl in levels.items() if lvl == best)
-        text = ", ".join(f"{k} {v.name}" for k, v in known.items())
-        if worst > best:
-            out.append(
-                Check(
-                    "fail",
-                    f"pcie.gpu{g.index}",
-                    f"descriptor rail {text}; nearest compute HCA "
-                    f"{', '.join(nearest)} ({best.name}): check network.compute's gpus",
-                )
-            )
-        else:
-            out.append(Check("pass", f"pcie.gpu{g.index}", text))
+        levels = {(p.hca, p.port): sysfs.distance(loc, pci) for p, pci in placed}
+        check = _check_gpu_rails(f"pcie.gpu{g.index}", rails, levels)
+        if check is not None:
+            out.append(check)
     return out
+
+
+def _check_gpu_rails(name: str, rails: list, levels: dict[tuple[str, int], sysfs.Level]) -> Check | None:
+    """Pass when every declared rail of a GPU is among its nearest compute HCAs; None when none is present."""
+    best = min(levels.values())
+    mine = {f"{r.hca}:{r.port}": levels.get((r.hca, r.port)) for r in rails}
+    known = {k: v for k, v in mine.items() if v is not None}
+    if not known:
+        return None  # its ports are missing: the hca rows already fail
+    text = ", ".join(f"{k} {v.name}" for k, v in known.items())
+    if max(known.values()) <= best:
+        return Check("pass", name, text)
+    nearest = sorted(f"{h}:{pt}" for (h, pt), lvl in levels.items() if lvl == best)
+    return Check(
+        "fail",
+        name,
+        f"descriptor rail {text}; nearest compute HCA {', '.join(nearest)} ({best.name}): check network.compute's gpus",
+    )
 
 
 # GPUDirect RDMA, as NCCL detects it (NVIDIA/nccl src/transport/net_ib: ibGdrSupportInitOnce tests
