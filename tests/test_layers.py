@@ -81,8 +81,10 @@ def test_no_module_imports_from_a_layer_above():
 
 
 def test_jobside_programs_import_nothing_from_ncclgen():
+    # A sibling in ncclgen/jobside/ is allowed: the renderers ship it beside the program (the transport
+    # check reads NCCL's lines through nccllines.py).
     for path in sorted((PKG / "jobside").glob("*.py")):
-        assert _imports(path) == [], path.name
+        assert [i for i in _imports(path) if i[0][0] != "jobside"] == [], path.name
 
 
 def test_the_layer_check_catches_an_upward_import(tmp_path):

@@ -1,0 +1,372 @@
+"""Transport check: what NCCL chose at init on this node, against the plan; the job ends on a mismatch.
+
+    python3 transport.py SPEC -- COMMAND [ARG...]    run COMMAND (the node's launch) under the check
+    python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
+
+SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
+check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
+(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_FILE=FOLDER/%h.%p.log: one file per process,
+line-buffered by NCCL, see nccllines.py), copies every NCCL WARN line to stderr unchanged (NCCL's
+output now goes to the file, so nothing it says is hidden), and once the node's ranks have initialised
+prints one line:
+    ncclgen: transport: node NODE: NCCL 2.30.7, net IB, plugin -, HCAs mlx5_0:1,... (8 of 8 planned),
+    NET channels 16 GDRDMA / 0 without, P2P 8, SHM 0, 8 processes
+Each difference from the plan prints one line on stderr, as soon as NCCL's line is read:
+    ncclgen: transport FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
+ITEMs: NCCL version (against the descriptor's software.nccl: every node is held to the same version),
+net (NCCL's "Using network"), plugin version (the plugin's own init line, against the minimum the
+plan needs), HCAs (NCCL's "NET/IB : Using" list against the planned NCCL_IB_HCA ports), GPUDirect RDMA
+(every NET channel line ends in /GDRDMA where the descriptor declares GPUDirect RDMA).
+
+Mode "on" then stops COMMAND (SIGTERM to its process group, SIGKILL 1 s later) and exits 7, so the
+job ends within a second or two of NCCL's line (polled every 0.25 s); mode "warn" prints the lines and
+lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N ended it); 2 the SPEC
+is not one this program understands.
+
+Whose files: NCCL names them by host and PID, so on a node shared by jobs (or several Slurm nodes on
+one test machine) the folder can hold other processes' files: a file counts when its PID is COMMAND
+or a descendant of it, or, for a PID already gone, when it was written after the check started.
+
+Standard library only, imports nothing from ncclgen but nccllines.py, which must sit beside this
+file on the node (the renderers put both there).
+"""
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+try:
+    from . import nccllines
+except ImportError:  # run as a file on the node, nccllines.py beside it
+    import nccllines  # type: ignore[no-redef]
+
+SPEC_VERSION = 1
+EXIT_PROBLEMS = 7
+EXIT_USAGE = 2
+POLL_S = 0.25
+KILL_GRACE_S = 1.0
+READ_MAX = 1 << 20  # bytes read from one file per poll
+
+
+def release(version):
+    """'1.13.2-aws' -> (1, 13, 2); () when it does not start with a number ('git-6e504db')."""
+    parts = []
+    for p in version.split("-", 1)[0].split("."):
+        if not p.isdigit():
+            break
+        parts.append(int(p))
+    return tuple(parts)
+
+
+class Proc:
+    """What one NCCL process (one debug file) said."""
+
+    def __init__(self, path, pid):
+        self.path, self.pid, self.offset, self.rest = path, pid, 0, b""
+        self.version = self.net = self.plugin = self.plugin_version = None
+        self.hcas = None
+        self.local_ranks = 0
+        self.complete = self.connected = False
+        self.multi_node = False
+        self.channels = {"gdr": 0, "nogdr": 0, "p2p": 0, "shm": 0}
+
+
+class Check:
+    """The check's state on one node; ``emit`` writes a line of output (stderr by default)."""
+
+    def __init__(self, spec, node, host, root_pid=None, emit=None, start=None):
+        self.spec, self.node, self.root_pid = spec, node, root_pid
+        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.start_ns = time.time_ns() if start is None else int(start * 1e9)
+        pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+        self.folder = os.path.dirname(pattern) or "."
+        self.names = nccllines.file_pattern(os.path.basename(pattern), host)
+        self.procs, self.ignored = {}, set()
+        self.problems, self.summarised = [], False
+
+    # -- files -------------------------------------------------------------------------------------
+    def poll(self):
+        """Read what NCCL wrote since the last poll; True when there is a new problem."""
+        before = len(self.problems)
+        self._scan()
+        for proc in list(self.procs.values()):
+            self._read(proc)
+        if not self.summarised and self._initialised():
+            self.summary()
+        return len(self.problems) > before
+
+    def _scan(self):
+        try:
+            entries = os.listdir(self.folder)
+        except OSError:
+            return
+        for name in entries:
+            if name in self.procs or name in self.ignored:
+                continue
+            m = self.names.match(name)
+            path = os.path.join(self.folder, name)
+            pid = int(m.group("pid")) if m and "pid" in m.groupdict() else None
+            if m and self._ours(path, pid):
+                self.procs[name] = Proc(path, pid)
+            else:
+                self.ignored.add(name)
+
+    def _ours(self, path, pid):
+        if pid is not None and self.root_pid is not None:
+            chain = ancestry(pid)
+            if chain is not None:
+                return self.root_pid in chain
+        try:
+            return os.stat(path).st_mtime_ns >= self.start_ns
+        except OSError:
+            return False
+
+    def _read(self, proc):
+        try:
+            with open(proc.path, "rb") as fh:
+                fh.seek(proc.offset)
+                data = fh.read(READ_MAX)
+        except OSError:
+            return
+        if not data:
+            return
+        proc.offset += len(data)
+        lines = (proc.rest + data).split(b"\n")
+        proc.rest = lines.pop()
+        for raw in lines:
+            self.line(proc, raw.decode("utf-8", "replace"))
+
+    # -- lines -------------------------------------------------------------------------------------
+    def line(self, proc, text):
+        parts = nccllines.split(text)
+        if parts is None:
+            return
+        if parts[0] == "WARN":
+            self.emit(text)
+            return
+        parsed = nccllines.message(parts[3])
+        if parsed is not None:
+            handler = getattr(self, "_on_" + parsed[0], None)
+            if handler is not None:
+                handler(proc, parsed[1], parts[3])
+
+    def _on_version(self, proc, f, _text):
+        proc.version = f["version"] + f["suffix"]
+        want = self.spec.get("nccl")
+        if want and f["version"] != want:
+            self.problem("NCCL version", f"{want} (the descriptor's software.nccl)", proc.version)
+
+    def _on_net(self, proc, f, _text):
+        proc.net = f["name"]
+        want = self.spec.get("net")
+        if want and f["name"].lower() != want.lower():
+            self.problem("net", want, f"{f['name']} (NCCL's 'Using network {f['name']}')")
+
+    def _on_plugin(self, proc, f, _text):
+        proc.plugin = f["name"]
+
+    def _on_plugin_version(self, proc, f, _text):
+        proc.plugin_version = f"{f['package']} {f['version']}"
+        want = self.spec.get("plugin") or {}
+        need = release(want.get("min", ""))
+        have = release(f["version"])
+        if want.get("package") == f["package"] and need and have and have < need:
+            self.problem("plugin version", f"{f['package']} >= {want['min']}", f["version"])
+
+    def _on_ib(self, proc, f, _text):
+        opened = [f"{name}:{port}" for name, port, _link in nccllines.ib_devices(f["devices"])]
+        proc.hcas = opened
+        missing = [h for h in self.spec.get("hcas", []) if h not in opened]
+        if missing:
+            self.problem(
+                "HCAs",
+                ",".join(self.spec["hcas"]),
+                f"{','.join(opened) or 'none'} (not opened: {','.join(missing)})",
+            )
+
+    def _on_channel_net(self, proc, f, text):
+        proc.channels["gdr" if f["gdr"] else "nogdr"] += 1
+        if not f["gdr"] and self.spec.get("gdr"):
+            self.problem("GPUDirect RDMA", "every NET channel via .../GDRDMA", f"'{text}'")
+
+    def _on_channel_p2p(self, proc, _f, _text):
+        proc.channels["p2p"] += 1
+
+    def _on_channel_shm(self, proc, _f, _text):
+        proc.channels["shm"] += 1
+
+    def _on_comm(self, proc, f, _text):
+        proc.local_ranks = max(proc.local_ranks, int(f["localranks"]))
+        proc.multi_node = proc.multi_node or int(f["nnodes"]) > 1
+
+    def _on_complete(self, proc, _f, _text):
+        proc.complete = True
+
+    def _on_rings(self, proc, _f, _text):
+        proc.connected = True
+
+    # -- verdicts ----------------------------------------------------------------------------------
+    def problem(self, item, expected, found):
+        if any(p[0] == item for p in self.problems):
+            return  # one line per item and node: the first instance says it
+        self.problems.append((item, expected, found))
+        self.emit(f"ncclgen: transport FAILED: node {self.node}: {item}: expected {expected}, found {found}")
+
+    def _initialised(self):
+        procs = list(self.procs.values())
+        want = max((p.local_ranks for p in procs), default=0)
+        done = [p for p in procs if p.complete and (p.connected or not p.multi_node)]
+        return want > 0 and len(done) >= want
+
+    def summary(self, partial=False):
+        self.summarised = True
+        procs = list(self.procs.values())
+        if not procs:
+            self.emit(f"ncclgen: transport: node {self.node}: no NCCL process wrote {self.folder} (nothing checked)")
+            return
+
+        def seen(attr):
+            values = sorted({getattr(p, attr) for p in procs if getattr(p, attr)})
+            return ",".join(values) if values else "-"
+
+        hcas = sorted({h for p in procs for h in (p.hcas or [])})
+        plugin = seen("plugin") + (f" ({seen('plugin_version')})" if seen("plugin_version") != "-" else "")
+        planned = self.spec.get("hcas", [])
+        ch = {k: sum(p.channels[k] for p in procs) for k in ("gdr", "nogdr", "p2p", "shm")}
+        hca_text = ",".join(hcas) or "-"
+        if planned:
+            hca_text += f" ({sum(1 for h in planned if h in hcas)} of {len(planned)} planned)"
+        self.emit(
+            f"ncclgen: transport: node {self.node}{' (before init finished)' if partial else ''}: "
+            f"NCCL {seen('version')}, net {seen('net')}, plugin {plugin}, "
+            f"HCAs {hca_text}, NET channels {ch['gdr']} GDRDMA / {ch['nogdr']} without, "
+            f"P2P {ch['p2p']}, SHM {ch['shm']}, {len(procs)} processes"
+        )
+
+
+def ancestry(pid):
+    """The PIDs from ``pid`` up to init (/proc/PID/stat's ppid field), or None once ``pid`` is gone."""
+    chain: list[int] = []
+    while pid > 1 and len(chain) < 64:
+        chain.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return None if len(chain) == 1 else chain
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+    return chain
+
+
+def node_name():
+    return os.environ.get("SLURMD_NODENAME") or os.environ.get("NCCLGEN_NODE") or socket.gethostname()
+
+
+def load_spec(arg):
+    if arg.startswith("@"):
+        with open(arg[1:], encoding="utf-8") as fh:
+            arg = fh.read()
+    spec = json.loads(arg)
+    if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
+        raise ValueError(f"a transport spec of version {SPEC_VERSION}")
+    return spec
+
+
+def prepare(spec):
+    """Create the debug file folder (sticky and world-writable like /tmp, so jobs of several users
+    can share a node) and say when NCCL's settings hide the lines the check reads."""
+    pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+    folder = os.path.dirname(pattern)
+    if folder and not os.path.isdir(folder):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            os.chmod(folder, 0o1777)
+        except OSError:
+            pass
+    level = nccllines.debug_level(os.environ.get("NCCL_DEBUG"))
+    mask = nccllines.debug_mask(os.environ.get("NCCL_DEBUG_SUBSYS"))
+    if level < nccllines.LEVELS["INFO"] or not nccllines.shows("complete", mask):
+        return "NCCL_DEBUG/NCCL_DEBUG_SUBSYS hide NCCL's INIT lines (INFO and INIT needed)"
+    if not os.environ.get("NCCL_DEBUG_FILE"):
+        return "NCCL_DEBUG_FILE is not set, so NCCL's lines go to stdout"
+    return None
+
+
+def _forward(child, sig):
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, sig)
+
+
+def stop(child):
+    """SIGTERM to the command's process group, SIGKILL after KILL_GRACE_S."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except OSError:
+            return
+        try:
+            child.wait(KILL_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(spec, command, watch_s=None):
+    """Run ``command`` (or only watch for ``watch_s`` seconds) under the check; the exit status."""
+    node, warn_only = node_name(), spec.get("mode") == "warn"
+    hidden = prepare(spec)
+    if hidden:
+        print(f"ncclgen: transport: node {node}: not checked: {hidden}", file=sys.stderr, flush=True)
+    child = subprocess.Popen(command, start_new_session=True) if command else None
+    if child is not None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda s, _f: _forward(child, s))
+    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=child.pid if child else None)
+    failed = watch(check, child, time.monotonic() + (watch_s or 0.0), stop_on_problem=not warn_only)
+    if failed:
+        return EXIT_PROBLEMS
+    if child is None:
+        return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
+    rc = child.returncode
+    return 128 - rc if rc < 0 else rc
+
+
+def watch(check, child, deadline, stop_on_problem):
+    """Poll until ``child`` ends (or ``deadline`` without one); True when a problem stopped it."""
+    while True:
+        done = child.poll() is not None if child else time.monotonic() >= deadline
+        if check is not None and check.poll() and stop_on_problem:
+            if not check.summarised:
+                check.summary(partial=True)
+            if child is not None:
+                stop(child)
+            return True
+        if done:
+            break
+        time.sleep(POLL_S)
+    if check is not None and not check.summarised:
+        check.summary(partial=True)
+    return False
+
+
+def main(argv):
+    try:
+        spec = load_spec(argv[0])
+        rest = argv[1:]
+        if rest[:1] == ["--"] and len(rest) > 1:
+            return run(spec, rest[1:])
+        if rest[:1] == ["--for"] and len(rest) == 2:
+            return run(spec, None, float(rest[1]))
+        raise ValueError("'-- COMMAND...' or '--for SECONDS' after the spec")
+    except (IndexError, ValueError, OSError, KeyError) as e:
+        print(f"ncclgen: transport: usage: transport.py SPEC|@FILE -- COMMAND...: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

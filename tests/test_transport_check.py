@@ -1,0 +1,162 @@
+"""The transport check (ncclgen/jobside/transport.py) against the NCCL stand-in (tests/nccl_standin.py):
+what NCCL would print on a node that differs from the plan ends the command with status 7 and one line
+per problem; a node as planned runs to the end with one summary line."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHECK = ROOT / "ncclgen/jobside/transport.py"
+STANDIN = ROOT / "tests/nccl_standin.py"
+AFTER_S = 30  # the stand-in "trains" this long after init unless the check stops it
+
+
+def spec(folder, mode="on", **over):
+    s = {
+        "v": 1,
+        "debug_file": f"{folder}/%h.%p.log",
+        "net": "IB",
+        "hcas": ["mlx5_0:1", "mlx5_3:1"],
+        "gdr": True,
+        "nccl": "2.30.7",
+        "plugin": {"package": "aws-ofi-nccl", "min": "1.13.0"},
+        "mode": mode,
+    }
+    s.update(over)
+    return json.dumps(s)
+
+
+def ranks(local=2, nranks=4, first=0):
+    """A node's launch: ``local`` stand-in ranks of ``nranks``, started together (as torchrun would)."""
+    if local == 1:
+        env = [f"RANK={first}", "LOCAL_RANK=0", f"WORLD_SIZE={nranks}", "LOCAL_WORLD_SIZE=1"]
+        return ["env", *env, sys.executable, str(STANDIN)]
+    parts = [
+        f"RANK={first + i} LOCAL_RANK={i} WORLD_SIZE={nranks} LOCAL_WORLD_SIZE={local} {sys.executable} {STANDIN} &"
+        for i in range(local)
+    ]
+    return ["bash", "-c", " ".join(parts) + " wait"]
+
+
+def run(tmp_path, command, fault="", mode="on", env=None, **over):
+    folder = tmp_path / "nccl"
+    e = dict(os.environ)
+    e.update(
+        NCCL_DEBUG="INFO",
+        NCCL_DEBUG_SUBSYS="INIT",
+        NCCL_DEBUG_FILE=f"{folder}/%h.%p.log",
+        NCCLGEN_NODE="node7",
+        NCCLGEN_STANDIN_FAULT=fault,
+        NCCLGEN_STANDIN_AFTER_S=str(AFTER_S),
+    )
+    e.pop("SLURMD_NODENAME", None)
+    e.update(env or {})
+    start = time.monotonic()
+    p = subprocess.run(
+        [sys.executable, str(CHECK), spec(folder, mode, **over), "--", *command],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=AFTER_S * 2,
+    )
+    return p, time.monotonic() - start
+
+
+def failed(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("ncclgen: transport FAILED:")]
+
+
+def test_as_planned_runs_to_the_end(tmp_path):
+    p, _ = run(tmp_path, ranks(), env={"NCCLGEN_STANDIN_AFTER_S": "1"})
+    assert p.returncode == 0, p.stderr
+    assert failed(p.stderr) == []
+    summary = [line for line in p.stderr.splitlines() if line.startswith("ncclgen: transport: node node7: NCCL")]
+    assert summary == [
+        "ncclgen: transport: node node7: NCCL 2.30.7, net IB, plugin -, HCAs mlx5_0:1,mlx5_3:1 (2 of 2 planned), "
+        "NET channels 4 GDRDMA / 0 without, P2P 2, SHM 0, 2 processes"
+    ]
+
+
+@pytest.mark.parametrize(
+    "fault, line",
+    [
+        (
+            "nogdr",
+            "GPUDirect RDMA: expected every NET channel via .../GDRDMA, found 'Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0'",
+        ),
+        ("rail", "HCAs: expected mlx5_0:1,mlx5_3:1, found mlx5_0:1 (not opened: mlx5_3:1)"),
+        ("socket", "net: expected IB, found Socket (NCCL's 'Using network Socket')"),
+        ("version=2.29.7", "NCCL version: expected 2.30.7 (the descriptor's software.nccl), found 2.29.7"),
+    ],
+)
+def test_a_difference_stops_the_node(tmp_path, fault, line):
+    p, took = run(tmp_path, ranks(local=1, nranks=2, first=1), fault=fault)
+    assert p.returncode == 7, p.stderr
+    assert failed(p.stderr)[0] == f"ncclgen: transport FAILED: node node7: {line}"
+    assert took < AFTER_S / 2  # the command was stopped, not waited for
+
+
+def test_old_plugin(tmp_path):
+    plugin = {"NCCLGEN_STANDIN_PLUGIN": "Libfabric:aws-ofi-nccl:1.12.1-aws"}
+    p, _ = run(tmp_path, ranks(local=1), env=plugin, net="Libfabric", hcas=[])
+    assert p.returncode == 7
+    assert failed(p.stderr) == [
+        "ncclgen: transport FAILED: node node7: plugin version: expected aws-ofi-nccl >= 1.13.0, found 1.12.1-aws"
+    ]
+
+
+def test_warn_mode_reports_and_continues(tmp_path):
+    p, took = run(tmp_path, ranks(), fault="nogdr", mode="warn", env={"NCCLGEN_STANDIN_AFTER_S": "1"})
+    assert p.returncode == 0
+    assert len(failed(p.stderr)) == 1 and "GPUDirect RDMA" in p.stderr
+    assert took >= 1
+
+
+def test_warn_lines_are_forwarded_unchanged(tmp_path):
+    p, _ = run(tmp_path, ranks(local=1, nranks=1), fault="warn", env={"NCCLGEN_STANDIN_AFTER_S": "0"})
+    warns = [line for line in p.stderr.splitlines() if " NCCL WARN " in line]
+    assert len(warns) == 1 and warns[0].endswith("[0] misc/standin.cc:1 (standin) NCCL WARN NET/IB : stand-in warning")
+
+
+def test_the_commands_status_is_kept(tmp_path):
+    # NCCL_NET names a net nothing registers: NCCL (and the stand-in) fail init with status 1
+    p, _ = run(tmp_path, ranks(local=1, nranks=1), env={"NCCL_NET": "Nope"})
+    assert p.returncode == 1
+    assert "NCCL WARN Failed to initialize any NET plugin" in p.stderr
+
+
+def test_hidden_lines_are_said_not_checked(tmp_path):
+    p, _ = run(
+        tmp_path, ranks(local=1, nranks=2), fault="nogdr", env={"NCCL_DEBUG": "WARN", "NCCLGEN_STANDIN_AFTER_S": "0"}
+    )
+    assert p.returncode == 0
+    assert "ncclgen: transport: node node7: not checked: NCCL_DEBUG/NCCL_DEBUG_SUBSYS hide" in p.stderr
+    p, _ = run(tmp_path, ranks(local=1, nranks=2), env={"NCCL_DEBUG_SUBSYS": "NET", "NCCLGEN_STANDIN_AFTER_S": "0"})
+    assert "not checked" in p.stderr
+
+
+def test_other_processes_files_are_not_read(tmp_path):
+    """A process of another job on the node (alive, not under this check) writes a bad file there."""
+    folder = tmp_path / "nccl"
+    folder.mkdir()
+    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log", NCCLGEN_STANDIN_FAULT="nogdr")
+    env.update(RANK="0", WORLD_SIZE="2", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", NCCLGEN_STANDIN_AFTER_S="20")
+    other = subprocess.Popen([sys.executable, str(STANDIN)], env=env)
+    try:
+        p, _ = run(tmp_path, ranks(local=1, nranks=2, first=1), env={"NCCLGEN_STANDIN_AFTER_S": "1"})
+    finally:
+        other.kill()
+        other.wait()
+    assert p.returncode == 0, p.stderr
+    assert "1 processes" in p.stderr
+
+
+def test_bad_spec_is_a_usage_error(tmp_path):
+    p = subprocess.run([sys.executable, str(CHECK), '{"v": 99}', "--", "true"], capture_output=True, text=True)
+    assert p.returncode == 2 and "usage" in p.stderr
