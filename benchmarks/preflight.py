@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import sysfs_fixtures  # noqa: E402  (tests/ is not a package)
 
 from ncclgen import jobside  # noqa: E402
-from ncclgen.cli.common import make_plan  # noqa: E402
+from ncclgen.pipeline import make_plan, request  # noqa: E402
 from ncclgen.plan import preflight  # noqa: E402
 
 GOAL_S = 1.0
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                     sys.executable,
                     "-c",
                     program,
-                    preflight.encode(preflight.spec(make_plan("local-ci", 3, "verl-sft", None, (), False))),
+                    preflight.encode(preflight.spec(make_plan(request("local-ci", 3, "verl-sft", None, (), False)))),
                 ],
                 {**base_env, "NCCLGEN_PREFLIGHT_DEV": str(dev)},
             ),
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                     sys.executable,
                     "-c",
                     program,
-                    preflight.encode(preflight.spec(make_plan("h100-ib", 3, "verl-sft", None, (), False))),
+                    preflight.encode(preflight.spec(make_plan(request("h100-ib", 3, "verl-sft", None, (), False)))),
                 ],
                 {**base_env, "NCCLGEN_PREFLIGHT_SYSFS": str(dgx / "sys"), "NCCLGEN_PREFLIGHT_DEV": str(dev)},
             ),

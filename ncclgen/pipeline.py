@@ -1,8 +1,8 @@
 """load -> plan -> lint: the one way a command turns what the user typed into a Plan to render.
 
-CLI commands, tests and benchmarks call `make_plan(Request(...))`; renderers take the Plan it returns
-(which carries the Request, so `Regenerate:` lines and `ncclgen.io/explain` annotations repeat what the
-user typed, a descriptor file included).
+CLI commands, tests and benchmarks call `make_plan(request(...))` (request() fills in the project
+defaults); renderers take the Plan it returns (which carries the Request, so `Regenerate:` lines and
+`ncclgen.io/explain` annotations repeat what the user typed, a descriptor file included).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ def request(
     cluster: str | None = None,
     tier: int | None = None,
     workload: str | None = None,
-    *,
     nodes: int | None = None,
     sets: tuple[str, ...] = (),
     debug: bool = False,
+    *,
     target: str = "host",
     extra_args: tuple[str, ...] = (),
     unchecked_sets: tuple[str, ...] = (),
@@ -97,31 +97,3 @@ def check_program_env(p: Plan, debug: bool) -> None:
             f"{what}: cannot take effect: verl {verl.versions_in(wl.verl)[-1]} sets "
             f"{e.name}={f['value']} at import ({f['where']}), after the job's environment"
         )
-
-
-def plan_for(
-    cluster: str | None = None,
-    tier: int | None = None,
-    workload: str | None = None,
-    nodes: int | None = None,
-    sets: tuple[str, ...] = (),
-    debug: bool = False,
-    *,
-    target: str = "host",
-    extra_args: tuple[str, ...] = (),
-    unchecked_sets: tuple[str, ...] = (),
-) -> Plan:
-    """`make_plan(request(...))` in one call: what the CLI, tests and benchmarks use."""
-    return make_plan(
-        request(
-            cluster,
-            tier,
-            workload,
-            nodes=nodes,
-            sets=sets,
-            debug=debug,
-            target=target,
-            extra_args=extra_args,
-            unchecked_sets=unchecked_sets,
-        )
-    )

@@ -14,7 +14,7 @@ import pytest
 from ncclgen import plan
 from ncclgen.cli import main
 from ncclgen.load import descriptor, workload
-from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.pipeline import make_plan, request
 from ncclgen.plan import rules
 
 CLUSTERS = sorted(descriptor.available())
@@ -50,7 +50,7 @@ def run_cli(*args, cwd=None, env=None):
 def test_tiers_are_cumulative_and_every_value_is_explained(cluster, wl):
     from ncclgen.lint import knowledge
 
-    plans = [make_plan(cluster, t, wl, None, (), False) for t in (1, 2, 3)]
+    plans = [make_plan(request(cluster, t, wl, None, (), False)) for t in (1, 2, 3)]
     for lower, higher in itertools.pairwise(plans):
         assert set(names(lower)) <= set(names(higher))
     for e in plans[2].env:
@@ -279,7 +279,7 @@ def test_json_format_round_trips_the_plan():
     _, out, _ = run_cli("env", "--tier", "3", "--format", "json")
     doc = json.loads(out)
     assert doc["tier"] == 3 and doc["cluster"] == "h100-ib"
-    assert {e["name"]: e["value"] for e in doc["env"]} == make_plan(None, 3, None, None, (), False).env_dict()
+    assert {e["name"]: e["value"] for e in doc["env"]} == make_plan(request(None, 3, None, None, (), False)).env_dict()
     assert all(e["reason"] and e["source"] for e in doc["env"])
 
 

@@ -268,8 +268,8 @@ def test_gate_refuses_a_host_interface_set_for_a_pod():
     from ncclgen import pipeline
 
     with pytest.raises(UserError, match=r"NG017|only the gcp-a3-mega host"):
-        pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="pod")
-    pipeline.plan_for("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="host")
+        pipeline.make_plan(pipeline.request("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="pod"))
+    pipeline.make_plan(pipeline.request("gcp-a3-mega", sets=("NCCL_SOCKET_IFNAME==enp0s12",), target="host"))
 
 
 def test_pyxis_container_gets_the_tcpxo_folder_mounted():

@@ -23,8 +23,8 @@ import pytest
 import sysfs_fixtures as sf
 
 from ncclgen import jobside
-from ncclgen.cli.common import make_plan
 from ncclgen.jobside import preflight as pf
+from ncclgen.pipeline import make_plan, request
 from ncclgen.plan import preflight as spec_mod
 
 GIB = 1 << 30
@@ -68,7 +68,7 @@ def fake_bin(root: Path, *names: str) -> None:
 
 
 def plan(cluster="h100-ib", tier=3, workload="verl-sft", sets=()):
-    return make_plan(cluster, tier, workload, None, tuple(sets), False)
+    return make_plan(request(cluster, tier, workload, None, tuple(sets), False))
 
 
 def h100_spec(**kw):

@@ -29,7 +29,7 @@ from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.load import descriptor
 from ncclgen.load import workload as workloadmod
-from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.pipeline import make_plan, request
 from ncclgen.plan import launch, preflight
 from ncclgen.render import k8s as render_k8s
 
@@ -51,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @functools.cache
 def plan_for(cluster, tier, workload, nodes=None, sets=(), debug=False, unchecked_sets=()):
-    return make_plan(cluster, tier, workload, nodes, sets, debug, unchecked_sets=unchecked_sets)
+    return make_plan(request(cluster, tier, workload, nodes, sets, debug, unchecked_sets=unchecked_sets))
 
 
 def docs_of(text: str) -> list[dict]:
@@ -367,7 +367,7 @@ def test_efa_requests_efa_devices_not_rdma(tmp_path):
     doc["kubernetes"]["resources"]["memory"] = 34359738368  # 32 GiB, as in the EKS EFA example
     path = tmp_path / "aws-p5.yaml"
     path.write_text(yaml.safe_dump(doc))
-    p = make_plan(str(path), 2, "verl-sft", None, (), False)
+    p = make_plan(request(str(path), 2, "verl-sft", None, (), False))
     docs = render_k8s.documents(p)
     for d in docs:
         kv.validate(d)
@@ -552,7 +552,7 @@ def test_hostile_set_values_and_args_stay_single_scalars(tmp_path, capsys):
     path = tmp_path / "hostile.yaml"
     path.write_text(yaml.safe_dump(wl))
     sets = [f"NCCLGEN_TEST_{i}={v}" for i, v in enumerate(HOSTILE)]
-    p = make_plan("local-ci", 3, str(path), None, (), False, unchecked_sets=tuple(sets))
+    p = make_plan(request("local-ci", 3, str(path), None, (), False, unchecked_sets=tuple(sets)))
     text = render_k8s.render(p, kind="pytorchjob")
     docs = docs_of(text)
     job = job_of(docs)
@@ -576,7 +576,7 @@ def test_hostile_args_in_rayjob_entrypoint(tmp_path):
     wl["command"] = ["python3", "-m", "x", *HOSTILE]
     path = tmp_path / "hostile-ray.yaml"
     path.write_text(yaml.safe_dump(wl))
-    p = make_plan("h100-ib", 1, str(path), None, (), False)
+    p = make_plan(request("h100-ib", 1, str(path), None, (), False))
     assert driver_argv(docs_of(render_k8s.render(p))) == list(p.launch.command)
 
 
@@ -818,7 +818,7 @@ def test_ray_pytorchjob_scripts_bring_up_ray_and_bind(tmp_path):
         "command": ["python3", str(ROOT / "tests" / "e2e" / "ray_driver.py"), str(out), "2", "4"],
     }
     (tmp_path / "wl.yaml").write_text(yaml.safe_dump(wl))
-    p = make_plan("local-ci", 3, str(tmp_path / "wl.yaml"), None, (), False)
+    p = make_plan(request("local-ci", 3, str(tmp_path / "wl.yaml"), None, (), False))
     # A free GCS port: other Ray clusters may run on this machine.
     p = dataclasses.replace(p, launch=dataclasses.replace(p.launch, ray_port=_free_port(), ray_ready_timeout_s=240))
     docs = render_k8s.documents(p, kind="pytorchjob")

@@ -34,7 +34,7 @@ from ncclgen.cli import main
 from ncclgen.errors import UserError
 from ncclgen.jobside import raybind, raywait
 from ncclgen.load import cpuset, descriptor, workload
-from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.pipeline import make_plan, request
 from ncclgen.plan import preflight
 from ncclgen.render import slurm as render_slurm
 
@@ -147,7 +147,7 @@ def test_every_render_exports_exactly_the_plan_env(matrix):
     for (cluster, tier, wl), path in matrix.items():
         if wl not in ("verl-grpo-qwen2-7b", "verl-sft"):  # same template code for the others
             continue
-        want = make_plan(cluster, tier, wl, None, (), False).env_dict()
+        want = make_plan(request(cluster, tier, wl, None, (), False)).env_dict()
         assert bash_env(env_section(path.read_text())) == want, (cluster, tier, wl)
 
 
@@ -465,7 +465,7 @@ def local_ci(capsys, tmp_path, launcher: str, command: list[str], sets=(), monit
     )
     args = ["--cluster", "local-ci", "--tier", "3", "--workload", str(wl)]
     args += [a for s in sets for a in ("--set", s)] + ["--monitor"] * monitor
-    return render(capsys, *args), make_plan("local-ci", 3, str(wl), None, tuple(sets), False)
+    return render(capsys, *args), make_plan(request("local-ci", 3, str(wl), None, tuple(sets), False))
 
 
 HOSTILE_ARGV = [
@@ -787,7 +787,7 @@ def test_slurm_reads_a_hostile_job_name_byte_exact(slurm_cluster, tmp_path):
 
 def test_hook_map_parses_like_ncclgen_cpuset():
     for cluster in CLUSTERS:
-        p = make_plan(cluster, 3, "verl-sft", None, (), False)
+        p = make_plan(request(cluster, 3, "verl-sft", None, (), False))
         parsed = raybind.parse_map(render_slurm.launchmod.gpu_cpu_map(p.binding))
         assert parsed == {str(b.gpu): cpuset.parse(b.cpus) for b in p.binding}, cluster
     for bad in ("", "0", "x=1", "0=a", "0=3-1", "0=1-"):

@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from ncclgen.load import cpuset, descriptor
-from ncclgen.pipeline import plan_for as make_plan
+from ncclgen.pipeline import make_plan, request
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -97,7 +97,7 @@ def _render(workload: Path, tmp_path: Path, *extra: str) -> Path:
 
 
 def _plan(workload: Path):
-    return make_plan(CLUSTER, TIER, str(workload), None, SETS, False)
+    return make_plan(request(CLUSTER, TIER, str(workload), None, SETS, False))
 
 
 def _log(cwd: Path, job: str) -> str:

@@ -104,17 +104,17 @@ def test_the_timeout_that_applies_is_verls_own():
 
 
 def test_a_variable_verl_overwrites_at_import_is_refused():
-    from ncclgen.pipeline import plan_for
+    from ncclgen.pipeline import make_plan, request
 
     with pytest.raises(
         UserError,
         match=r"--debug: cannot take effect: .*NCCL_DEBUG=WARN at import "
         r"\(verl/trainer/sft_trainer.py:21\)",
     ):
-        plan_for("h100-ib", 1, "verl-sft", debug=True)
+        make_plan(request("h100-ib", 1, "verl-sft", debug=True))
     with pytest.raises(UserError, match=r"NCCL_DEBUG=INFO \(--set\): cannot take effect"):
-        plan_for("h100-ib", 1, "verl-sft", sets=("NCCL_DEBUG=INFO",))
-    assert plan_for("h100-ib", 1, "verl-grpo-qwen2-7b", debug=True).env_dict()["NCCL_DEBUG"] == "INFO"
+        make_plan(request("h100-ib", 1, "verl-sft", sets=("NCCL_DEBUG=INFO",)))
+    assert make_plan(request("h100-ib", 1, "verl-grpo-qwen2-7b", debug=True)).env_dict()["NCCL_DEBUG"] == "INFO"
 
 
 # -- workloads ----------------------------------------------------------------------------------------

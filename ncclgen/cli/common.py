@@ -6,7 +6,7 @@ import click
 import click.shell_completion
 
 from .. import pipeline
-from ..plan import TARGETS, Plan
+from ..plan import TARGETS, Plan, Request
 
 
 def complete_cluster(ctx, param, incomplete):
@@ -79,22 +79,26 @@ def target_option(f):
     )(f)
 
 
-def make_plan(cluster, tier, workload, nodes, sets, debug, extra_args=(), target="host", unchecked_sets=()) -> Plan:
-    """load -> plan -> lint for the options above (ARGS: per-run arguments, plan/overrides.py); lint's
-    warnings and infos about the plan go to stderr, one line each."""
+def request_from(params: dict) -> Request:
+    """The pipeline Request for plan_options' (and target_option's) parameters, popped from ``params``."""
+    return pipeline.request(
+        params.pop("cluster"),
+        params.pop("tier"),
+        params.pop("workload"),
+        params.pop("nodes"),
+        tuple(params.pop("sets")),
+        params.pop("debug"),
+        target=params.pop("target", "host"),
+        extra_args=tuple(params.pop("extra_args")),
+        unchecked_sets=tuple(params.pop("unchecked_sets")),
+    )
+
+
+def make_plan(req: Request) -> Plan:
+    """pipeline.make_plan, then lint's warnings and infos about the plan on stderr, one line each."""
     from ..lint.gate import advisories
 
-    plan = pipeline.plan_for(
-        cluster,
-        tier,
-        workload,
-        nodes,
-        sets,
-        debug,
-        target=target,
-        extra_args=extra_args,
-        unchecked_sets=unchecked_sets,
-    )
+    plan = pipeline.make_plan(req)
     for line in advisories(plan):
         click.echo(line, err=True)
     return plan

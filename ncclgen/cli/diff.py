@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from ..plan.diff import diff_json, render_diff
-from .common import make_plan, plan_options
+from .common import make_plan, plan_options, request_from
 
 
 @click.command()
@@ -20,7 +22,7 @@ from .common import make_plan, plan_options
     show_default=True,
     help="text: for a reviewer; json: for tools (both sides, reasons, sources).",
 )
-def diff(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args, vs_tier, vs_cluster, fmt):
+def diff(vs_tier, vs_cluster, fmt, **params):
     """Which variables a change of tier or descriptor adds, removes or changes, each with its reason.
 
     The first side is --cluster/--tier, the second the same with --vs-tier and/or --vs-cluster
@@ -34,9 +36,8 @@ def diff(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args
     """
     if vs_tier is None and vs_cluster is None:
         raise click.UsageError("give --vs-tier and/or --vs-cluster: the side to compare with")
-    a = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, unchecked_sets=unchecked_sets)
-    b = make_plan(
-        vs_cluster or cluster, vs_tier or tier, workload, nodes, sets, debug, extra_args, unchecked_sets=unchecked_sets
-    )
-    names = (cluster or a.cluster.name, vs_cluster or cluster or b.cluster.name)
+    req = request_from(params)
+    a = make_plan(req)
+    b = make_plan(dataclasses.replace(req, cluster=vs_cluster or req.cluster, tier=vs_tier or req.tier))
+    names = (req.cluster, vs_cluster or req.cluster)
     click.echo((render_diff if fmt == "text" else diff_json)(a, b, names), nl=False)

@@ -15,7 +15,7 @@ from ..output import emit
 from ..plan import launch
 from ..plan.build import prepends
 from ..render import shell
-from .common import make_plan, plan_options, target_option
+from .common import make_plan, plan_options, request_from, target_option
 
 # Every character str.splitlines breaks a line at: a line-oriented reader of a dotenv file may too.
 _LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -85,28 +85,28 @@ def _one_line(text: str) -> str:
     type=click.Path(dir_okay=False),
     help="Write here instead of stdout, atomically: one complete file (the last writer's), never a partial or mixed one.",
 )
-def env(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args, target, fmt, output):
+def env(fmt, output, **params):
     """Print the plan's environment.
 
     \b
     Example:
       ncclgen env --cluster h100-ib --tier 2 > nccl.env && source nccl.env
     """
-    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target, unchecked_sets)
+    plan = make_plan(request_from(params))
     emit(format_env(plan, fmt), output)
 
 
 @click.command()
 @plan_options
 @target_option
-def explain(cluster, tier, workload, nodes, sets, unchecked_sets, debug, extra_args, target):
+def explain(**params):
     """Every variable with its value, tier, reason and source; the binding per local rank; the launch.
 
     \b
     Example:
       ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft
     """
-    plan = make_plan(cluster, tier, workload, nodes, sets, debug, extra_args, target, unchecked_sets)
+    plan = make_plan(request_from(params))
     click.echo(render_explain(plan), nl=False)
 
 

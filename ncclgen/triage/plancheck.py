@@ -32,7 +32,7 @@ def plan_env(cluster, tier, workload, regenerate: str | None) -> tuple[dict[str,
     else:
         return None
     try:
-        plan = pipeline.plan_for(cluster, tier, workload)
+        plan = pipeline.make_plan(pipeline.request(cluster, tier, workload))
     except UserError as exc:
         raise UserError(f"the plan to check against does not load ({origin}): {exc.message}") from None
     return plan.env_dict(), origin
