@@ -585,7 +585,7 @@ WARNINGS = {
         'nccl: "2.30.7"',
         'nccl: "2.33.1"',
         "software.nccl",
-        "NCCL 2.33.1 is newer than ncclgen's knowledge base (NCCL 2.32.3)",
+        "NCCL 2.33.1 is newer than ncclgen's knowledge base (NCCL 2.32.6)",
         'nccl: "2.33.1"',
     ),
 }

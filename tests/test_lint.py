@@ -495,7 +495,9 @@ def test_seed_article_flags_every_false_or_misleading_setting(at_root, capsys):
 def test_clean_input_exits_0_and_stdin_works(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", type("In", (), {"buffer": __import__("io").BytesIO(b"NCCL_DEBUG=WARN\n")})())
     assert main(["lint", "-"]) == 0
-    assert "<stdin>: 1 variable(s) checked against NCCL 2.32.3: 0 error(s)" in capsys.readouterr().out
+    assert (
+        "<stdin>: 1 variable(s) checked against NCCL 2.32.6 and PyTorch 2.15.0: 0 error(s)" in capsys.readouterr().out
+    )
 
 
 def test_bad_input_exits_2_with_one_line_and_no_traceback(tmp_path):
@@ -535,22 +537,22 @@ def test_lint_uses_the_project_cluster_and_says_so(tmp_path, monkeypatch, capsys
     monkeypatch.delenv("NCCLGEN_CLUSTER", raising=False)
     (tmp_path / "job.env").write_text("NCCL_IB_HCA=mlx5\n")
     assert main(["lint", "job.env"]) == 0  # no project: the KB's newest NCCL, no HCAs to match
-    assert "checked against NCCL 2.32.3:" in capsys.readouterr().out
+    assert "checked against NCCL 2.32.6 and PyTorch 2.15.0:" in capsys.readouterr().out
     (tmp_path / "ncclgen.yaml").write_text("cluster: h100-ib\n")
     assert main(["lint", "job.env"]) == 1
     out = capsys.readouterr().out
     assert "error NG012" in out and "selects storage/in-band NIC(s)" in out
-    assert "checked against h100-ib (NCCL 2.30.7, from ncclgen.yaml):" in out
+    assert "checked against h100-ib (NCCL 2.30.7, PyTorch 2.13.0, from ncclgen.yaml):" in out
     monkeypatch.setenv("NCCLGEN_CLUSTER", "local-ci")
     main(["lint", "job.env"])
-    assert "checked against local-ci (NCCL 2.30.7, from NCCLGEN_CLUSTER):" in capsys.readouterr().out
+    assert "checked against local-ci (NCCL 2.30.7, PyTorch 2.13.0, from NCCLGEN_CLUSTER):" in capsys.readouterr().out
     assert main(["lint", "--cluster", "h100-ib", "job.env"]) == 1  # the flag wins, and needs no origin
-    assert "checked against h100-ib (NCCL 2.30.7):" in capsys.readouterr().out
+    assert "checked against h100-ib (NCCL 2.30.7, PyTorch 2.13.0):" in capsys.readouterr().out
 
 
 def test_names_of_newer_and_older_releases_follow_the_target_version():
     """A 2.32.3 name is fine for 2.32.3 and too new for 2.30.7; a name 2.32.3 dropped is the reverse."""
-    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"})) == []  # the KB's NCCL: 2.32.3
+    assert codes(run({"NCCL_IB_RAIL_POLICY": "x"})) == []  # the KB's newest NCCL
     assert codes(run({"NCCL_IB_RAIL_POLICY": "x"}, H100)) == [("NG014", "error")]  # h100-ib: 2.30.7
     assert codes(run({"NCCL_NET_GDR_MLOPART": "1"})) == [("NG003", "error")]
     assert codes(run({"NCCL_NET_GDR_MLOPART": "1"}, H100)) == [("NG003", "info")]

@@ -60,6 +60,7 @@ CONDITIONS: dict[str, Callable[[object], str]] = {
     "nccl_min": lambda v: f"NCCL >= {v}",
     "nccl_below": lambda v: f"NCCL < {v}",
     "torch_below": lambda v: f"PyTorch < {v}",
+    "torch_min": lambda v: f"PyTorch >= {v}",
     "launcher": lambda v: f"workload launcher is {_or(v)}",
     "framework": lambda v: f"workload framework is {_or(v)}",
     "backend": lambda v: f"workload backend is {_or(v)}",

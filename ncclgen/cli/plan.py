@@ -110,6 +110,16 @@ def explain(**params):
     click.echo(render_explain(plan), nl=False)
 
 
+def _backend_line(p) -> str:
+    """Which class init_process_group(backend="nccl") builds for the cluster's PyTorch and the plan's env."""
+    from ..lint.knowledge import nccl_backend
+
+    torch = p.cluster.software.torch
+    use = next((e.value for e in p.env if e.name == "TORCH_DIST_USE_NCCL2"), None)
+    cls, why = nccl_backend(torch, use)
+    return f"PyTorch 'nccl' backend: {cls} ({why})"
+
+
 def render_explain(p) -> str:
     wrap = textwrap.TextWrapper(width=100, initial_indent="    why: ", subsequent_indent="         ")
     out = [header(p), "", "ENVIRONMENT"]
@@ -157,6 +167,7 @@ def render_explain(p) -> str:
         out.append(f"  driver (once, head node): {cmd}")
     for note in la.per_run:
         out.append(f"  per-run (-- ARGS): {note}")
+    out.append("  " + _backend_line(p))
     wl = p.workload
     if wl.setup:
         out.append("  setup (every node, before the launch): " + "; ".join(wl.setup))

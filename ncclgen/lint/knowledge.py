@@ -1,8 +1,8 @@
 """What NCCL, PyTorch and the plugins around them really read: one record per environment variable.
 
 The facts are data (ncclgen/data/kb/*.tsv, read from NCCL v2.30.7-1 source, the libnccl of every PyPI
-release 2.28.3-2.32.3 (nccl-releases.tsv, tools/nccl_wheel_names.py) and PyTorch 2.13.0, each row citing
-its source); this module loads them once and holds the logic that interprets them: value syntax
+release in nccl-releases.tsv (tools/nccl_wheel_names.py) and the PyTorch wheels in torch-releases.tsv
+(tools/torch_wheel_names.py), each row citing its source); this module loads them once and holds the logic that interprets them: value syntax
 (NCCL's strtoll integers, level names, protocol lists, the NCCL_IB_HCA / NCCL_SOCKET_IFNAME grammar)
 and version windows. The linter, the rules and `doctor` all ask here, so they cannot disagree.
 
@@ -11,7 +11,7 @@ TSV columns (tab-separated, '#' lines are comments, '|' separates choices, ',' s
   size | bool | enum | list | string), default (the value used when unset; empty = auto/unset/not
   pinned), min, max (for hca-list/ifname-list syntax: the maximum number of entries), choices,
   syntax (none | hca-list | ifname-list | proto-list | caret-list), first_version, last_version (last
-  release that reads it; empty = still read), status (active | deprecated | removed | invented | dead),
+  release that reads it; empty = still read; NCCL releases for reader nccl, PyTorch releases for torch), status (active | deprecated | removed | invented | dead),
   replacement (NAME: a rename or alias taking the same values; NAME=V or text with '{value}', the
   linted value; 'none: why'; 'see NAME: why': a successor taking different values, so no fix line),
   scope (any | socket | ib | roce | infiniband | plugin:<names> | contrib:<name>), managed_by, documented, meaning_verified (no = meaning derived
@@ -30,10 +30,18 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from .. import datapaths
+from .releases import (  # noqa: F401  (the knowledge base's public names: callers ask here)
+    KB_COVERS,
+    KB_VERSIONS,
+    REFRESH,
+    beyond_knowledge,
+    compare_versions,
+    nccl_backend,
+    older_than_knowledge,
+    torch_alias_of,
+    version_tuple,
+)
 
-# The newest releases the knowledge base covers: NCCL from the PyPI wheels (data/kb/nccl-releases.tsv,
-# whose newest column this must be), PyTorch from its 2.13.0 wheel.
-KB_VERSIONS = {"nccl": "2.32.3", "torch": "2.13.0"}
 KB_FILES = ("nccl.tsv", "nccl-history.tsv", "torch.tsv", "other.tsv")
 COLUMNS = (
     "name",
@@ -192,36 +200,21 @@ def suggest(name: str) -> list[str]:
     return difflib.get_close_matches(name, real, n=3, cutoff=0.8)
 
 
-def version_tuple(v: str) -> tuple[int, ...]:
-    """'2.30.7' -> (2, 30, 7); a leading 'v' and a '-N' package suffix ('v2.30.7-1') are dropped."""
-    text = v.strip()
-    text = text[1:] if text[:1] in ("v", "V") else text
-    text = text.split("-", 1)[0]
-    if not re.fullmatch(r"\d+(\.\d+)*", text):
-        raise ValueError(f"not a version: {v!r}")
-    return tuple(int(p) for p in text.split("."))
+def read_in(info: VarInfo, nccl_version: str, torch_version: str | None = None) -> bool:
+    """Whether the release of the name's reader reads it (its version window; invented names never):
+    NCCL ``nccl_version`` for libnccl's names, PyTorch ``torch_version`` (when given) for PyTorch's.
 
-
-def compare_versions(a: str, b: str) -> int:
-    """-1/0/1, comparing on the common prefix, so '2.17' means any 2.17.x (a descriptor may give only major.minor)."""
-    ta, tb = version_tuple(a), version_tuple(b)
-    n = min(len(ta), len(tb))
-    return (ta[:n] > tb[:n]) - (ta[:n] < tb[:n])
-
-
-def read_in(info: VarInfo, nccl_version: str) -> bool:
-    """Whether NCCL ``nccl_version`` reads the name (its version window; invented names never).
-
-    Variables of other readers (PyTorch, plugins, CUDA) are not gated by the NCCL version: True.
-    A 'dead' knob is read into a parameter that nothing uses; the linter reports that separately.
+    Variables of other readers (plugins, CUDA) are not gated by a version: True. A 'dead' knob is read
+    into a parameter that nothing uses; the linter reports that separately.
     """
     if info.status == "invented":
         return False
-    if info.reader != "nccl":
+    version = {"nccl": nccl_version, "torch": torch_version}.get(info.reader)
+    if version is None:
         return True
-    if info.first_version and compare_versions(nccl_version, info.first_version) < 0:
+    if info.first_version and compare_versions(version, info.first_version) < 0:
         return False
-    return not (info.last_version and compare_versions(nccl_version, info.last_version) > 0)
+    return not (info.last_version and compare_versions(version, info.last_version) > 0)
 
 
 # -- value syntax -----------------------------------------------------------------------------------

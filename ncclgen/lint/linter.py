@@ -18,7 +18,16 @@ from . import knowledge as kb
 from . import pairs as two
 from .findings import CODES, SEVERITIES, Finding, _order, counts, format_json, format_text
 from .knowledge import matches, parse_if_list
-from .rules import PREFIXES, _case_fix, _case_message, _name_findings, _scope_findings, _Target, _value_findings
+from .rules import (
+    PREFIXES,
+    TORCH_PREFIXES,
+    _case_fix,
+    _case_message,
+    _name_findings,
+    _scope_findings,
+    _Target,
+    _value_findings,
+)
 
 if TYPE_CHECKING:  # descriptor is only needed with --cluster; keep `ncclgen lint` imports light
     from ..load.descriptor import Descriptor
@@ -86,16 +95,7 @@ def lint_pairs(
         values[name], lines[name] = value, line
         info = kb.lookup(name)
         if info is None:
-            sug = kb.suggest(name)
-            who = f"NCCL {kb.KB_VERSIONS['nccl']}, PyTorch {kb.KB_VERSIONS['torch']} or any plugin ncclgen knows"
-            raw.append(
-                (
-                    "NG001",
-                    "error" if name.startswith("NCCL_") else "warning",
-                    f"{name} is not read by {who}{did_you_mean(name, sug)}",
-                    f"use {sug[0]}" if sug else "remove it",
-                )
-            )
+            raw.append(_unknown_finding(name, t))
         else:
             named = _name_findings(info, value, t)
             if target == "pod" and cluster is not None:
@@ -116,6 +116,35 @@ def lint_pairs(
         for f in two._socket_product(values, lines) + two._combination_findings(values, lines, t)
     ]
     return sorted(out, key=_order)
+
+
+def _unknown_finding(name: str, t: _Target) -> tuple:
+    """NG001 for a name the knowledge base does not hold, judged against the releases in hand: beyond the
+    releases the knowledge base read it is a warning that says so and how to refresh, never 'not read'."""
+    reader = "torch" if name.startswith(TORCH_PREFIXES) else "nccl" if name.startswith("NCCL_") else None
+    version = {"nccl": t.nccl, "torch": t.torch}.get(reader or "")
+    product = {"nccl": "NCCL", "torch": "PyTorch"}.get(reader or "", "")
+    # NCCL's rows carry its history back to v1 (source tags); PyTorch's start at the oldest wheel read.
+    older = reader == "torch" and kb.older_than_knowledge(reader, version)
+    if reader and (kb.beyond_knowledge(reader, version) or older):
+        covers = kb.KB_COVERS[reader]
+        return (
+            "NG001",
+            "warning",
+            f"{name} is unknown to ncclgen's knowledge (covers {product} {covers[0]} to {covers[-1]}; "
+            f"{t.cluster.name if t.cluster else 'the target'} declares {product} {version}), so it is not checked",
+            kb.REFRESH[reader] + f", or check {product} {version}'s release notes",
+        )
+    sug = kb.suggest(name)
+    who = f"NCCL {t.nccl}, PyTorch {t.torch} or any plugin ncclgen knows"
+    if t.cluster is not None:
+        who = f"{t.cluster.name}'s {who}"
+    return (
+        "NG001",
+        "error" if name.startswith("NCCL_") else "warning",
+        f"{name} is not read by {who}{did_you_mean(name, sug)}",
+        f"use {sug[0]}" if sug else "remove it",
+    )
 
 
 def lint_environ(environ: Mapping[str, str], cluster: Descriptor | None = None) -> list[Finding]:
@@ -213,4 +242,8 @@ def _parse_groups_uncached(text: str, name: str) -> tuple[list[list], list]:
 
 
 def target_label(cluster: Descriptor | None) -> str:
-    return _Target(cluster).where
+    """'h100-ib (NCCL 2.30.7, PyTorch 2.13.0)', or the newest releases the knowledge base covers."""
+    t = _Target(cluster)
+    if cluster is not None:
+        return f"{cluster.name} (NCCL {t.nccl}, PyTorch {t.torch})"
+    return f"NCCL {t.nccl} and PyTorch {t.torch}"

@@ -14,7 +14,20 @@ if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
 
 # Prefixes worth checking even when the name is unknown; other names (PATH, HF_HOME) are not ours.
-PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_FR_", "GLOO_", "UCX_", "FI_", "SHARP_", "CUDA_DEVICE_")
+PREFIXES = (
+    "NCCL_",
+    "TORCH_NCCL_",
+    "TORCH_NCCL2_",
+    "TORCH_FR_",
+    "TORCH_DIST_",
+    "TORCH_WATCHDOG_",
+    "GLOO_",
+    "UCX_",
+    "FI_",
+    "SHARP_",
+    "CUDA_DEVICE_",
+)
+TORCH_PREFIXES = ("TORCH_",)
 NET_PLUGINS = ("aws-ofi-nccl", "gib", "tcpx", "tcpxo", "rdma-sharp")  # descriptor network.net_plugin
 VERBS_FABRICS = ("infiniband", "roce")
 SOCKET_IRRELEVANT = ("infiniband", "roce", "efa")  # fabrics whose GPU traffic never uses NCCL's Socket
@@ -25,13 +38,24 @@ NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class _Target:
-    """What the findings are judged against: the cluster's NCCL and fabric, or the KB's NCCL alone."""
+    """What the findings are judged against: the cluster's NCCL, PyTorch and fabric, or the newest NCCL and
+    PyTorch the knowledge base covers."""
 
     def __init__(self, cluster: Descriptor | None):
         self.cluster = cluster
         self.nccl = cluster.software.nccl if cluster else kb.KB_VERSIONS["nccl"]
+        self.torch = cluster.software.torch if cluster else kb.KB_VERSIONS["torch"]
         self.fabric = cluster.network.fabric if cluster else None
         self.where = f"{cluster.name} (NCCL {self.nccl})" if cluster else f"NCCL {self.nccl}"
+        self.torch_where = f"{cluster.name} (PyTorch {self.torch})" if cluster else f"PyTorch {self.torch}"
+
+    def release(self, info: kb.VarInfo) -> tuple[str, str, str] | None:
+        """(product, version, where) of the release that reads ``info``, for NCCL's and PyTorch's names."""
+        if info.reader == "nccl":
+            return "NCCL", self.nccl, self.where
+        if info.reader == "torch":
+            return "PyTorch", self.torch, self.torch_where
+        return None
 
 
 def _fix_with(replacement: str, value: str | None) -> str:
@@ -83,42 +107,27 @@ def _name_findings(info: kb.VarInfo, value: str | None, t: _Target) -> list[tupl
             )
         )
         return out
-    if info.reader == "nccl" and info.last_version and not kb.read_in(info, t.nccl):
-        fix = _replace_fix(info.replacement, value, "use ")
-        out.append(
-            (
-                "NG003",
-                "error",
-                f"{name} is not read by {t.where}: last read by NCCL {info.last_version}. "
-                f"{info.meaning}{_successor(info)}",
-                fix,
-            )
-        )
-        return out
-    if info.reader == "nccl" and info.first_version and not kb.read_in(info, t.nccl):
-        out.append(
-            (
-                "NG014",
-                "error",
-                f"{name} needs NCCL >= {info.first_version}; {t.where} ignores it",
-                f"upgrade NCCL to {info.first_version} or later, or remove it",
-            )
-        )
-        return out
-    if info.status == "removed":  # still read by the target version, gone in a later one
+    window = _window_findings(info, value, t)
+    if window:
+        return window
+    release = t.release(info)
+    if info.status == "removed" and release:  # still read by the target version, gone in a later one
+        product, version, _ = release
         fix = _replace_fix(info.replacement, value, "use ")
         out.append(
             (
                 "NG003",
                 "info",
-                f"{name} is read by NCCL {t.nccl} but not after {info.last_version}{_successor(info)}",
-                fix + " before upgrading NCCL" if fix else "",
+                f"{name} is read by {product} {version} but not after {info.last_version}{_successor(info)}",
+                fix + f" before upgrading {product}" if fix else "",
             )
         )
     elif info.status == "deprecated":
         target = kb.lookup(info.replacement) if NAME_RE.fullmatch(info.replacement or "-") else None
         kept = value not in (None, "") and t.cluster is not None and _deliberate(info, value, t)
-        if not kept and (target is None or kb.read_in(target, t.nccl)):  # none while the replacement is too new
+        if not kept and (
+            target is None or kb.read_in(target, t.nccl, t.torch)
+        ):  # none while the replacement is too new
             fix = _replace_fix(info.replacement, value, "use ")
             pin = _own_pins().get(target.name) if target is not None else None
             if fix and pin and target is not None and value and not kb.same_value(target, value, pin[0]):
@@ -127,6 +136,30 @@ def _name_findings(info: kb.VarInfo, value: str | None, t: _Target) -> list[tupl
     elif info.status == "dead":
         out.append(("NG005", "warning", f"{name} has no effect: {info.meaning}", "remove it"))
     return out
+
+
+def _window_findings(info: kb.VarInfo, value: str | None, t: _Target) -> list[tuple]:
+    """NG003/NG014 for a name outside the version window of the release that would read it."""
+    release = t.release(info)
+    if release is None or kb.read_in(info, t.nccl, t.torch):
+        return []
+    product, version, where = release
+    if info.last_version and kb.compare_versions(version, info.last_version) > 0:
+        quiet = " and is silently ignored" if product == "PyTorch" else ""
+        return [
+            (
+                "NG003",
+                "error",
+                f"{info.name} is not read by {where}{quiet}: last read by {product} {info.last_version}. "
+                f"{info.meaning}{_successor(info)}",
+                _replace_fix(info.replacement, value, "use "),
+            )
+        ]
+    fix = f"upgrade {product} to {info.first_version} or later, or remove it"
+    alias = kb.torch_alias_of(info.name) if product == "PyTorch" else None
+    if alias is not None and (old := kb.lookup(alias[0])) is not None and kb.read_in(old, t.nccl, t.torch):
+        fix = f"use {_fix_with(alias[0], value)} (PyTorch {version} reads that name; {info.name} is its newer alias)"
+    return [("NG014", "error", f"{info.name} needs {product} >= {info.first_version}; {where} ignores it", fix)]
 
 
 _PINS: dict[str, tuple[str, int]] | None = None

@@ -30,6 +30,7 @@ class When:
     nccl_min: str | None = field(None)
     nccl_below: str | None = field(None)
     torch_below: str | None = field(None)
+    torch_min: str | None = field(None)
     launcher: tuple[str, ...] | None = field(None)
     framework: tuple[str, ...] | None = field(None)
     backend: tuple[str, ...] | None = field(None)
@@ -122,6 +123,7 @@ def holds(w: When, ctx: Context) -> bool:
         w.nccl_min is None or nccl >= version(w.nccl_min),
         w.nccl_below is None or nccl < version(w.nccl_below),
         w.torch_below is None or version(ctx.cluster.software.torch) < version(w.torch_below),
+        w.torch_min is None or version(ctx.cluster.software.torch) >= version(w.torch_min),
         w.launcher is None or wl.launcher in w.launcher,
         w.framework is None or wl.framework in w.framework,
         w.backend is None or wl.backend in w.backend,
