@@ -128,7 +128,8 @@ def test_readme_names_only_variables_the_examples_emit_or_ncclgen_refuses():
 # workload -> (max lines, first srun before line); verl-sft's 100 + its 7-line setup program (issue 12)
 # + the preflight step's 4 lines (issue 11); the preflight's embedded program (ncclgen/jobside/preflight.py,
 # an appendix after the launch) is not counted.
-LINE_TARGETS = {"verl-sft": (107 + 5, 80)}  # +1: NCCL_NET, the planned net (issue 21)
+LINE_TARGETS = {"verl-sft": (107 + 5 + 24, 80)}  # +1: NCCL_NET, the planned net (issue 21); +24: the
+# environment scrub (ncclgen_scrub, issue 28 item 4) and the one-step torchrun launch
 FIRST_SRUN_BEFORE = {"verl-grpo-qwen2-7b": 120, "verl-ppo-critic": 120, "bench": 80}
 
 

@@ -321,17 +321,43 @@ SHIMS = {
         }
         record() { printf '%s\\0' "$@" > "$SHIM_LOG/$NAME.$$.argv"; env -0 > "$SHIM_LOG/$NAME.$$.env"; }
         """,
-    # srun: record, then run the command here, as a one-node step would (srun options all start with
-    # '-'; only -w takes a separate value).
+    # srun: record, then run the command here once per node of the step, as Slurm would: -w NODE, or
+    # --nodes=N of the SHIM_NODES nodes (less --exclude), each task with SLURMD_NODENAME, SLURM_NODEID
+    # (the node's index in the job) and SLURM_PROCID; --kill-on-bad-exit=1 ends every task when one
+    # exits non-zero. srun options all start with '-'; only -w takes a separate value.
     "srun": """
         NAME=srun; . "$SHIM_DIR/act.sh"; record "$@"
-        node=node1
+        nodes=() count=1 exclude="" kill_bad=0
         while (($#)) && [[ $1 == -* ]]; do
-          if [[ $1 == -w ]]; then node=$2; shift; fi
+          case $1 in
+            -w) nodes=("$2"); shift ;;
+            --nodes=*) count=${1#--nodes=} ;;
+            --exclude=*) exclude=${1#--exclude=} ;;
+            --kill-on-bad-exit=1) kill_bad=1 ;;
+          esac
           shift
         done
-        export SLURMD_NODENAME=$node
-        exec "$@"
+        if ((${#nodes[@]} == 0)); then
+          for ((i = 1; i <= SHIM_NODES; i++)); do [[ node$i == "$exclude" ]] || nodes+=("node$i"); done
+          nodes=("${nodes[@]:0:count}")
+        fi
+        task() {
+          export SLURMD_NODENAME=$1 SLURM_NODEID=$((${1#node} - 1)) SLURM_PROCID=$2 SLURM_STEP_NUM_NODES=${#nodes[@]}
+          shift 2
+          exec "$@"
+        }
+        if ((${#nodes[@]} == 1)); then task "${nodes[0]}" 0 "$@"; fi
+        pids=()
+        trap 'kill -TERM "${pids[@]}" 2>/dev/null; exit 143' TERM
+        for i in "${!nodes[@]}"; do task "${nodes[i]}" "$i" "$@" & pids+=("$!"); done
+        status=0
+        for _ in "${pids[@]}"; do
+          wait -n && continue
+          rc=$?
+          ((status)) || status=$rc
+          if ((kill_bad)); then kill -KILL "${pids[@]}" 2>/dev/null; fi
+        done
+        exit "$status"
         """,
     "scontrol": """
         case "$1 $2" in
@@ -507,7 +533,7 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     run = Run(tmp_path, script, SHIM_DRIVER="await:python3:1").finish()  # the monitor started
     assert run.rc == 0, run.stderr
     calls = run.calls("torchrun")
-    assert len(calls) == 2  # one agent per node, each in its own step
+    assert len(calls) == 2  # one agent per node, in one step
     for args, _ in calls:
         assert args == [
             "--nnodes=2",
@@ -522,17 +548,19 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
             "train.py",
         ]
     sruns = [a for a, _ in run.calls("srun")]
-    launch = sorted(a for a in sruns if "torchrun" in a)
+    launch = [a for a in sruns if "torchrun" in a]
     assert launch == [
-        ["--nodes=1", "--ntasks=1", "-w", f"node{n}", "--export=ALL", "torchrun", *calls[0][0]] for n in (1, 2)
+        ["--nodes=2", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--export=ALL", "torchrun", *calls[0][0]]
     ]
-    ((monitor, _),) = run.calls("python3")
-    assert monitor == [
-        "-c",
-        jobside.source("monitor").rstrip("\n"),
-        f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl",
-        "5",
-    ]
+    monitors = [a for a, _ in run.calls("python3")]
+    assert len(monitors) == 2  # one per node
+    for monitor in monitors:
+        assert monitor == [
+            "-c",
+            jobside.source("monitor").rstrip("\n"),
+            f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl",
+            "5",
+        ]
     assert run.leftovers() == []
 
 
@@ -699,7 +727,7 @@ def test_preflight_step_runs_on_every_node_with_the_plans_checks(capsys, tmp_pat
     script, plan = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"])
     run = Run(tmp_path, script, SHIM_DRIVER="await:preflight:1" if launcher == "torchrun" else "exit:0").finish()
     assert run.rc == 0, run.stderr
-    ((args, _),) = run.calls("preflight")
+    (args, _), _second_node = run.calls("preflight")
     assert args == [
         "-c",
         jobside.source("preflight", compact=True).rstrip("\n"),

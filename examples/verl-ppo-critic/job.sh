@@ -45,6 +45,7 @@ export __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR='ncclgen_raybind.hook'  # read by
 NCCLGEN_T0=$(date +%s.%N) && export NCCLGEN_T0  # plumbing: job start, for the readiness report
 
 ncclgen_main() {
+  ncclgen_scrub  # before the first step: the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
   # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
@@ -153,6 +154,27 @@ ncclgen_ray_steps_alive() {
       exit 4
     fi
   done
+}
+
+# The job environment is the plan: sbatch hands the job the shell it was submitted from, where a
+# ~/.bashrc `export NCCL_ALGO=...` would silently override the plan. Every NCCL_*, TORCH_NCCL_*,
+# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set is removed, one line each.
+ncclgen_scrub() {
+  local keep=(
+    GLOO_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_DEBUG NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION
+    NCCL_IB_TIMEOUT NCCL_IGNORE_CPU_AFFINITY NCCL_MIN_CTAS NCCL_NET NCCL_SOCKET_IFNAME
+    TORCH_NCCL_ASYNC_ERROR_HANDLING
+  ) name
+  while read -r name; do
+    case $name in
+      NCCL_* | TORCH_NCCL_* | TORCH_DIST* | TORCH_FR_* | GLOO_* | UCX_* | FI_*)
+        if [[ " ${keep[*]} " != *" $name "* ]]; then
+          unset "$name"
+          echo "ncclgen: removed $name from the submitting environment (not in the plan; --pass-env NAME keeps it)" >&2
+        fi
+        ;;
+    esac
+  done < <(compgen -e)
 }
 
 # shellcheck disable=SC2317  # called by the trap

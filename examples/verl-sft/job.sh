@@ -14,9 +14,10 @@
 # Run with: sbatch examples/verl-sft/job.sh
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft --nodes 2
 #
-# Launch: a torchrun agent per node (8 ranks each), each its own srun step, c10d rendezvous on
-# the head; --max-restarts=0, and `wait -n` ends the job when the first node's step fails. Exit status:
-# the first failed step's; 2 the allocation does not match this script or the head has no IPv4 address; 6 a node failed the preflight.
+# Launch: one srun step for all nodes, a torchrun agent on each (8 ranks each), c10d rendezvous on the
+# head; --max-restarts=0, and srun --kill-on-bad-exit=1 ends every node's agent when one rank fails. Exit
+# status: the step's; 2 the allocation does not match this script or the head has no IPv4 address; 6 a node
+# failed the preflight.
 set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
@@ -34,6 +35,7 @@ export NCCL_MIN_CTAS='16'  # tier 3, min-ctas
 export NCCL_IGNORE_CPU_AFFINITY='1'  # tier 3, ignore-cpu-affinity
 
 ncclgen_main() {
+  ncclgen_scrub  # before the first step: the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
   # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
@@ -63,10 +65,11 @@ ncclgen_main() {
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
   # Tier 3: each rank runs under numactl on its GPU's NUMA node (NCCLGEN_BIND, from the descriptor).
-  for node in "${NCCLGEN_NODES[@]}"; do
-    srun --nodes=1 --ntasks=1 -w "$node" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
-      torchrun --nnodes="${#NCCLGEN_NODES[@]}" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
-      --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
+  # One step, one task per node: the rendezvous gives each agent its node rank. A rank that exits
+  # non-zero ends its agent, and --kill-on-bad-exit=1 then ends the step on every node.
+  srun --nodes="${#NCCLGEN_NODES[@]}" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
+    torchrun --nnodes="${#NCCLGEN_NODES[@]}" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
+    --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
     python3 -m verl.trainer.sft_trainer data.train_files=/data/gsm8k_sft/train.parquet \
     data.val_files=/data/gsm8k_sft/test.parquet data.messages_key=messages \
     data.micro_batch_size_per_gpu=4 optim.lr=1e-4 engine=fsdp \
@@ -74,10 +77,31 @@ ncclgen_main() {
     trainer.default_local_dir=/checkpoints/sft trainer.project_name=gsm8k-sft \
     trainer.experiment_name=gsm8k-sft-qwen2.5-0.5b-instruct trainer.logger=console \
     trainer.total_epochs=1 &
-    NCCLGEN_PIDS+=("$!")
-  done
-  for node in "${NCCLGEN_NODES[@]}"; do wait -n || exit; done  # fail fast: the first failed step ends the job
-  exit 0
+  NCCLGEN_LAUNCH=$!
+  NCCLGEN_PIDS+=("$NCCLGEN_LAUNCH")
+  local status=0
+  wait "$NCCLGEN_LAUNCH" || status=$?
+  exit "$status"
+}
+
+# The job environment is the plan: sbatch hands the job the shell it was submitted from, where a
+# ~/.bashrc `export NCCL_ALGO=...` would silently override the plan. Every NCCL_*, TORCH_NCCL_*,
+# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set is removed, one line each.
+ncclgen_scrub() {
+  local keep=(
+    GLOO_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION NCCL_IB_TIMEOUT
+    NCCL_IGNORE_CPU_AFFINITY NCCL_MIN_CTAS NCCL_NET NCCL_SOCKET_IFNAME TORCH_NCCL_ASYNC_ERROR_HANDLING
+  ) name
+  while read -r name; do
+    case $name in
+      NCCL_* | TORCH_NCCL_* | TORCH_DIST* | TORCH_FR_* | GLOO_* | UCX_* | FI_*)
+        if [[ " ${keep[*]} " != *" $name "* ]]; then
+          unset "$name"
+          echo "ncclgen: removed $name from the submitting environment (not in the plan; --pass-env NAME keeps it)" >&2
+        fi
+        ;;
+    esac
+  done < <(compgen -e)
 }
 
 # shellcheck disable=SC2317  # called by the trap

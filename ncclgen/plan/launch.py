@@ -36,6 +36,13 @@ GPU_CPUS_ENV = "NCCLGEN_GPU_CPUS"  # read by ncclgen/jobside/raybind.py
 BIND_ARGV0 = "ncclgen-bind"  # $0 of the per-rank binding wrapper
 SETUP_ARGV0 = "ncclgen-setup"  # $0 of the workload's setup program
 
+# The job environment is the plan: a variable with one of these prefixes that the plan does not set
+# is removed from what the scheduler hands the job (sbatch exports the submitting shell). NCCL reads
+# NCCL_* (src/misc/param.cc ncclGetEnv), PyTorch TORCH_NCCL_*, TORCH_DISTRIBUTED_* and TORCH_FR_*
+# (torch/csrc/distributed/c10d), gloo GLOO_*, UCX and libfabric (the NCCL net plugins' transports)
+# UCX_* and FI_*.
+SCRUBBED_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DIST", "TORCH_FR_", "GLOO_", "UCX_", "FI_")
+
 # verl derives these from the plan; typing them in a workload would say the count twice (checked with
 # every other override by ncclgen/load/verl.py, which holds the same tuple as DERIVED).
 DERIVED_VERL_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node")

@@ -124,6 +124,12 @@ class SlurmScript:
     requeue: Requeue | None = None
     monitor: bool = False  # NCCLGEN_MONITOR_OUT is set beside the job's log
     notes: tuple[str, ...] = ()  # one-line notes for stderr (an image rewritten ...)
+    keep: tuple[str, ...] = ()  # lines of names the environment scrub keeps (planned or --pass-env)
+
+    @property
+    def scrub_patterns(self) -> str:
+        """The bash case patterns of the names the script removes unless planned."""
+        return " | ".join(f"{p}*" for p in launchmod.SCRUBBED_PREFIXES)
 
     @property
     def template(self) -> str:
@@ -251,6 +257,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
     if opts.comments not in COMMENTS:
         raise UserError(f"--comments {opts.comments!r}: expected short or full")
     full = opts.comments == "full"
+    pass_env = _pass_env(plan, opts.pass_env, plumbing)
     return SlurmScript(
         sbatch=sbatch_options(plan, opts),
         header=tuple(_header(plan, opts)),
@@ -266,7 +273,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
             for e in plan.env
         ),
         plumbing=tuple(plumbing),
-        pass_env=_pass_env(plan, opts.pass_env, plumbing),
+        pass_env=pass_env,
         programs=tuple(programs),
         nodes=launch.nodes,
         gpus_per_node=launch.gpus_per_node,
@@ -280,7 +287,20 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         requeue=requeue,
         monitor=opts.monitor,
         notes=tuple(notes),
+        keep=_keep_lines([e.name for e in plan.env] + [n for n, _ in pass_env]),
     )
+
+
+def _keep_lines(names: list[str], width: int = 100) -> tuple[str, ...]:
+    """The names the environment scrub keeps, sorted, in lines of at most ``width`` characters."""
+    wanted = sorted({n for n in names if n.startswith(launchmod.SCRUBBED_PREFIXES)})
+    lines: list[str] = []
+    for name in wanted:
+        if lines and len(lines[-1]) + 1 + len(name) <= width:
+            lines[-1] += " " + name
+        else:
+            lines.append(name)
+    return tuple(lines)
 
 
 def _pass_env(plan: Plan, names: tuple[str, ...], plumbing: list[Export]) -> tuple[tuple[str, str], ...]:

@@ -13,8 +13,7 @@ import os
 import sys
 import time
 
-# (SLURMD_NODENAME, LOCAL_RANK): each node's agent runs in its own one-node step, where SLURM_NODEID is
-# 0; c10d's group rank follows arrival order.
+# (SLURMD_NODENAME, LOCAL_RANK): by node name, since c10d's group rank follows arrival order.
 FAILING = ("node2", "0")
 EXIT_CODE = 3
 
