@@ -40,7 +40,10 @@ def test_repeated_completion_errors_collapse_after_the_first():
     assert code == 0
     assert data["first"]["where"].endswith("nccl-1405-roce-completion-error.log:2")
     assert data["first"]["node"] == "kp-ddp-worker-0"
-    assert [t["summary"] for t in data["then"]] == ["2 more ib-completion-error-12 lines"]
+    assert [t["summary"] for t in data["then"]] == [
+        "2 more ib-completion-error-12 lines",
+        "NCCL error traces from 1 rank",
+    ]
 
 
 def test_link_local_interface_is_the_root_not_the_connect_warnings():
@@ -86,7 +89,8 @@ def test_root_in_one_file_wins_over_symptoms_in_another():
 
 def test_plan_check_names_the_missing_libibverbs():
     data, code = triage("pytorch-39388-no-libibverbs.log", extra=("h100-ib", None, None))
-    assert code == 1  # "unhandled system error" has no root line here; the plan note says what to check
+    # the plan pins NCCL_SOCKET_IFNAME; NCCL bootstrapped on eno1: that is the first thing the plan contradicts
+    assert code == 0 and data["first"]["signature"] == "plan-iface" and "eno1" in data["cause"]
     (note,) = data["plan"]["notes"]
     assert note.startswith("NCCL could not load libibverbs; the plan pinned IB on =mlx5_0:1")
 

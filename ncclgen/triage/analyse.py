@@ -1,16 +1,17 @@
 """Pick the first failure among a job's events and collapse what follows it.
 
 The loudest lines of a dead job are symptoms (every rank's watchdog timeout after one rank was
-killed), so roles decide before time does: the earliest root is the first failure; a suspect
-(a link-local interface) is the cause only when the job then failed and no root was seen; symptoms
-alone leave the failure unclassified. Memory stays bounded: one representative per group.
+killed), so roles decide before time does: the earliest root is the first failure, unless an earlier
+suspect explains it (a failure NCCL reported at INFO, a link-local bootstrap interface, nodes that run
+different NCCL releases: same area of cause); a suspect alone is the cause only when the job then
+failed; symptoms alone leave the failure unclassified. Memory stays bounded: one representative per group.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import catalogue
+from . import catalogue, nodes
 from .events import REGENERATE, Event, classify
 from .reader import Line
 
@@ -33,12 +34,21 @@ class Group:
 
 @dataclass
 class Result:
-    status: str  # cause | unclassified | clean
+    status: str  # cause | unclassified | slow | clean
     first: Event | None
     groups: list[tuple[str, Group]]  # (summary, group) after the first failure, by first occurrence
     contexts: list[Event]
     regenerate: str | None
     lines_kept: int
+    facts: nodes.Facts = field(default_factory=nodes.Facts)
+    findings: list[Event] = field(default_factory=list)  # node and plan comparisons, as events
+
+
+def explains(suspect: Event, root: Event) -> bool:
+    """A suspect explains a later root of the same area; a launch-level difference (two NCCL releases)
+    explains any failure of the network, sockets or the program."""
+    a, b = suspect.sig.area, root.sig.area  # type: ignore[union-attr]
+    return a == b or (a == "launch" and b in ("net", "socket", "program", "launch"))
 
 
 class Accumulator:
@@ -48,12 +58,15 @@ class Accumulator:
         self.contexts: dict[str, Event] = {}
         self.regenerate: str | None = None
         self.seq = 0
+        self.facts = nodes.Facts()
+        self.suspects: list[Event] = []  # every suspect, earliest first (bounded)
 
     def add(self, line: Line) -> None:
         self.seq += 1
         if self.regenerate is None and (m := REGENERATE.search(line.text)):
             self.regenerate = m.group("argv")
             return
+        self.facts.add(line, self.seq)
         ev = classify(line, self.seq)
         if ev is None:
             return
@@ -63,6 +76,8 @@ class Accumulator:
             return
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
+        if role == "suspect" and len(self.suspects) < MAX_KEYS:
+            self.suspects.append(ev)
         key = (ev.sig.id if ev.sig else "error", summary(ev))
         if key not in self.groups and len(self.groups) >= MAX_GROUPS:  # a log of a million SeqNums stays bounded
             key = (key[0], f"{key[0]} (more groups than {MAX_GROUPS})")
@@ -73,12 +88,32 @@ class Accumulator:
         if len(group.who) < MAX_KEYS:
             group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or ev.where)
 
-    def result(self) -> Result:
+    def add_finding(self, ev: Event) -> None:
+        """A node or plan comparison's finding, at the line that shows it."""
+        if ev.sig.role == "suspect":  # type: ignore[union-attr]
+            self.suspects.append(ev)
+            if "suspect" not in self.best or order(ev) < order(self.best["suspect"]):
+                self.best["suspect"] = ev
+
+    def pick(self) -> tuple[str, Event | None]:
+        """(status, first failure): the earliest root, or an earlier suspect that explains it."""
         failed = any(r in self.best for r in ("root", "symptom", "error"))
-        first = self.best.get("root") or (self.best.get("suspect") if failed else None)
-        status = "cause" if first else ("unclassified" if failed else "clean")
-        if status == "unclassified":
-            first = min((self.best[r] for r in ("symptom", "error") if r in self.best), key=order)
+        root = self.best.get("root")
+        if root is not None:
+            earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
+            return "cause", min(earlier, key=order) if earlier else root
+        if failed and self.suspects:
+            return "cause", min(self.suspects, key=order)
+        if failed:
+            return "unclassified", min((self.best[r] for r in ("symptom", "error") if r in self.best), key=order)
+        return "clean", None
+
+    def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
+        for ev in findings:
+            self.add_finding(ev)
+        status, first = self.pick()
+        if status == "clean" and any(f.sig and f.sig.id == "no-gdrdma" for f in findings):
+            status, first = "slow", next(f for f in findings if f.sig and f.sig.id == "no-gdrdma")
         rest = []
         for (_sid, text), g in sorted(self.groups.items(), key=lambda kv: order(kv[1].first)):
             if first is not None and g.first is first:
@@ -88,7 +123,8 @@ class Accumulator:
             if g.first.sig and g.first.sig.role == "suspect" and first is not g.first:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
-        return Result(status, first, rest, list(self.contexts.values()), self.regenerate, self.seq)
+        contexts = list(self.contexts.values())
+        return Result(status, first, rest, contexts, self.regenerate, self.seq, self.facts, list(findings))
 
 
 def summary(ev: Event) -> str:

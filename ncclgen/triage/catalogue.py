@@ -1,7 +1,10 @@
-"""The signatures triage recognises: ncclgen/data/triage/signatures.yaml, loaded once and compiled."""
+"""What triage recognises, as data: signatures.yaml (lines of PyTorch, Ray, Gloo, verl, the kernel, Slurm,
+and NCCL lines that need a regex), classes.yaml (cause classes, and the rules giving each NCCL WARN/INFO
+format string of nccl-warn.tsv its class by source file and text), loaded once and compiled."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass, field
@@ -11,6 +14,8 @@ import yaml
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "triage"
 ROLES = ("root", "suspect", "symptom", "context")
+AREAS = ("net", "socket", "gpu", "host", "program", "launch")
+CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:l{0,2}|z|h{0,2})[diouxXsfcpgmlu]")
 
 
 @dataclass(frozen=True)
@@ -18,37 +23,95 @@ class Signature:
     id: str
     role: str
     keys: tuple[str, ...]
-    match: re.Pattern[str]
+    match: re.Pattern[str] | None
     cause: str
     fix: str
     sources: tuple[str, ...]
     then: str = ""
     plan: tuple[tuple[str, str], ...] = field(default=())  # (VAR, note template)
     nccl_warn: str = ""
+    area: str = "program"
+    fixes: tuple[tuple[str, str], ...] = field(default=())  # (fabric, fix) offered only on that fabric
+    fabrics: tuple[str, ...] = field(default=())  # where the cause can hold at all (empty: any)
+
+
+def _signature(raw: dict, sid: str) -> Signature:
+    if raw["role"] not in ROLES:
+        raise ValueError(f"triage data: {sid}: role {raw['role']!r} is not one of {ROLES}")
+    if raw.get("area", "program") not in AREAS:
+        raise ValueError(f"triage data: {sid}: area {raw.get('area')!r} is not one of {AREAS}")
+    fixes = tuple((fab, text) for fab, text in (raw.get("fixes") or {}).items())
+    return Signature(
+        id=sid,
+        role=raw["role"],
+        keys=tuple(raw.get("key", ())),
+        match=re.compile(raw["match"]) if raw.get("match") else None,
+        cause=raw["cause"],
+        fix=raw.get("fix", ""),
+        sources=tuple(raw["sources"]),
+        then=raw.get("then", ""),
+        plan=tuple((p["var"], p["note"]) for p in raw.get("plan", ())),
+        nccl_warn=raw.get("nccl_warn", ""),
+        area=raw.get("area", "program"),
+        fixes=fixes,
+        fabrics=tuple(raw.get("fabrics", ())),
+    )
 
 
 @functools.cache
 def signatures() -> tuple[Signature, ...]:
     doc = yaml.safe_load((DATA / "signatures.yaml").read_text())
+    return tuple(_signature(raw, raw["id"]) for raw in doc["signatures"])
+
+
+@functools.cache
+def _classes_doc() -> dict:
+    return yaml.safe_load((DATA / "classes.yaml").read_text())
+
+
+@functools.cache
+def classes() -> dict[str, Signature]:
+    return {cid: _signature(raw, cid) for cid, raw in _classes_doc()["classes"].items()}
+
+
+@functools.cache
+def _rules() -> tuple[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None, str], ...]:
     out = []
-    for raw in doc["signatures"]:
-        if raw["role"] not in ROLES:
-            raise ValueError(f"signatures.yaml: {raw['id']}: role {raw['role']!r} is not one of {ROLES}")
-        out.append(
-            Signature(
-                id=raw["id"],
-                role=raw["role"],
-                keys=tuple(raw["key"]),
-                match=re.compile(raw["match"]),
-                cause=raw["cause"],
-                fix=raw["fix"],
-                sources=tuple(raw["sources"]),
-                then=raw.get("then", ""),
-                plan=tuple((p["var"], p["note"]) for p in raw.get("plan", ())),
-                nccl_warn=raw.get("nccl_warn", ""),
-            )
-        )
+    for r in _classes_doc()["rules"]:
+        file = re.compile(r["file"]) if "file" in r else None
+        text = re.compile(r["text"]) if "text" in r else None
+        out.append((r["class"], file, text, r.get("level", "")))
     return tuple(out)
+
+
+def class_of(level: str, fmt: str, where: str) -> str:
+    """The class of an NCCL format string printed at ``level`` from ``where`` (src/file:line)."""
+    path = where.rsplit(":", 1)[0]
+    for cid, file, text, lvl in _rules():
+        if lvl and lvl != level:
+            continue
+        if (file is None or file.search(path)) and (text is None or text.search(fmt)):
+            return cid
+    return "nccl-other"
+
+
+@functools.cache
+def _cuda_refinements() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(r["text"]), r["class"]) for r in _classes_doc()["cuda"])
+
+
+def refine(cid: str, line: str) -> str:
+    """A class refined by the CUDA error text the line carries ('out of memory' is a GPU memory failure)."""
+    if classes()[cid].area not in ("gpu", "host", "program", "net"):
+        return cid
+    for rx, target in _cuda_refinements():
+        if rx.search(line):
+            return target
+    return cid
+
+
+def as_role(sig: Signature, role: str) -> Signature:
+    return sig if sig.role == role else dataclasses.replace(sig, role=role)
 
 
 def fill(template: str, groups: dict[str, str]) -> str:
@@ -57,33 +120,44 @@ def fill(template: str, groups: dict[str, str]) -> str:
 
 
 @functools.cache
-def nccl_warn_formats() -> dict[str, str]:
-    """NCCL WARN format string -> where (src/file:line), from nccl-warn.tsv."""
-    table: dict[str, str] = {}
+def nccl_rows() -> tuple[tuple[str, str, str], ...]:
+    """(level, format, where) for each row of nccl-warn.tsv."""
+    rows = []
     for line in (DATA / "nccl-warn.tsv").read_text().splitlines():
-        if line.startswith("#") or line.startswith("format\t"):
+        if line.startswith("#") or line.startswith("level\t"):
             continue
-        fmt, where = line.split("\t")[:2]
-        table[fmt] = where
-    return table
+        level, fmt, where = line.split("\t")[:3]
+        rows.append((level, fmt, where))
+    return tuple(rows)
+
+
+def nccl_warn_formats() -> dict[str, str]:
+    """NCCL WARN format string -> where (src/file:line)."""
+    return {fmt: where for level, fmt, where in nccl_rows() if level == "WARN"}
 
 
 @functools.cache
-def nccl_warn_index() -> tuple[tuple[re.Pattern[str], str, str], ...]:
-    """(regex, format, where) for each WARN format, longest first, to name an uncatalogued warning."""
+def nccl_index(level: str) -> tuple[tuple[re.Pattern[str], str, str, str], ...]:
+    """(regex, format, where, class) for each format of ``level``, longest literal text first."""
     out = []
-    for fmt, where in sorted(nccl_warn_formats().items(), key=lambda kv: -len(kv[0])):
-        literal = fmt.replace("\\n", "\n").replace('\\"', '"').split("\n")[0]
-        parts = re.split(r"%[-+ #0]*\d*(?:\.\d+)?(?:l{0,2}|z|h{0,2})[diouxXsfcpg]", literal)
-        if sum(len(p) for p in parts) < 12:  # "%s" alone or nearly: names nothing
+    for lvl, fmt, where in nccl_rows():
+        if lvl != level:
             continue
-        out.append((re.compile(".*?".join(re.escape(p) for p in parts)), fmt, where))
-    return tuple(out)
+        literal = fmt.replace("\\n", "\n").replace('\\"', '"').split("\n")[0]
+        parts = CONVERSION.split(literal)
+        if sum(len(p.strip()) for p in parts) < 8:  # "%s" alone or nearly: names nothing
+            continue
+        lead = r"\s*" if parts[0].strip() else ".*?"
+        rx = re.compile(lead + ".*?".join(re.escape(p.strip()) for p in parts if p.strip()))
+        out.append((sum(len(p) for p in parts), rx, fmt, where, class_of(lvl, fmt, where)))
+    out.sort(key=lambda t: -t[0])
+    return tuple(t[1:] for t in out)
 
 
-def nccl_source(text: str) -> tuple[str, str] | None:
-    """(format, src/file:line) of the NCCL WARN that printed ``text`` (the part after 'NCCL WARN ')."""
-    for rx, fmt, where in nccl_warn_index():
+@functools.lru_cache(maxsize=4096)
+def nccl_source(text: str, level: str = "WARN") -> tuple[str, str, str] | None:
+    """(format, src/file:line, class) of the NCCL line that printed ``text`` (the part after 'NCCL WARN ')."""
+    for rx, fmt, where, cid in nccl_index(level):
         if rx.match(text):
-            return fmt, where
+            return fmt, where, cid
     return None

@@ -27,6 +27,12 @@ ERROR_LINE = re.compile(
     r"NCCL WARN|Traceback \(most recent call last\)|\b\w*(?:Error|Exception): |srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b"
 )
 REGENERATE = re.compile(r"Regenerate: (?P<argv>ncclgen .*)$")
+# NCCL before 2.9 or so put the source file before the level: "host:pid:tid [0] misc/socket.cc:403 NCCL WARN ..."
+NCCL_LINE = re.compile(r"(?:(?P<file>[\w/.-]+\.(?:cc|h|cu|cpp)):(?P<line>\d+) )?NCCL (?P<level>WARN|INFO) (?P<text>.*)")
+# An INFO line is looked up in the table only when it says something failed (the tool's own filter).
+INFO_FAILURE = re.compile(
+    r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported"
+)
 
 
 @dataclass
@@ -70,14 +76,41 @@ def locate(text: str, groups: dict[str, str]) -> tuple[str | None, str | None]:
     return node, rank
 
 
+def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
+    """The class of an NCCL WARN line, or of an INFO line reporting a failure, from nccl-warn.tsv: the format
+    string that printed it gives the source file, the file and text give the class (classes.yaml)."""
+    m = NCCL_LINE.search(text)
+    if m is None or (m.group("level") == "INFO" and not INFO_FAILURE.search(m.group("text"))):
+        return None
+    level, body = m.group("level"), m.group("text").strip()
+    found = catalogue.nccl_source(body, level)
+    if found is None and level == "INFO":
+        return None
+    own = f"src/{m.group('file')}:{m.group('line')}" if m.group("file") else None  # the line's own release
+    fmt, where = (found[0], own or found[1]) if found else (body, own or "src/?")
+    cid = catalogue.class_of(level, fmt, where) if own or not found else found[2]
+    cid = catalogue.refine(cid, body)
+    sig = catalogue.classes()[cid]
+    if level == "INFO" and sig.role == "root":
+        sig = catalogue.as_role(sig, "suspect")  # reported at INFO: the cause only when a failure follows
+    return sig, {"text": body[:300], "file": where.rsplit(":", 1)[0], "nccl_where": where}
+
+
 def classify(line: Line, seq: int) -> Event | None:
-    """The event for ``line``: the first signature whose key and regex match, else an error line, else None."""
+    """The event for ``line``: the first signature whose key and regex match, else an NCCL WARN (or failing
+    INFO) line by its source, else an error line, else None."""
     text = line.text
     for sig in catalogue.signatures():
-        if any(k in text for k in sig.keys) and (m := sig.match.search(text)):
+        if any(k in text for k in sig.keys) and sig.match and (m := sig.match.search(text)):
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            if sig.area == "gpu" and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
+                sig = catalogue.classes()[cid]  # 'CUDA error: out of memory' is a GPU memory failure
+                groups["text"] = text[:300]
             node, rank = locate(text, groups)
             return Event(line, sig, groups, timestamp(text), node, rank, seq)
+    if "NCCL " in text and (found := nccl_event(text)):
+        node, rank = locate(text, {})
+        return Event(line, found[0], found[1], timestamp(text), node, rank, seq)
     if ERROR_LINE.search(text):
         node, rank = locate(text, {})
         return Event(line, None, {}, timestamp(text), node, rank, seq)

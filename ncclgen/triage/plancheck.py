@@ -1,31 +1,47 @@
 """Check a triaged cause against the plan the job was launched with.
 
 The plan comes from --cluster/--tier/--workload, or from the `# Regenerate: ncclgen slurm ...` line when
-the job script is among the inputs (ncclgen's sbatch scripts carry it). A signature's `plan:` entries
-say which variable of the plan bears on its cause; a note is printed only when the plan sets it.
+the job script is among the inputs (ncclgen's sbatch scripts carry it). The plan gives the fabric (so a
+fix that only holds on RoCE is not offered on InfiniBand), its env (a signature's `plan:` entries say
+which variable bears on its cause) and what NCCL should have chosen (the net, the bootstrap interface),
+compared with what each node's INFO lines show.
 """
 
 from __future__ import annotations
 
 import itertools
 import shlex
+from dataclasses import dataclass
 
 from .. import pipeline
 from ..errors import UserError
-from . import catalogue
+from . import catalogue, nodes
 from .analyse import Result
 
+GPUDIRECT_FABRICS = ("infiniband", "roce")  # NCCL's IB verbs transport: GDRDMA when the GPU and NIC allow
 
-def plan_env(cluster, tier, workload, regenerate: str | None) -> tuple[dict[str, str], str] | None:
-    """(the plan's env, how it was found), or None when no plan is at hand."""
+
+@dataclass(frozen=True)
+class PlanInfo:
+    env: dict[str, str]
+    origin: str
+    fabric: str
+
+
+FLAGS = {"--cluster": "c", "-c": "c", "--tier": "t", "-t": "t", "--workload": "w", "-w": "w"}
+
+
+def _from_regenerate(regenerate: str) -> tuple[str | None, int | None, str | None]:
+    argv = shlex.split(regenerate)[2:]  # drop 'ncclgen slurm|k8s'
+    opts = {FLAGS[flag]: value for flag, value in itertools.pairwise(argv) if flag in FLAGS}
+    tier = opts.get("t", "")
+    return opts.get("c"), int(tier) if tier.isdigit() else None, opts.get("w")
+
+
+def plan_info(cluster, tier, workload, regenerate: str | None) -> PlanInfo | None:
+    """The plan's env, fabric and how it was found; None when no plan is at hand."""
     if not (cluster or tier or workload) and regenerate:
-        argv = shlex.split(regenerate)[2:]  # drop 'ncclgen slurm|k8s'
-        opts: dict[str, str] = {}
-        for flag, value in itertools.pairwise(argv):
-            if flag in ("--cluster", "--tier", "--workload", "--nodes"):
-                opts[flag[2:]] = value
-        cluster, workload = opts.get("cluster"), opts.get("workload")
-        tier = int(opts["tier"]) if opts.get("tier", "").isdigit() else None
+        cluster, tier, workload = _from_regenerate(regenerate)
         origin = f"the job script's Regenerate: line ({regenerate})"
     elif cluster or tier or workload:
         origin = "--cluster/--tier/--workload"
@@ -35,7 +51,7 @@ def plan_env(cluster, tier, workload, regenerate: str | None) -> tuple[dict[str,
         plan = pipeline.make_plan(pipeline.request(cluster, tier, workload))
     except UserError as exc:
         raise UserError(f"the plan to check against does not load ({origin}): {exc.message}") from None
-    return plan.env_dict(), origin
+    return PlanInfo(plan.env_dict(), origin, plan.cluster.network.fabric)
 
 
 def notes(result: Result, env: dict[str, str]) -> list[str]:
@@ -49,3 +65,49 @@ def notes(result: Result, env: dict[str, str]) -> list[str]:
             if var in env:
                 out.append(catalogue.fill(note, {**ev.groups, "value": env[var]}))
     return out
+
+
+def _iface_planned(value: str, iface: str) -> bool:
+    """NCCL_SOCKET_IFNAME semantics (src/misc/socket.cc): '^a,b' excludes prefixes, '=a' is exact, else prefixes."""
+    exclude = value.startswith("^")
+    body = value.lstrip("^")
+    exact = body.startswith("=")
+    names = [n for n in body.lstrip("=").split(",") if n]
+    hit = any(iface == n if exact else iface.startswith(n) for n in names)
+    return not hit if exclude else hit
+
+
+def findings(facts: nodes.Facts, plan: PlanInfo) -> list[nodes.Finding]:
+    """What NCCL chose on each node against what the plan says it should."""
+    out = []
+    want_ib = plan.fabric in GPUDIRECT_FABRICS
+    ifname = plan.env.get("NCCL_SOCKET_IFNAME")
+    for h in sorted(facts.hosts.values(), key=lambda h: h.name):
+        if want_ib and h.net == "Socket":
+            out.append(
+                nodes.Finding(
+                    "plan-net", f"Socket on {h.name}, the plan's fabric is {plan.fabric}", h.lines["net"], h.name
+                )
+            )
+        if ifname and h.iface and not _iface_planned(ifname, h.iface):
+            detail = f"{h.iface} on {h.name}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
+            out.append(nodes.Finding("plan-iface", detail, h.lines["iface"], h.name))
+    return out[:4]
+
+
+def fix_for(sig: catalogue.Signature, fabric: str | None, groups: dict[str, str]) -> str:
+    """The fix to offer: the one for the run's fabric when the signature has per-fabric fixes; with the fabric
+    unknown, each under its fabric's name; never one for another fabric."""
+    if not sig.fixes:
+        return catalogue.fill(sig.fix, groups)
+    chosen = [(f, text) for f, text in sig.fixes if fabric is None or f == fabric]
+    if not chosen:
+        return catalogue.fill(sig.fix or "no fix ncclgen knows for this on " + (fabric or "this fabric"), groups)
+    if len(chosen) == 1:
+        return catalogue.fill(chosen[0][1], groups)
+    return " | ".join(catalogue.fill(text, groups) for _f, text in chosen)
+
+
+def holds_on(sig: catalogue.Signature, fabric: str | None) -> bool:
+    """False when the signature's cause cannot hold on the run's fabric (an IB verbs error on a TCP cluster)."""
+    return not sig.fabrics or fabric is None or fabric in sig.fabrics

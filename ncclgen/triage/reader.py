@@ -29,8 +29,29 @@ ERROR_MARKERS = (
     "ERROR",
     "Regenerate: ncclgen ",
 )
-# Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickle files): not text.
+# NCCL INFO lines that report a failure (the words tools/nccl_warn_strings.py keeps INFO formats by), and
+# those that describe the transport per node (nodes.py).
+FAILURE_WORDS = (
+    "ailed",
+    "rror",
+    "nable to",
+    "annot ",
+    "ould not",
+    "not found",
+    "No device",
+    "No usable",
+    "not supported",
+)
+FACT_KEYS = ("NCCL version", "Using network", "NCCL INFO Bootstrap", "NCCL INFO NET/IB", "GPU Direct RDMA Disabled")
+# Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
+# (the first thousands show each node's channels and init; later communicators repeat them).
+CAPPED = {"via NET/": 4096, "Init COMPLETE": 65536, "Init START": 65536}
+# Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickles): not text.
 FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
+# A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,
+# since its embedded programs hold the very message strings triage looks for.
+SCRIPT_MARKS = (b"#SBATCH", b"# Regenerate: ncclgen ")
+REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen .*)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -41,21 +62,33 @@ class Line:
 
 
 def _keys() -> tuple[bytes, ...]:
-    keys = {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS)
-    return tuple(sorted(k.encode() for k in keys))
+    keys = {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS) | set(FAILURE_WORDS)
+    return tuple(sorted(k.encode() for k in keys | set(FACT_KEYS)))
 
 
-def _hits(buf: bytes, end: int, keys: tuple[bytes, ...]) -> list[int]:
+def _hits(buf: bytes, end: int, keys: tuple[bytes, ...], capped: dict[bytes, int]) -> list[int]:
     """Offsets of every key in buf[:end]. bytes.find per key runs at memory speed; one regex
-    alternation of ~50 literals ran at 5 MB/s (Python's re has no multi-literal search)."""
+    alternation of ~50 literals ran at 5 MB/s (Python's re has no multi-literal search). A capped key
+    is looked for only while its count (per file, in ``capped``) lasts."""
     out = []
     for k in keys:
         i = buf.find(k, 0, end)
         while i >= 0:
             out.append(i)
             i = buf.find(k, i + 1, end)
+    for k, left in capped.items():
+        i = buf.find(k, 0, end) if left > 0 else -1
+        while i >= 0 and left > 0:
+            out.append(i)
+            left -= 1
+            i = buf.find(k, i + 1, end)
+        capped[k] = left
     out.sort()
     return out
+
+
+def job_script(head: bytes) -> bool:
+    return head.startswith(b"#!") and any(m in head for m in SCRIPT_MARKS)
 
 
 def expand(paths: list[str]) -> tuple[list[Path], list[Path]]:
@@ -88,10 +121,20 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None) -> It
         except OSError as exc:
             raise UserError(f"cannot read: {exc.strerror}", file=str(f)) from None
         with fh:
-            yield from _scan_one(fh, str(f), keys, progress)
+            head = fh.read(1 << 16)
+            if job_script(head):
+                if m := REGENERATE_LINE.search(head):
+                    lineno = head.count(b"\n", 0, m.start()) + 1
+                    yield Line(str(f), lineno, m.group(0).decode("utf-8", "replace"))
+                if progress:
+                    progress(f.stat().st_size)
+                continue
+            fh.seek(0)
+            capped = {k.encode(): n for k, n in CAPPED.items()}
+            yield from _scan_one(fh, str(f), keys, progress, capped)
 
 
-def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress) -> Iterator[Line]:
+def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
     carry = b""
     lineno = 1  # line number of the first line in buf
     while True:
@@ -108,7 +151,7 @@ def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress) -> Iterator[Line
                 continue
         pos = 0
         seen = 0  # offset up to which newlines are counted into lineno
-        for hit in _hits(buf, end, keys):
+        for hit in _hits(buf, end, keys, capped):
             if hit < pos:
                 continue  # another key on a line already kept
             start = buf.rfind(b"\n", 0, hit) + 1
@@ -132,7 +175,7 @@ class Progress:
         self.total = max(total, 1)
         self.done = 0
         self.shown = -1
-        self.on = self.stream.isatty() and total > 64 << 20
+        self.on = self.stream.isatty() and total > 100 << 20
 
     def __call__(self, n: int) -> None:
         self.done += n

@@ -4,15 +4,25 @@ from __future__ import annotations
 
 import json
 
-from . import catalogue
+from . import catalogue, nodes, plancheck
 from .analyse import Result, counted
 from .events import Event
 
 WHY = {
     "cause": "first failure",
+    "slow": "slow run",
     "unclassified": "a failure ncclgen cannot classify; the earliest error line",
+    "hang": "a hang with no error line",
     "clean": "no failure found",
 }
+# What to collect next when the logs do not name the rank that stopped first.
+COLLECT = (
+    "turn on PyTorch's flight recorder and rerun: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 (TORCH_FR_BUFFER_SIZE in "
+    "torch >= 2.7) and TORCH_NCCL_DUMP_ON_TIMEOUT=1 write /tmp/nccl_trace_rank_N on a timeout "
+    "(TORCH_NCCL_DEBUG_INFO_TEMP_FILE / TORCH_FR_DUMP_TEMP_FILE move them); `ncclgen triage` on the dumps names "
+    "the ranks that never joined; NCCL_DEBUG=INFO shows each rank's last NCCL setup line"
+)
+COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 
 
 def event_data(ev: Event) -> dict:
@@ -24,25 +34,60 @@ def event_data(ev: Event) -> dict:
         "where": ev.where,
         "signature": ev.sig.id if ev.sig else None,
     }
-    if "NCCL WARN " in ev.line.text and (src := catalogue.nccl_source(ev.line.text.split("NCCL WARN ", 1)[1])):
+    if ev.groups.get("nccl_where"):
+        data["nccl_source"] = f"NVIDIA/nccl {ev.groups['nccl_where']}"
+    elif "NCCL WARN " in ev.line.text and (src := catalogue.nccl_source(ev.line.text.split("NCCL WARN ", 1)[1])):
         data["nccl_source"] = f"NVIDIA/nccl {src[1]}"
     return data
 
 
-def as_data(result: Result, files: int, plan: tuple[dict, str] | None, plan_notes: list[str], fr: dict | None) -> dict:
+def _hang(result: Result) -> dict | None:
+    """What the logs show last when no line names a cause: unfinished NCCL inits and the collectives the
+    ranks timed out in, with what to collect next."""
+    timeouts = [(text, g) for text, g in result.groups if _timeout(g.first)]
+    first_timeout = result.first is not None and _timeout(result.first)
+    incomplete = nodes.unfinished(result.facts)
+    if result.status not in ("unclassified", "clean") or not (timeouts or first_timeout or incomplete):
+        return None
+    last = [counted(text, g) for text, g in timeouts]
+    if first_timeout and result.first is not None and result.first.sig is not None:
+        who = "rank " + (result.first.rank or "?")
+        last.insert(0, catalogue.fill(result.first.sig.then.replace("{n} ranks", who), result.first.groups))
+    return {"init_incomplete": incomplete[:32], "last": last[:16], "collect_next": COLLECT, "source": COLLECT_SOURCE}
+
+
+def _timeout(ev: Event) -> bool:
+    """A line saying a rank waited too long (a watchdog or Gloo timeout): what a hang leaves."""
+    return ev.sig is not None and ev.sig.id in ("watchdog-timeout", "watchdog-stuck", "gloo-timeout")
+
+
+def as_data(
+    result: Result, files: int, plan, plan_notes: list[str], fr: dict | None, fabric: str | None = None
+) -> dict:
     data: dict = {"status": result.status, "files": files, "lines_kept": result.lines_kept}
+    hang = _hang(result)
+    if hang and result.status == "clean":
+        data["status"] = "hang"
+    data["fabric"] = {"name": fabric, "from": ("the plan" if plan else "the logs' HCA link layer") if fabric else None}
     if result.first is not None:
         data["first"] = event_data(result.first)
         sig = result.first.sig
-        if result.status == "cause" and sig is not None:
+        if result.status in ("cause", "slow") and sig is not None:
             data["cause"] = catalogue.fill(sig.cause, result.first.groups)
-            data["fix"] = catalogue.fill(sig.fix, result.first.groups)
+            data["fix"] = plancheck.fix_for(sig, fabric, result.first.groups)
             data["sources"] = list(sig.sources)
     data["then"] = [
         {"summary": counted(text, g), "lines": g.lines, "first": None if g.includes_first else event_data(g.first)}
         for text, g in result.groups
     ]
-    data["plan"] = {"from": plan[1], "notes": plan_notes} if plan else None
+    data["findings"] = [
+        {"class": f.sig.id, "detail": f.groups.get("detail"), "where": f.where}
+        for f in result.findings
+        if f is not result.first and f.sig is not None
+    ]
+    data["nodes"] = nodes.as_data(result.facts)
+    data["hang"] = hang
+    data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
     return data
 
@@ -52,27 +97,19 @@ def as_json(data: dict) -> str:
 
 
 def as_text(data: dict) -> str:
-    out = []
-    status = data["status"]
-    first = data.get("first") or {}
-    if status == "clean":
-        out.append(
-            f"no failure found: {data['files']} file(s), {data['bytes_read']} bytes read, "
-            f"{data['lines_kept']} line(s) matched a signature or error marker"
-        )
-    else:
-        out.append(f"{WHY[status]}: {_where(first)}")
-        out.append(f"  {first['line']}")
-        out.append(f"  at {first['where']}" + (f" ({first['nccl_source']})" if first.get("nccl_source") else ""))
-        if status == "cause":
-            out.append(f"cause: {data['cause']}")
-            out.append(f"fix:   {data['fix']}")
-            out.append("source: " + "; ".join(data["sources"]))
-        else:
-            out.append("cause: not classified (no signature in ncclgen/data/triage/signatures.yaml matches a root)")
+    out = _head(data)
     for item in data["then"]:
         at = f" (first at {item['first']['where']})" if item["first"] else ""
         out.append(f"then {item['summary']}{at}")
+    for f in data["findings"]:
+        out.append(f"also: {f['class']}: {f['detail']} ({f['where']})")
+    out += _nodes_text(data["nodes"])
+    if data["hang"]:
+        for who in data["hang"]["init_incomplete"]:
+            out.append(f"hang: {who} never printed Init COMPLETE")
+        for item in data["hang"]["last"]:
+            out.append(f"last: {item}")
+        out.append(f"collect next: {data['hang']['collect_next']}")
     if data["plan"]:
         for note in data["plan"]["notes"]:
             out.append(f"plan: {note}")
@@ -82,6 +119,38 @@ def as_text(data: dict) -> str:
     if fr:
         out.append(f"flight recorder: {fr['summary']}")
     return "\n".join(out) + "\n"
+
+
+def _head(data: dict) -> list[str]:
+    status = data["status"]
+    first = data.get("first") or {}
+    if status in ("clean", "hang") and not first:
+        return [
+            f"{WHY[status]}: {data['files']} file(s), {data['bytes_read']} bytes read, "
+            f"{data['lines_kept']} line(s) matched a signature or error marker"
+        ]
+    out = [f"{WHY[status]}: {_where(first)}", f"  {first['line']}"]
+    out.append(f"  at {first['where']}" + (f" ({first['nccl_source']})" if first.get("nccl_source") else ""))
+    if "cause" in data:
+        out.append(f"cause: {data['cause']}")
+        out.append(f"fix:   {data['fix']}")
+        out.append("source: " + "; ".join(data["sources"]))
+    else:
+        out.append("cause: not classified (no cause class in ncclgen/data/triage/ matches a root)")
+    return out
+
+
+def _nodes_text(rows: list[dict]) -> list[str]:
+    if len(rows) < 2:
+        return []
+    out = []
+    for r in rows[:16]:
+        gdr = f"{r['gdrdma_channels']}/{r['net_channels']} GDRDMA" if r["net_channels"] else "no net channels"
+        hcas = ",".join(r["hcas"]) or "-"
+        out.append(
+            f"node {r['node']}: NCCL {r['nccl'] or '?'}, net {r['net'] or '?'}, bootstrap {r['bootstrap'] or '?'}, HCAs {hcas}, {gdr}"
+        )
+    return out
 
 
 def _where(ev: dict) -> str:

@@ -1,15 +1,15 @@
-"""triage end to end: read -> classify -> pick the first failure -> check the plan -> report."""
+"""triage end to end: read -> classify -> compare nodes and the plan -> pick the first failure -> report."""
 
 from __future__ import annotations
 
 from ..errors import UserError
-from . import flightrec, plancheck, reader, report
+from . import flightrec, nodes, plancheck, reader, report
 from .analyse import Accumulator
 
-EXIT = {"cause": 0, "clean": 0, "unclassified": 1}
+EXIT = {"cause": 0, "clean": 0, "slow": 0, "unclassified": 1}
 
 
-def analyse(paths: list[str], progress: bool = True):
+def scan(paths: list[str], progress: bool = True) -> tuple[Accumulator, list, list]:
     logs, dumps = reader.expand(paths)
     if not logs and not dumps:
         raise UserError(f"no files to read under {', '.join(paths)}")
@@ -21,15 +21,28 @@ def analyse(paths: list[str], progress: bool = True):
     finally:
         if bar:
             bar.close()
-    return acc.result(), logs, dumps
+    return acc, logs, dumps
+
+
+def analyse(paths: list[str], cluster=None, tier=None, workload=None, progress: bool = True):
+    """(result, plan, fabric, logs, dumps): the plan (from the options or the job script's Regenerate: line)
+    decides the fabric; without one, the HCAs' link layer in the logs does."""
+    acc, logs, dumps = scan(paths, progress)
+    plan = plancheck.plan_info(cluster, tier, workload, acc.regenerate)
+    fabric = plan.fabric if plan else nodes.fabric(acc.facts)
+    found = nodes.findings(acc.facts, planned_gdr=bool(plan and plan.fabric in plancheck.GPUDIRECT_FABRICS))
+    if plan:
+        found += plancheck.findings(acc.facts, plan)
+    events = [nodes.evidence(f, acc.facts) for f in found]
+    events = [e for e in events if e.sig and plancheck.holds_on(e.sig, fabric)]
+    return acc.result(events), plan, fabric, logs, dumps
 
 
 def triage(paths: list[str], cluster=None, tier=None, workload=None, fmt: str = "text") -> tuple[str, int]:
-    result, logs, dumps = analyse(paths)
-    plan = plancheck.plan_env(cluster, tier, workload, result.regenerate)
-    notes = plancheck.notes(result, plan[0]) if plan else []
+    result, plan, fabric, logs, dumps = analyse(paths, cluster, tier, workload)
+    notes = plancheck.notes(result, plan.env) if plan else []
     fr = flightrec.analyse(dumps) if dumps else None
-    data = report.as_data(result, len(logs) + len(dumps), plan, notes, fr)
+    data = report.as_data(result, len(logs) + len(dumps), plan, notes, fr, fabric)
     data["bytes_read"] = reader.total_size(logs)
     text = report.as_json(data) if fmt == "json" else report.as_text(data)
     return text, EXIT[result.status]

@@ -1,0 +1,220 @@
+"""What NCCL's INFO lines say about each node, compared across nodes and with the plan.
+
+NCCL prints, per process, the release (`NCCL version 2.18.1+cuda12.1`, src/init.cc), the bootstrap
+interface (`Bootstrap : Using eth0:10.0.0.1<0>`, src/bootstrap.cc), the net (`Using network IB`,
+src/init.cc), the HCAs with their link layer (`NET/IB : Using [0]mlx5_0:1/IB ...`, src/transport/net_ib),
+each channel's transport (`Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA`, src/transport.cc)
+and `Init COMPLETE` (src/init.cc). A difference between nodes (two NCCL releases, a bootstrap interface
+that is a container bridge on one host, IB on one and Socket on another) or from the plan is a cause
+that no single line states; the findings carry the line that shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .events import NCCL_PREFIX, Event
+from .reader import Line
+
+VERSION = re.compile(r"NCCL INFO NCCL version (?P<v>\d+\.\d+\.\d+)")
+NETWORK = re.compile(r"NCCL INFO Using network (?P<net>\S+)")
+BOOTSTRAP = re.compile(r"NCCL INFO Bootstrap ?: Using \[?\d*\]?(?P<iface>[\w.:-]+?):(?P<addr>[\w.:%-]+?)<")
+HCAS = re.compile(r"NCCL INFO NET/IB ?: Using (?P<hcas>\[\d+\].*?)(?: ?; OOB |$)")
+HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
+CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
+INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
+INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
+GDR_DISABLED = "GPU Direct RDMA Disabled"
+# Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
+# (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
+BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
+LINK_LOCAL = re.compile(r"^(?:169\.254\.|fe80:)")
+IPOIB = re.compile(r"^ib[\w.]*$")
+MAX_HOSTS = 1024
+
+
+@dataclass
+class Host:
+    name: str
+    version: str | None = None
+    net: str | None = None
+    iface: str | None = None
+    addr: str | None = None
+    hcas: tuple[str, ...] = ()
+    link: str | None = None  # IB or RoCE, from the HCA list
+    net_channels: int = 0
+    gdr_channels: int = 0
+    gdr_disabled: bool = False
+    started: set[str] = field(default_factory=set)  # "comm/rank" that printed Init START or a channel line
+    complete: set[str] = field(default_factory=set)
+    lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
+
+
+class Facts:
+    """Per-host facts, bounded: at most MAX_HOSTS hosts, a few fields each."""
+
+    def __init__(self) -> None:
+        self.hosts: dict[str, Host] = {}
+        self.seqs: dict[Line, int] = {}  # reading order of the lines a fact keeps
+
+    def add(self, line: Line, seq: int = 0) -> None:
+        text = line.text
+        if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
+            return
+        name = m.group("host")
+        host = self.hosts.get(name)
+        if host is None:
+            if len(self.hosts) >= MAX_HOSTS:
+                return
+            host = self.hosts[name] = Host(name)
+        _read(host, text, line)
+        if any(kept is line for kept in host.lines.values()):
+            self.seqs[line] = seq
+
+
+def _read(h: Host, text: str, line: Line) -> None:
+    if "via NET/" in text and (m := CHANNEL_NET.search(text)):
+        h.net_channels += 1
+        h.gdr_channels += 1 if m.group("gdr") else 0
+        h.lines.setdefault("gdr" if m.group("gdr") else "nogdr", line)
+    elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
+        h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
+    elif "Init START" in text and (m := INIT_START.search(text)):
+        h.started.add(f"{m.group('comm')}/{m.group('rank')}")
+    elif m := VERSION.search(text):
+        h.version = h.version or m.group("v")
+        h.lines.setdefault("version", line)
+    elif m := NETWORK.search(text):
+        h.net = h.net or m.group("net")
+        h.lines.setdefault("net", line)
+    elif m := BOOTSTRAP.search(text):
+        if h.iface is None:
+            h.iface, h.addr = m.group("iface"), m.group("addr")
+            h.lines["iface"] = line
+    elif m := HCAS.search(text):
+        found = HCA.findall(m.group("hcas"))
+        if found and not h.hcas:
+            h.hcas = tuple(f"{d}:{p}" for d, p, _ in found)
+            h.link = found[0][2]
+            h.lines["hcas"] = line
+    elif GDR_DISABLED in text:
+        h.gdr_disabled = True
+        h.lines.setdefault("gdr_disabled", line)
+
+
+@dataclass
+class Finding:
+    cls: str  # a class of classes.yaml
+    detail: str
+    line: Line
+    node: str | None
+
+
+def fabric(facts: Facts) -> str | None:
+    """The fabric the logs show: RoCE or IB from the HCAs' link layer, else None."""
+    links = {h.link for h in facts.hosts.values() if h.link}
+    if links == {"RoCE"}:
+        return "roce"
+    if links == {"IB"}:
+        return "infiniband"
+    return None
+
+
+def _differs(facts: Facts, attr: str) -> Finding | None:
+    """A fact that differs between hosts: the finding names every value and shows the minority's line."""
+    by: dict[str, list[Host]] = {}
+    for h in facts.hosts.values():
+        value = getattr(h, attr)
+        if value:
+            by.setdefault(str(value) if not isinstance(value, tuple) else ",".join(value), []).append(h)
+    if len(by) < 2:
+        return None
+    ranked = sorted(by.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    odd = ranked[0][1][0]
+    detail = "; ".join(f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}" for v, hs in ranked)
+    key = {"version": "version", "net": "net", "iface": "iface", "hcas": "hcas"}[attr]
+    return Finding(f"nodes-differ-{attr}", detail, odd.lines[key], odd.name)
+
+
+def _iface_findings(facts: Facts) -> list[Finding]:
+    out = []
+    addrs: dict[str, list[str]] = {}
+    for h in facts.hosts.values():
+        if h.iface is None:
+            continue
+        addrs.setdefault(h.addr or "", []).append(h.name)
+        if BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
+            out.append(Finding("bootstrap-unroutable", f"{h.iface} ({h.addr}) on {h.name}", h.lines["iface"], h.name))
+    for addr, names in addrs.items():
+        if len(names) > 1 and addr:
+            first = facts.hosts[names[0]]
+            detail = f"{addr} on {', '.join(sorted(names)[:4])}"
+            out.append(Finding("bootstrap-same-address", detail, first.lines["iface"], first.name))
+    return out[:1] + [f for f in out[1:] if f.cls == "bootstrap-same-address"]
+
+
+def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
+    out = []
+    hosts = [h for h in facts.hosts.values() if h.net_channels]
+    some = [h for h in hosts if h.gdr_channels]
+    for h in hosts:
+        if h.gdr_channels:
+            continue
+        why = "the plan's fabric has GPUDirect RDMA" if planned_gdr else None
+        if some:
+            why = f"{some[0].name} uses GDRDMA"
+        elif h.gdr_disabled:
+            why = "NCCL said GPU Direct RDMA is disabled"
+        if why:
+            shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
+            detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
+            out.append(Finding("no-gdrdma", detail, shown, h.name))
+    return out[:1]
+
+
+def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
+    """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
+    out = [f for attr in ("version", "net", "iface", "hcas") if (f := _differs(facts, attr))]
+    out += _iface_findings(facts)
+    out += _gdr_findings(facts, planned_gdr)
+    return out
+
+
+def unfinished(facts: Facts) -> list[str]:
+    """'host comm/rank' for every rank that started NCCL init (Init START) and never printed Init COMPLETE,
+    when some rank did complete (so the log does carry the COMPLETE lines)."""
+    if not any(h.complete for h in facts.hosts.values()):
+        return []
+    return sorted(f"{h.name} rank {c.split('/')[1]}" for h in facts.hosts.values() for c in h.started - h.complete)
+
+
+def ipoib(facts: Facts) -> list[str]:
+    return [h.name for h in facts.hosts.values() if h.iface and IPOIB.match(h.iface)]
+
+
+def as_data(facts: Facts) -> list[dict]:
+    rows = []
+    for h in sorted(facts.hosts.values(), key=lambda h: h.name)[:64]:
+        rows.append(
+            {
+                "node": h.name,
+                "nccl": h.version,
+                "net": h.net,
+                "bootstrap": f"{h.iface}:{h.addr}" if h.iface else None,
+                "hcas": list(h.hcas),
+                "link": h.link,
+                "net_channels": h.net_channels,
+                "gdrdma_channels": h.gdr_channels,
+            }
+        )
+    return rows
+
+
+def evidence(f: Finding, facts: Facts) -> Event:
+    """The finding as an event at the line that shows it (its class from classes.yaml)."""
+    from . import catalogue
+    from .events import timestamp
+
+    sig = catalogue.classes()[f.cls]
+    return Event(f.line, sig, {"detail": f.detail}, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))
