@@ -38,7 +38,7 @@ def test_roce_error_12_is_the_cause_with_gid_fix():
 def test_repeated_completion_errors_collapse_after_the_first():
     data, code = triage("nccl-1405-roce-completion-error.log")
     assert code == 0
-    assert data["first"]["where"].endswith("nccl-1405-roce-completion-error.log:2")
+    assert data["first"]["where"].endswith("nccl-1405-roce-completion-error.log:4")
     assert data["first"]["node"] == "kp-ddp-worker-0"
     assert [t["summary"] for t in data["then"]] == [
         "2 more ib-completion-error-12 lines",
@@ -50,7 +50,7 @@ def test_link_local_interface_is_the_root_not_the_connect_warnings():
     data, code = triage("oneflow-3586-link-local.log")
     assert code == 0
     assert data["first"]["signature"] == "link-local-bootstrap"
-    assert data["first"]["where"].endswith(":2")  # an INFO line, above the louder WARN at line 15
+    assert data["first"]["where"].endswith(":4")  # an INFO line, above the louder WARN at line 15
     assert "veth25f2e72" in data["cause"] and "bootstrap_interfaces" in data["fix"]
 
 

@@ -17,6 +17,7 @@ from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
+FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/")
 
 
 def order(ev: Event) -> tuple:
@@ -67,6 +68,8 @@ class Accumulator:
             self.regenerate = m.group("argv")
             return
         self.facts.add(line, self.seq)
+        if any(k in line.text for k in FACT_ONLY):
+            return  # a channel or init line: a fact about the node, never a failure (and the most frequent kept line)
         ev = classify(line, self.seq)
         if ev is None:
             return

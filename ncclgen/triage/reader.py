@@ -51,6 +51,8 @@ FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 # A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,
 # since its embedded programs hold the very message strings triage looks for.
 SCRIPT_MARKS = (b"#SBATCH", b"# Regenerate: ncclgen ")
+# The header of a corpus file (tests/data/triage/*.log: where it comes from, the established cause): not log.
+CORPUS_HEADER = ("# source: ", "# cause: ", "# root: ")
 REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen .*)$", re.M)
 
 
@@ -61,9 +63,104 @@ class Line:
     text: str
 
 
+# What the reader searches for: short substrings, one of which every signature key, error marker, failure
+# word and fact key holds (tests/test_triage_reader.py checks it), so a line a signature could match is never
+# skipped. bytes.find costs the same for a short anchor as for a long key, and 60 anchors cost less than 120 keys.
+ANCHORS = (
+    "rror",
+    "ERROR",
+    "ailed",
+    "FAILED",
+    "xception",
+    "imed out",
+    "Timed out",
+    "Killed",
+    "killed",
+    "SIGKILL",
+    "exitcode",
+    "xited",
+    "xits unexpectedly",
+    "WARN",
+    "Traceback",
+    "FATAL",
+    "Regenerate: ncclgen",
+    "NCCL version",
+    "Using network",
+    "NCCL INFO Bootstrap",
+    "NCCL INFO NET/IB",
+    "GPU Direct RDMA",
+    "ut of memory",
+    "oom-kill",
+    "oom_kill",
+    "running low on memory",
+    "eset by peer",
+    "losed by",
+    "refused",
+    "ismatch",
+    "dead",
+    "heartbeat",
+    "infeasible",
+    "scheduled right now",
+    "Total available GPUs",
+    "available memory",
+    "KV cache",
+    "DMAR",
+    "IO_PAGE_FAULT",
+    "not yet initialized",
+    "libibverbs",
+    "169.254.",
+    ":fe80::",
+    "nable to",
+    "annot ",
+    "ould not",
+    "not found",
+    "No device",
+    "No usable",
+    "not supported",
+    "Broken pipe",
+    "Address already in use",
+    "EADDRINUSE",
+    "endezvous",
+    "atchdog",
+    "RLIMIT_MEMLOCK",
+    "memlock",
+    "ibv_",
+    "NVLS",
+    "got 0 bytes",
+    "ChildFailedError",
+    "AssertionError",
+    ".cc:",
+    ".h:",
+    ".cu:",
+    "onnect to",
+    "onnection",
+    "connectFullMesh",
+    "died",
+    "Test CUDA",
+    "Test NCCL",
+    "TCPStore",
+    "object store",
+    "Got completion",
+    "shared memory",
+    "Unable to connect",
+    "Last error:",
+    "No available node types",
+    "aborted",
+    "gloo/transport",
+    "sequence number",
+    "Failed to register",
+)
+
+
 def _keys() -> tuple[bytes, ...]:
-    keys = {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS) | set(FAILURE_WORDS)
-    return tuple(sorted(k.encode() for k in keys | set(FACT_KEYS)))
+    return tuple(sorted(a.encode() for a in ANCHORS))
+
+
+def all_keys() -> set[str]:
+    """Every literal a kept line may need: the signatures' keys, the markers, the failure words, the fact keys."""
+    return (
+        {k for s in catalogue.signatures() for k in s.keys} | set(ERROR_MARKERS) | set(FAILURE_WORDS) | set(FACT_KEYS)
+    )
 
 
 def _hits(buf: bytes, end: int, keys: tuple[bytes, ...], capped: dict[bytes, int]) -> list[int]:
@@ -159,7 +256,20 @@ def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[byt
             stop = end if stop < 0 else stop
             lineno += buf.count(b"\n", seen, start)
             seen = start
-            yield Line(name, lineno, buf[start:stop].decode("utf-8", "replace").rstrip("\r"))
+            text = buf[start:stop].decode("utf-8", "replace").rstrip("\r")
+            if not text.startswith(CORPUS_HEADER):
+                yield Line(name, lineno, text)
+            if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
+                # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix
+                body = buf[stop + 1 : after].decode("utf-8", "replace").rstrip("\r")
+                yield Line(
+                    name,
+                    lineno + 1,
+                    "NCCL WARN " + body.split(":", 1)[-1] if body.startswith("[") else "NCCL WARN " + body,
+                )
+                lineno += 1
+                seen = stop + 1
+                stop = after
             pos = stop
         lineno += buf.count(b"\n", seen, end)
         carry = buf[end:]

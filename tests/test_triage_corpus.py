@@ -1,0 +1,54 @@
+"""`ncclgen triage` on the corpus of real logs (tests/data/triage/*.log) from public threads.
+
+Each file names its source thread, the cause the thread established (`# cause: CLASS: ...`, the class of
+classes.yaml or signatures.yaml that names it, `clean` for a run without failure, `unclassified` where the
+log itself does not show the cause) and the root line (`# root: N`, 0 for none). Triage must name that
+class at that line, and report no failure on a clean run. The rules are per class, derived from the
+sources (nccl-warn.tsv, classes.yaml), not per file.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from ncclgen.triage import run
+
+DATA = Path(__file__).parent / "data" / "triage"
+FILES = sorted(DATA.glob("*.log"))
+HEADER = re.compile(
+    r"# source: (?P<url>https://github\.com/\S+).*\n# cause: (?P<cls>[\w-]+): .+\n# root: (?P<root>\d+)\n"
+)
+
+
+def expected(f: Path) -> tuple[str, str, int]:
+    m = HEADER.match(f.read_text())
+    assert m, f"{f.name}: header '# source: URL' / '# cause: CLASS: text' / '# root: N' missing"
+    return m.group("url"), m.group("cls"), int(m.group("root"))
+
+
+def test_corpus_size_and_spread():
+    assert len(FILES) >= 30
+    classes = collections.Counter(expected(f)[1] for f in FILES)
+    assert classes["clean"] >= 4
+    assert sum(1 for c, n in classes.items() if n >= 2 and c not in ("clean", "unclassified")) >= 6
+
+
+@pytest.mark.parametrize("f", FILES, ids=[f.name for f in FILES])
+def test_cause_and_root_line(f):
+    _url, cls, root = expected(f)
+    text, code = run.triage([str(f)], fmt="json")
+    data = json.loads(text)
+    if cls == "clean":
+        assert data["status"] == "clean" and code == 0, data.get("first")
+        return
+    if cls == "unclassified":
+        assert data["status"] == "unclassified" and code == 1
+    else:
+        assert data["status"] == "cause" and code == 0, data.get("first")
+        assert data["first"]["signature"] == cls
+    assert data["first"]["where"] == f"{f}:{root}"
