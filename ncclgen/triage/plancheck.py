@@ -18,7 +18,13 @@ from ..errors import UserError
 from . import catalogue, nodes
 from .analyse import Result
 
-GPUDIRECT_FABRICS = ("infiniband", "roce")  # NCCL's IB verbs transport: GDRDMA when the GPU and NIC allow
+GPUDIRECT_FABRICS = ("infiniband", "roce")
+FABRIC_NAMES = {
+    "infiniband": "on InfiniBand",
+    "roce": "on RoCE",
+    "tcp": "on TCP",
+    "efa": "on EFA",
+}  # NCCL's IB verbs transport: GDRDMA when the GPU and NIC allow
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ def fix_for(sig: catalogue.Signature, fabric: str | None, groups: dict[str, str]
         return catalogue.fill(sig.fix or "no fix ncclgen knows for this on " + (fabric or "this fabric"), groups)
     if len(chosen) == 1:
         return catalogue.fill(chosen[0][1], groups)
-    return " | ".join(catalogue.fill(text, groups) for _f, text in chosen)
+    return " | ".join(f"{FABRIC_NAMES.get(f, f)}: {catalogue.fill(text, groups)}" for f, text in chosen)
 
 
 def holds_on(sig: catalogue.Signature, fabric: str | None) -> bool:
