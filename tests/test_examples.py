@@ -175,7 +175,7 @@ def test_annotation_and_regenerate_commands_work_for_files(tmp_path, monkeypatch
     ]  # verl-sft forces NCCL_DEBUG
     assert main(["k8s", *args]) == 0
     docs = list(yaml.safe_load_all(capsys.readouterr().out))
-    job = docs[-1]
+    job = docs[0]  # the job first, then its ConfigMap
     pod = job["spec"]["pytorchReplicaSpecs"]["Master"]["template"]
     command = pod["metadata"]["annotations"]["ncclgen.io/explain"]
     argv = shlex.split(command)

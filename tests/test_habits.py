@@ -43,11 +43,9 @@ COMPLEX = {
 # file -> why it is still above MAX_LINES
 LONG = {
     "ncclgen/load/podspec.py": NOT_YET,
-    "ncclgen/render/k8s.py": NOT_YET,
     "ncclgen/render/slurm.py": SPLIT_HARDEN,
     "tests/test_descriptor.py": NOT_YET,
     "tests/test_lint.py": SPLIT_LINT,
-    "tests/test_render_k8s.py": NOT_YET,
     "tests/test_render_slurm.py": NOT_YET,
 }
 

@@ -161,8 +161,8 @@ def test_trainjob_runtime_and_command():
 
     p = plan_for("h100-ib", 3, "verl-sft", 4)
     docs = render_k8s.documents(p, kind="trainjob", name="sft-run")
-    assert [d["kind"] for d in docs] == ["ConfigMap", "TrainingRuntime", "TrainJob"]
-    runtime, job = docs[1], docs[2]
+    assert [d["kind"] for d in docs] == ["TrainingRuntime", "TrainJob", "ConfigMap"]
+    runtime, job = docs[0], docs[1]
     assert job["spec"]["runtimeRef"] == {
         "apiGroup": "trainer.kubeflow.org",
         "kind": "TrainingRuntime",
@@ -199,7 +199,7 @@ def test_the_validator_rejects_what_trainer_would():
     from test_render_k8s import plan_for
 
     docs = render_k8s.documents(plan_for("h100-ib", 1, "verl-sft"), kind="trainjob")
-    runtime, job = docs[-2], docs[-1]
+    runtime, job = docs[0], docs[1]
     bad = yaml.safe_load(yaml.safe_dump(job))
     bad["spec"]["trainer"]["env"].append({"name": "PET_NNODES", "value": "3"})
     assert any("reserved envs" in e for e in kv.check(bad))

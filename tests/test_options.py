@@ -30,7 +30,8 @@ SLURM_LINE = (
 K8S_LINE = (
     "--kind pytorchjob --name run1 --namespace team --image reg.example/v:1 --volume pvc:ckpt:/ckpt "
     "--service-account sa --priority-class high --image-pull-secret pull --scheduler-name volcano "
-    "--label kueue.x-k8s.io/queue-name=q --annotation a=b --secret-env W=wandb:key --no-preflight -o job.yaml"
+    "--label kueue.x-k8s.io/queue-name=q --annotation a=b --secret-env W=wandb:key --no-preflight "
+    "--ttl-after-finished 600 -o job.yaml"
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ..output import emit
-from ..render.options import K8sOptions
+from ..render.options import K8sOptions, argv
 from .common import make_plan, plan_options, request_from
 from .options import click_options, from_click
 
@@ -31,6 +31,8 @@ def k8s(**params):
     pod = opts.pod_settings(plan, reserved_labels=render_k8s.reserved_labels())
     text = render_k8s.render(
         plan,
+        flags=tuple(argv(opts)),
+        ttl=opts.ttl_seconds,
         kind=opts.kind,
         name=opts.name,
         namespace=opts.namespace,

@@ -142,7 +142,12 @@ class Kubernetes:
         doc="the Kubernetes service: selects the net plugin's pod elements (volumes, sidecars, "
         "annotations) and how `networks` are attached (GKE multi-networking, else Multus)",
     )
-    namespace: str = field("default", doc="namespace", pattern=DNS1123, pattern_doc="a DNS-1123 label")
+    namespace: str | None = field(
+        None,
+        doc="namespace written into every object (default: none, so `kubectl apply -n NS` chooses)",
+        pattern=DNS1123,
+        pattern_doc="a DNS-1123 label",
+    )
     image: str = field(
         "verlai/verl:latest",
         doc="container image; left at this floating default, a verl "

@@ -41,6 +41,9 @@ class Location:
     sidecars: tuple[Sidecar, ...] = field(())
     annotations: dict[str, str] = field(factory=dict)
     device_annotations: dict[str, tuple[str, ...]] = field(factory=dict)
+    # Where no volume brings the folder from the node, the pod image must carry the plugin: how to get
+    # such an image, said when ncclgen k8s refuses to render with a default image.
+    image_hint: str | None = field(None)
 
 
 @dataclass(frozen=True, kw_only=True)

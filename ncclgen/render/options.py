@@ -195,7 +195,11 @@ class K8sOptions:
         None, "--name", metavar="NAME", help="Job name, a DNS-1035 label (default: the workload's name)."
     )
     namespace: str | None = option(
-        None, "--namespace", metavar="NS", help="Namespace (default: the descriptor's kubernetes.namespace)."
+        None,
+        "--namespace",
+        metavar="NS",
+        help="Namespace written into every object (default: the descriptor's kubernetes.namespace; without "
+        "either, none, so `kubectl apply -n NS` chooses).",
     )
     image: str | None = option(
         None, "--image", metavar="IMAGE", help="Container image (default: the descriptor's kubernetes.image)."
@@ -238,6 +242,14 @@ class K8sOptions:
         "interfaces, plugin and topology files, GPUs, /dev/shm, locked memory and numactl the plan "
         "relies on; a problem ends the container with exit 6, one line each, before the launch).",
     )
+    ttl: str | None = option(
+        None,
+        "--ttl-after-finished",
+        metavar="SECONDS",
+        check=lambda v: _seconds_check("--ttl-after-finished", v),
+        help="How long a finished job's pods and their logs stay before the operator deletes them "
+        "(default 3600; RayJob and PyTorchJob ttlSecondsAfterFinished; a TrainJob has no such field).",
+    )
     output: str | None = option(
         None,
         "-o",
@@ -249,6 +261,10 @@ class K8sOptions:
 
     def __post_init__(self) -> None:
         check(self)
+
+    @property
+    def ttl_seconds(self) -> int | None:
+        return None if self.ttl is None else int(self.ttl)
 
     def pod_settings(self, plan, reserved_labels: Iterable[str]):
         """The descriptor's pod settings with this command line's added (podspec.merge checks them)."""
@@ -267,3 +283,9 @@ class K8sOptions:
             reserved_labels=reserved_labels,
             env_names=[e.name for e in plan.env],
         )
+
+
+def _seconds_check(flag: str, value: str) -> None:
+    """A whole number of seconds an int32 holds (the CRDs' ttlSecondsAfterFinished is int32)."""
+    if not value.isascii() or not value.isdigit() or int(value) > 2**31 - 1:
+        raise UserError(f"{flag} {value!r}: expected a whole number of seconds from 0 to {2**31 - 1}")
