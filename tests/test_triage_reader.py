@@ -20,3 +20,27 @@ def test_job_script_is_read_for_its_plan_only(tmp_path):
     )
     lines = list(reader.scan([script]))
     assert [ln.text for ln in lines] == ["# Regenerate: ncclgen slurm --cluster h100-ib --tier 3"]
+
+
+def test_grep_and_python_engines_give_the_same_lines():
+    """The fast path (one `grep -F` pass) and the bytes.find fallback keep the same lines, numbers included."""
+    from pathlib import Path
+
+    from ncclgen.triage import grepscan
+
+    files = sorted((Path(__file__).parent / "data" / "triage").glob("*.log"))
+    python = [(ln.file, ln.lineno, ln.text) for ln in reader.scan(files, engine="python")]
+    assert len(python) > 100
+    if grepscan.available():
+        assert [(ln.file, ln.lineno, ln.text) for ln in reader.scan(files, engine="grep")] == python
+
+
+def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
+    log = tmp_path / "big.log"
+    log.write_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0\n" * 50 + "FATAL boom\n")
+    monkeypatch.setattr(reader, "CAPPED", {**reader.CAPPED, "via NET/": 7})
+    from ncclgen.triage import grepscan
+
+    for engine in ("python", "grep") if grepscan.available() else ("python",):
+        kept = [ln.text for ln in reader.scan([log], engine=engine)]
+        assert len(kept) == 8 and kept[-1] == "FATAL boom", engine

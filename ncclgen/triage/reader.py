@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
-from . import catalogue
+from . import catalogue, grepscan
 
 CHUNK = 4 << 20
 # Lines that are errors whatever their text: kept so an unclassified failure can be shown.
@@ -209,8 +209,9 @@ def total_size(files: list[Path]) -> int:
     return sum(f.stat().st_size for f in files)
 
 
-def scan(files: list[Path], progress: Callable[[int], None] | None = None) -> Iterator[Line]:
-    """Every candidate line of ``files``, in file order, with its 1-based line number."""
+def scan(files: list[Path], progress: Callable[[int], None] | None = None, engine: str = "auto") -> Iterator[Line]:
+    """Every candidate line of ``files``, in file order, with its 1-based line number. ``engine``: grep (one
+    `grep -F` pass, grepscan.py), python (bytes.find per anchor), auto (grep when there is one)."""
     keys = _keys()
     for f in files:
         try:
@@ -226,9 +227,37 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None) -> It
                 if progress:
                     progress(f.stat().st_size)
                 continue
-            fh.seek(0)
             capped = {k.encode(): n for k, n in CAPPED.items()}
+            if engine == "grep" or (engine == "auto" and grepscan.available()):
+                yield from _scan_grep(fh, f, keys, progress, capped)
+                continue
+            fh.seek(0)
             yield from _scan_one(fh, str(f), keys, progress, capped)
+
+
+def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
+    """The lines grep finds, as _scan_one would give them (the corpus header skipped, the line after
+    'Last error:' read from the file)."""
+    done = 0
+    for lineno, offset, raw in grepscan.lines(f, keys, capped):
+        if progress and offset - done > CHUNK:
+            progress(offset - done)
+            done = offset
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if not text.startswith(CORPUS_HEADER):
+            yield Line(str(f), lineno, text)
+        if text.endswith("Last error:"):
+            fh.seek(offset + len(raw) + 1)
+            body = fh.readline(1 << 16)
+            if body.endswith(b"\n"):
+                yield Line(str(f), lineno + 1, _last_error(body.rstrip(b"\r\n").decode("utf-8", "replace")))
+    if progress:
+        progress(f.stat().st_size - done)
+
+
+def _last_error(body: str) -> str:
+    """PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix."""
+    return "NCCL WARN " + (body.split(":", 1)[-1] if body.startswith("[") else body)
 
 
 def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
@@ -262,11 +291,7 @@ def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[byt
             if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
                 # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix
                 body = buf[stop + 1 : after].decode("utf-8", "replace").rstrip("\r")
-                yield Line(
-                    name,
-                    lineno + 1,
-                    "NCCL WARN " + body.split(":", 1)[-1] if body.startswith("[") else "NCCL WARN " + body,
-                )
+                yield Line(name, lineno + 1, _last_error(body))
                 lineno += 1
                 seen = stop + 1
                 stop = after
