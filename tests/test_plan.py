@@ -169,7 +169,7 @@ def test_megatron_and_large_model_rules():
     big = workload.load_workload("verl-grpo-qwen3-235b-megatron")
     t1, t2 = plan.build(H100, big, 1).env_dict(), plan.build(H100, big, 2).env_dict()
     assert t1["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
-    assert t2["NCCL_NVLS_ENABLE"] == "0"
+    assert "NCCL_NVLS_ENABLE" not in t2  # issue 31: verl turns NVLS off only in its DeepSeek scripts / on GB200
     assert int(t2["NCCL_BUFFSIZE"]) > 4 * 1024 * 1024  # never below NCCL's 4 MiB default here
     assert "CUDA_DEVICE_MAX_CONNECTIONS" not in plan.build(H100, GRPO, 3).env_dict()
     assert "NCCL_BUFFSIZE" not in plan.build(H100, GRPO, 3).env_dict()  # 7B keeps the default

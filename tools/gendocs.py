@@ -61,6 +61,7 @@ CONDITIONS: dict[str, Callable[[object], str]] = {
     "nccl_below": lambda v: f"NCCL < {v}",
     "torch_below": lambda v: f"PyTorch < {v}",
     "torch_min": lambda v: f"PyTorch >= {v}",
+    "compute_capability": lambda v: f"GPU compute capability {_or([f'{x}.x' for x in v])}",
     "launcher": lambda v: f"workload launcher is {_or(v)}",
     "framework": lambda v: f"workload framework is {_or(v)}",
     "backend": lambda v: f"workload backend is {_or(v)}",

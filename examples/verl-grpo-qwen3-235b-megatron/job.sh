@@ -36,7 +36,6 @@ export NCCL_CUMEM_ENABLE='0'  # tier 1, verl-cumem
 export NCCL_BUFFSIZE='8388608'  # tier 2, buffsize-large-model
 export NCCL_IB_QPS_PER_CONNECTION='4'  # tier 2, ib-qps
 export NCCL_IB_TIMEOUT='22'  # tier 2, ib-timeout
-export NCCL_NVLS_ENABLE='0'  # tier 2, megatron-nvls-off
 export NCCL_MIN_CTAS='16'  # tier 3, min-ctas
 export NCCL_IGNORE_CPU_AFFINITY='1'  # tier 3, ignore-cpu-affinity
 # Launcher plumbing, not NCCL/PyTorch settings:

@@ -31,6 +31,7 @@ class When:
     nccl_below: str | None = field(None)
     torch_below: str | None = field(None)
     torch_min: str | None = field(None)
+    compute_capability: tuple[str, ...] | None = field(None)
     launcher: tuple[str, ...] | None = field(None)
     framework: tuple[str, ...] | None = field(None)
     backend: tuple[str, ...] | None = field(None)
@@ -94,6 +95,23 @@ def version(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in release.group(0).split(".")) if release else ()
 
 
+# GPU families by compute capability major (NVIDIA, https://developer.nvidia.com/cuda-gpus): matched as a
+# whole token of node.gpu_model ('H100-SXM5-80GB', 'NVIDIA GH200'); an unknown model matches no condition.
+COMPUTE_CAPABILITY = {
+    "8": ("A100", "A800", "A30", "A40", "A10", "A16", "A2", "L4", "L40", "L40S", "L20", "RTX6000ADA"),
+    "9": ("H100", "H800", "H200", "H20", "GH200"),
+    "10": ("B100", "B200", "B300", "GB200", "GB300"),
+}
+
+
+def compute_capability(gpu_model: str) -> str | None:
+    """The compute capability major of a descriptor's gpu_model, or None when the family is not listed."""
+    for major, families in COMPUTE_CAPABILITY.items():
+        if re.search(r"(?<![A-Z0-9])(" + "|".join(families) + r")(?![A-Z0-9])", gpu_model.upper()):
+            return major
+    return None
+
+
 @functools.lru_cache(maxsize=1)
 def rule_file() -> RuleFile:
     doc = load_file(datapaths.data("rules.yaml"))
@@ -124,6 +142,7 @@ def holds(w: When, ctx: Context) -> bool:
         w.nccl_below is None or nccl < version(w.nccl_below),
         w.torch_below is None or version(ctx.cluster.software.torch) < version(w.torch_below),
         w.torch_min is None or version(ctx.cluster.software.torch) >= version(w.torch_min),
+        w.compute_capability is None or compute_capability(ctx.cluster.node.gpu_model) in w.compute_capability,
         w.launcher is None or wl.launcher in w.launcher,
         w.framework is None or wl.framework in w.framework,
         w.backend is None or wl.backend in w.backend,
