@@ -8,6 +8,7 @@ lint/rules.py, those reading the fabric in lint/fabric.py, two settings at once 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -111,9 +112,12 @@ def lint_pairs(
             if info.status not in ("invented", "removed"):
                 raw += _scope_findings(info, t)
         out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
+    out = [dataclasses.replace(f, fix=two.fix_against_plan(f.fix, values, t)) for f in out]
     out += [
         Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
-        for f in two._socket_product(values, lines) + two._combination_findings(values, lines, t)
+        for f in two._socket_product(values, lines)
+        + two._combination_findings(values, lines, t)
+        + two._cta_clamps(values, lines)
     ]
     return sorted(out, key=_order)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from . import knowledge as kb
 from .findings import Finding
 from .rules import BUFFSIZE_DEFAULT, MAX_SOCKETS, MAX_THREADS, _deliberate, _size, _Target
@@ -104,3 +106,77 @@ def _socket_product(values: dict, lines: dict) -> list[Finding]:
             lines["NCCL_NSOCKS_PERTHREAD"],
         )
     ]
+
+
+# NCCL's clamps between the channel (CTA) bounds: NCCL v2.30.7 src/init.cc:2178-2193 caps each of minCTAs
+# and maxCTAs at MAXCHANNELS (64) and sets both to maxCTAs when minCTAs is larger ('minCTAs %d is larger
+# than maxCTAs %d, set both to %d'); src/graph/connect.cc:497-505 copies channels up to
+# max(NCCL_MIN_NCHANNELS, minCTAs), capped by min(NCCL_MAX_NCHANNELS, maxCTAs).
+CTA_BOUNDS = (
+    ("NCCL_MIN_CTAS", "NCCL_MIN_NCHANNELS", "NCCL_MIN_NRINGS"),
+    ("NCCL_MAX_CTAS", "NCCL_MAX_NCHANNELS", "NCCL_MAX_NRINGS"),
+)
+CTA_CLAMP_SOURCE = "NCCL v2.30.7 src/init.cc:2190-2193, src/graph/connect.cc:497-505"
+
+
+def _bound(values: dict, names: tuple[str, ...]) -> tuple[str, int] | None:
+    """(name, value) of the first of ``names`` set to a number in ``values``."""
+    for name in names:
+        info = kb.lookup(name)
+        if info is not None and values.get(name):
+            number, problem = kb.parse_int(info, values[name])
+            if number is not None and problem is None:
+                return name, number
+    return None
+
+
+def planned_min_ctas(t: _Target) -> int | None:
+    """The NCCL_MIN_CTAS ncclgen's own tier-3 rule writes for the cluster in hand (None without one)."""
+    if t.cluster is None:
+        return None
+    from ..plan import rules as plan_rules
+
+    ctx = plan_rules.Context(t.cluster, None, 0, False, True)  # type: ignore[arg-type]  # min-ctas reads no workload
+    for rule in plan_rules.load_rules():
+        if rule.var == "NCCL_MIN_CTAS" and plan_rules.holds(rule.when, ctx):
+            value = plan_rules.evaluate(rule, ctx)
+            return int(value) if value else None
+    return None
+
+
+def _cta_clamps(values: dict, lines: dict) -> list[Finding]:
+    """A minimum above the maximum in one environment: NCCL lowers the minimum to the maximum."""
+    low, high = _bound(values, CTA_BOUNDS[0]), _bound(values, CTA_BOUNDS[1])
+    if low is None or high is None or low[1] <= high[1]:
+        return []
+    (lo_name, lo), (hi_name, hi) = low, high
+    return [
+        Finding(
+            "NG021",
+            "warning",
+            lo_name,
+            f"{lo_name}={lo} is above {hi_name}={hi} (line {lines.get(hi_name)}): NCCL sets both to {hi} "
+            f"('minCTAs {lo} is larger than maxCTAs {hi}', {CTA_CLAMP_SOURCE}), so the minimum is not applied",
+            f"{lo_name}={hi}, or raise {hi_name} to {lo}",
+            lines.get(lo_name),
+        )
+    ]
+
+
+def fix_against_plan(fix: str, values: dict, t: _Target) -> str:
+    """A fix that writes a maximum below the minimum of the same environment or of ncclgen's own tier 3 says
+    so, instead of proposing a setting NCCL would clamp (NCCL_MAX_RINGS=8 -> NCCL_MAX_CTAS=8 vs MIN_CTAS=16)."""
+    found = re.fullmatch(r"use (NCCL_MAX_CTAS|NCCL_MAX_NCHANNELS)=(\d+)", fix)
+    if not found:
+        return fix
+    cap = int(found.group(2))
+    low = _bound(values, CTA_BOUNDS[0])
+    if low is not None and low[1] > cap:
+        return f"{fix} and {low[0]}={cap} (with {low[0]}={low[1]} NCCL would lower the minimum to {cap}: {CTA_CLAMP_SOURCE})"
+    planned = planned_min_ctas(t)
+    if planned is not None and planned > cap:
+        return (
+            f"{fix}, and render at ncclgen tier 2 or set NCCL_MIN_CTAS={cap}: tier 3 writes NCCL_MIN_CTAS={planned}, "
+            f"which NCCL would lower to {cap} ({CTA_CLAMP_SOURCE})"
+        )
+    return fix
