@@ -9,6 +9,7 @@ failed; symptoms alone leave the failure unclassified. Memory stays bounded: one
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from . import catalogue, nodes
@@ -18,6 +19,12 @@ from .reader import Line
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
 FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/")
+# torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
+# lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
+BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")
+BLOCK_SPAN = 6  # lines from a field to the event it belongs to
+# Host names that say nothing about which node (every container or fake node may report them).
+NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 
 
 def order(ev: Event) -> tuple:
@@ -61,6 +68,7 @@ class Accumulator:
         self.seq = 0
         self.facts = nodes.Facts()
         self.suspects: list[Event] = []  # every suspect, earliest first (bounded)
+        self.block: dict[str, tuple[str, int, str]] = {}  # field -> (file, line, value) of torchrun's table
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -70,9 +78,17 @@ class Accumulator:
         self.facts.add(line, self.seq)
         if any(k in line.text for k in FACT_ONLY):
             return  # a channel or init line: a fact about the node, never a failure (and the most frequent kept line)
+        if m := BLOCK_FIELD.match(line.text):
+            self.block[m.group("field")] = (line.file, line.lineno, m.group("value"))
+            return
         ev = classify(line, self.seq)
         if ev is None:
             return
+        self._from_block(ev)
+        self._record(ev)
+
+    def _record(self, ev: Event) -> None:
+        """The event into the earliest-per-role, the suspects and its group."""
         role = ev.sig.role if ev.sig else "error"
         if role == "context":
             self.contexts.setdefault(ev.sig.id, ev)  # type: ignore[union-attr]
@@ -90,6 +106,27 @@ class Accumulator:
             group.first = ev
         if len(group.who) < MAX_KEYS:
             group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or ev.where)
+
+    def _from_block(self, ev: Event) -> None:
+        """Node and rank from the table lines just above; a root already seen for the same signature in the
+        same file without a node (torchrun logs 'failed (exitcode: -9)' before its table) takes the node too."""
+        for fld, attr in (("host", "node"), ("rank", "rank")):
+            got = self.block.get(fld)
+            if (
+                got
+                and getattr(ev, attr) is None
+                and got[0] == ev.line.file
+                and 0 < ev.line.lineno - got[1] <= BLOCK_SPAN
+            ):
+                setattr(ev, attr, got[2])
+        best = self.best.get("root")
+        same = best is not None and best is not ev and best.sig is ev.sig and best.line.file == ev.line.file
+        if same and ev.node and best.node is None:  # type: ignore[union-attr]
+            best.node, best.rank = ev.node, best.rank or ev.rank  # type: ignore[union-attr]
+
+    def best_of(self, sid: str) -> Event | None:
+        """The earliest event of signature ``sid`` (from its group)."""
+        return next((g.first for (gid, _t), g in self.groups.items() if gid == sid), None)
 
     def add_finding(self, ev: Event) -> None:
         """A node or plan comparison's finding, at the line that shows it."""
@@ -115,6 +152,8 @@ class Accumulator:
         for ev in findings:
             self.add_finding(ev)
         status, first = self.pick()
+        if first is not None and first.node in NO_NODE and (srun := self.best_of("srun-task-exit")):
+            first.node = srun.node  # srun names the node of the first task that failed
         if status == "clean" and any(f.sig and f.sig.id == "no-gdrdma" for f in findings):
             status, first = "slow", next(f for f in findings if f.sig and f.sig.id == "no-gdrdma")
         rest = []

@@ -149,6 +149,8 @@ ANCHORS = (
     "gloo/transport",
     "sequence number",
     "Failed to register",
+    "host      :",
+    "rank      :",
 )
 
 

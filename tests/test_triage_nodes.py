@@ -1,0 +1,126 @@
+"""Triage compares nodes (NCCL INFO facts per node), reads hangs, and attributes torchrun's failure table.
+
+The lines are in the formats NCCL, torchrun and srun print (cited in ncclgen/triage/nodes.py and
+signatures.yaml); each test builds the smallest log that shows one behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ncclgen.triage import run
+
+
+def triage(tmp_path, text: str, *extra) -> dict:
+    log = tmp_path / "job.out"
+    log.write_text(text)
+    out, code = run.triage([str(log)], *extra, fmt="json")
+    data = json.loads(out)
+    data["_code"] = code
+    return data
+
+
+def info(host: str, pid: int, text: str) -> str:
+    return f"{host}:{pid}:{pid + 1} [0] NCCL INFO {text}\n"
+
+
+FAIL = "gpu2:20:21 [0] NCCL WARN socketProgress: Connection closed by remote peer gpu1<51234>\n" + (
+    "[rank1]:[E1203 10:00:05.000000000 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation "
+    "timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1000) ran for 1001 ms.\n"
+)
+
+
+def test_two_nccl_releases_are_the_cause_of_the_closed_connection(tmp_path):
+    log = info("gpu1", 10, "NCCL version 2.18.1+cuda12.1") + info("gpu2", 20, "NCCL version 2.19.3+cuda12.2") + FAIL
+    data = triage(tmp_path, log)
+    assert data["status"] == "cause" and data["first"]["signature"] == "nodes-differ-version"
+    assert "2.18.1 on gpu1" in data["cause"] and "2.19.3 on gpu2" in data["cause"]
+    assert data["first"]["where"].endswith(":1") or data["first"]["where"].endswith(":2")
+
+
+def test_bridge_bootstrap_address_on_two_hosts(tmp_path):
+    log = (
+        info("gpu1", 10, "Bootstrap : Using docker0:172.17.0.1<0>")
+        + info("gpu2", 20, "Bootstrap : Using docker0:172.17.0.1<0>")
+        + FAIL
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] in ("bootstrap-unroutable", "bootstrap-same-address")
+    assert data["first"]["where"].endswith(":1")
+    assert "docker0" in data["cause"] or "172.17.0.1" in data["cause"]
+
+
+def test_bootstrap_interfaces_that_differ_between_hosts(tmp_path):
+    log = info("gpu1", 10, "Bootstrap : Using eth0:10.0.0.1<0>") + info("gpu2", 20, "Bootstrap : Using ib0:10.1.0.2<0>")
+    data = triage(tmp_path, log + FAIL)
+    assert data["first"]["signature"] == "nodes-differ-iface" and "ib0 on gpu2" in data["cause"]
+
+
+def test_differences_alone_are_no_failure(tmp_path):
+    log = info("gpu1", 10, "NCCL version 2.18.1+cuda12.1") + info("gpu2", 20, "NCCL version 2.19.3+cuda12.2")
+    data = triage(tmp_path, log)
+    assert data["status"] == "clean" and data["_code"] == 0
+    assert [f["class"] for f in data["findings"]] == ["nodes-differ-version"]
+
+
+def test_slow_run_network_channels_without_gdrdma(tmp_path):
+    chan = "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0"
+    log = (
+        info("gpu1", 10, "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>")
+        + info("gpu1", 10, chan + "/GDRDMA")
+        + info("gpu2", 20, "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.2<0>")
+        + info("gpu2", 20, chan)
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "slow" and data["first"]["signature"] == "no-gdrdma"
+    assert "gpu2" in data["cause"] and data["first"]["node"] == "gpu2"
+    assert data["fabric"]["name"] == "infiniband"
+
+
+def test_all_gdrdma_is_clean(tmp_path):
+    log = info("gpu1", 10, "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA")
+    assert triage(tmp_path, log)["status"] == "clean"
+
+
+def test_hang_in_init_names_the_ranks_without_init_complete(tmp_path):
+    log = (
+        info("gpu1", 10, "comm 0x5501 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0 - Init START")
+        + info("gpu2", 20, "comm 0x5502 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0 - Init START")
+        + info(
+            "gpu1", 10, "ncclCommInitRank comm 0x5501 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 - Init COMPLETE"
+        )
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "hang"
+    assert data["hang"]["init_incomplete"] == ["gpu2 rank 1"]
+    assert "TORCH_NCCL_TRACE_BUFFER_SIZE" in data["hang"]["collect_next"]
+
+
+def test_watchdog_only_names_the_last_collective_and_the_flight_recorder(tmp_path):
+    data = triage(tmp_path, FAIL.split("\n", 1)[1])
+    assert data["status"] == "unclassified" and data["_code"] == 1
+    assert data["hang"]["last"] == ["rank 1 timed out in ALLREDUCE SeqNum=3"]
+    assert "flight recorder" in data["hang"]["collect_next"]
+
+
+def test_torchrun_table_and_srun_name_the_killed_rank_node(tmp_path):
+    log = (
+        "E1203 19:48:32.807000 2946 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) "
+        "local_rank: 0 (pid: 3077) of binary: bash\n"
+        "Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-03_19:48:32\n  host      : localhost\n"
+        "  rank      : 0 (local_rank: 0)\n  exitcode  : -9 (pid: 3077)  (SIGKILL)\n  error_file: <N/A>\n"
+        "  traceback : Signal 9 (SIGKILL) received by PID 3077\n"
+        "srun: error: node2: task 1: Exited with exit code 1\nsrun: error: node1: task 0: Terminated\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "sigkill" and data["first"]["where"].endswith(":1")
+    assert data["first"]["node"] == "node2" and data["first"]["rank"] == "0"
+
+
+def test_torchrun_table_host_is_used_when_it_names_a_node(tmp_path):
+    log = (
+        "Root Cause (first observed failure):\n[0]:\n  host      : gpu-17\n  rank      : 5 (local_rank: 1)\n"
+        "  exitcode  : -9 (pid: 3077)  (SIGKILL)\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["node"] == "gpu-17" and data["first"]["rank"] == "5"
