@@ -59,6 +59,16 @@ class LazyGroup(click.Group):
         module, attr, _ = COMMANDS[name]
         return getattr(importlib.import_module(module), attr)
 
+    def resolve_command(self, ctx, args):
+        """click's, with "did you mean" for a mistyped command (`ncclgen slurmm`): the group is lazy, so
+        click's own suggestion has no command list to draw on."""
+        name = click.utils.make_str(args[0])
+        if name in COMMANDS or name.startswith("-"):
+            return super().resolve_command(ctx, args)
+        from ..errors import did_you_mean
+
+        raise click.UsageError(f"no such command {name!r}{did_you_mean(name, COMMANDS)}; see `ncclgen --help`", ctx)
+
     def format_commands(self, ctx, formatter):
         rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
         if rows:
@@ -105,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except click.UsageError as exc:
         msg = exc.format_message().replace("\n", " ")
-        where = f"{exc.ctx.command_path}: " if exc.ctx else ""
+        # A subcommand's path says where (`ncclgen clusters: ...`); the root's would repeat "ncclgen: ".
+        where = f"{exc.ctx.command_path}: " if exc.ctx and exc.ctx.parent else ""
         click.echo(printable(f"ncclgen: error: {where}{msg}"), err=True)  # click quotes the raw argument
         return 2
     except click.ClickException as exc:

@@ -40,8 +40,9 @@ def plan_options(f):
         "unchecked_sets",
         multiple=True,
         metavar="NAME=VALUE",
-        help="As --set, for a name ncclgen's knowledge base does not know (your application's): passed "
-        "unchecked, marked so in explain, as `unchecked: true` in a file.",
+        help="As --set, for a name ncclgen's knowledge base does not know (your application's) or a search "
+        "path (PYTHONPATH): passed unchecked and labelled 'unchecked' in the script and explain, as "
+        "`unchecked: true` in a file. Names that make a shell, the loader or Python run code stay refused.",
     )(f)
     f = click.option("--nodes", type=click.IntRange(1, 4096), help="Node count (default: the workload's).")(f)
     f = click.option(

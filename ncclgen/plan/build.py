@@ -62,14 +62,22 @@ class EnvVar:
     source: str
 
     @property
+    def unchecked(self) -> bool:
+        """Opted in past the name policy (`unchecked: true`, --set-unchecked): ncclgen does not vouch for it."""
+        return UNCHECKED_NOTE in self.reason
+
+    @property
     def short_label(self) -> str:
-        """'tier 2, ib-qps' or 'override, --set': the one-line comment beside an export."""
+        """'tier 2, ib-qps' or 'override, --set' ('..., unchecked' when opted in): the comment beside an export."""
         what = self.origin.name if self.origin.kind is OriginKind.RULE else str(self.origin)
-        return f"tier {self.tier}, {what}" if self.tier else f"override, {what}"
+        label = f"tier {self.tier}, {what}" if self.tier else f"override, {what}"
+        return label + (", unchecked" if self.unchecked else "")
 
     def label(self) -> str:
-        """'tier 2, rule ib-qps' or 'override, --set': the prefix of every explaining comment."""
-        return f"tier {self.tier}, {self.origin}" if self.tier else f"override, {self.origin}"
+        """'tier 2, rule ib-qps' or 'override, --set' ('..., unchecked' when opted in): the prefix of every
+        explaining comment."""
+        label = f"tier {self.tier}, {self.origin}" if self.tier else f"override, {self.origin}"
+        return label + (", unchecked" if self.unchecked else "")
 
 
 @dataclass(frozen=True)

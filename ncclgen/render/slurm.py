@@ -266,7 +266,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
             Export(
                 e.name,
                 _export_value(e, plan),
-                f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]"
+                _wrapped(f"{e.label()}: {shell.one_line(e.reason)} [source: {shell.one_line(e.source)}]")
                 if full
                 else shell.escape_controls(e.short_label),
             )
@@ -588,3 +588,11 @@ def _environment():
         heredoc=heredoc,
     )
     return env
+
+
+def _wrapped(text: str, width: int = 98) -> str:
+    """A --comments full comment as lines under 100 characters with their '# ' (the template writes the
+    first '# '); a word longer than that (a path, a URL) stays whole on its own line."""
+    import textwrap
+
+    return "\n# ".join(textwrap.wrap(text, width - 2, break_long_words=False, break_on_hyphens=False))
