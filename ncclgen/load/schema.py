@@ -76,86 +76,114 @@ def convert(doc: Document, value: Any, tp: Any, path: tuple, meta: dict | None =
     meta = meta or {}
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
-        args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None and len(args) < len(get_args(tp)):
-            return None
-        if len(args) == 1:  # Optional[X]: X's own error is the precise one
-            return convert(doc, value, args[0], path, meta)
-        for arg in args:
-            try:
-                return convert(doc, value, arg, path, meta)
-            except UserError:  # try the next alternative
-                pass
-        raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}")
+        return _union(doc, value, tp, path, meta)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return load_dataclass(doc, value, tp, path)
     if origin is Literal:
-        choices = get_args(tp)
-        if value not in choices or isinstance(value, bool) != any(isinstance(c, bool) for c in choices):
-            extra = did_you_mean(str(value), [str(c) for c in choices]) if isinstance(value, str) else ""
-            raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}{extra}")
-        return value
+        return _literal(doc, value, tp, path)
     if origin in (list, tuple):
-        if not isinstance(value, list):
-            raise doc.error(path, f"expected a list, got {_got(value)}")
-        (item_tp, *_rest) = get_args(tp)
-        items, errors = [], []
-        for i, v in enumerate(value):  # every item's errors, not only the first item's
-            try:
-                items.append(convert(doc, v, item_tp, (*path, i)))
-            except UserError as exc:
-                errors.append(exc)
-        collect(errors)
-        return tuple(items)
+        return _sequence(doc, value, tp, path)
     if origin is dict:
-        if not isinstance(value, dict):
-            raise doc.error(path, f"expected a mapping, got {_got(value)}")
-        _key_tp, val_tp = get_args(tp)
-        out, errors = {}, []
-        for k, v in value.items():
-            if "key_pattern" in meta and not re.fullmatch(meta["key_pattern"], k, re.ASCII):
-                errors.append(
-                    doc.error(
-                        (*path, k), f"key {k!r} is not {meta.get('key_pattern_doc', meta['key_pattern'])}{non_ascii(k)}"
-                    )
-                )
-                continue
-            try:
-                out[k] = convert(doc, v, val_tp, (*path, k))
-            except UserError as exc:
-                errors.append(exc)
-        collect(errors)
-        return out
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise doc.error(path, f"expected true or false, got {_got(value)}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise doc.error(path, f"expected an integer, got {_got(value)}")
-        _bounds(doc, value, path, meta)
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise doc.error(path, f"expected a number, got {_got(value)}")
-        _bounds(doc, value, path, meta)
-        return float(value)
-    if tp is str:
-        # YAML reads 2.30 as the float 2.3: guessing would corrupt versions, so ask for quotes.
-        # Env values (meta "scalar") may be bare integers: `value: 1` means "1".
-        if meta.get("scalar") and isinstance(value, int) and not isinstance(value, bool):
-            value = str(value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            raise doc.error(path, f"expected a string, got {_got(value)} (put it in quotes)")
-        if not isinstance(value, str):
-            raise doc.error(path, f"expected a string, got {_got(value)}")
-        pattern = meta.get("pattern")
-        if pattern and not re.fullmatch(pattern, value, re.ASCII):  # \d, \w: ASCII, as bash/numactl/slurm read
-            raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}{non_ascii(value)}")
-        return value
+        return _mapping(doc, value, tp, path, meta)
+    if tp in _SCALARS:
+        return _SCALARS[tp](doc, value, path, meta)
     if tp is Any:
         return value
     raise TypeError(f"schema: unsupported type {tp!r}")  # a bug in ncclgen, not user input
+
+
+def _union(doc: Document, value: Any, tp: Any, path: tuple, meta: dict) -> Any:
+    args = [a for a in get_args(tp) if a is not type(None)]
+    if value is None and len(args) < len(get_args(tp)):
+        return None
+    if len(args) == 1:  # Optional[X]: X's own error is the precise one
+        return convert(doc, value, args[0], path, meta)
+    for arg in args:
+        try:
+            return convert(doc, value, arg, path, meta)
+        except UserError:  # try the next alternative
+            pass
+    raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}")
+
+
+def _literal(doc: Document, value: Any, tp: Any, path: tuple) -> Any:
+    choices = get_args(tp)
+    if value not in choices or isinstance(value, bool) != any(isinstance(c, bool) for c in choices):
+        extra = did_you_mean(str(value), [str(c) for c in choices]) if isinstance(value, str) else ""
+        raise doc.error(path, f"expected {_type_name(tp)}, got {_got(value)}{extra}")
+    return value
+
+
+def _sequence(doc: Document, value: Any, tp: Any, path: tuple) -> tuple:
+    if not isinstance(value, list):
+        raise doc.error(path, f"expected a list, got {_got(value)}")
+    (item_tp, *_rest) = get_args(tp)
+    items, errors = [], []
+    for i, v in enumerate(value):  # every item's errors, not only the first item's
+        try:
+            items.append(convert(doc, v, item_tp, (*path, i)))
+        except UserError as exc:
+            errors.append(exc)
+    collect(errors)
+    return tuple(items)
+
+
+def _mapping(doc: Document, value: Any, tp: Any, path: tuple, meta: dict) -> dict:
+    if not isinstance(value, dict):
+        raise doc.error(path, f"expected a mapping, got {_got(value)}")
+    _key_tp, val_tp = get_args(tp)
+    pattern = meta.get("key_pattern")
+    out, errors = {}, []
+    for k, v in value.items():
+        if pattern and not re.fullmatch(pattern, k, re.ASCII):
+            what = meta.get("key_pattern_doc", pattern)
+            errors.append(doc.error((*path, k), f"key {k!r} is not {what}{non_ascii(k)}"))
+            continue
+        try:
+            out[k] = convert(doc, v, val_tp, (*path, k))
+        except UserError as exc:
+            errors.append(exc)
+    collect(errors)
+    return out
+
+
+def _bool(doc: Document, value: Any, path: tuple, meta: dict) -> bool:
+    if not isinstance(value, bool):
+        raise doc.error(path, f"expected true or false, got {_got(value)}")
+    return value
+
+
+def _int(doc: Document, value: Any, path: tuple, meta: dict) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise doc.error(path, f"expected an integer, got {_got(value)}")
+    _bounds(doc, value, path, meta)
+    return value
+
+
+def _float(doc: Document, value: Any, path: tuple, meta: dict) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise doc.error(path, f"expected a number, got {_got(value)}")
+    _bounds(doc, value, path, meta)
+    return float(value)
+
+
+def _str(doc: Document, value: Any, path: tuple, meta: dict) -> str:
+    # YAML reads 2.30 as the float 2.3: guessing would corrupt versions, so ask for quotes.
+    # Env values (meta "scalar") may be bare integers: `value: 1` means "1".
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if meta.get("scalar") and number and isinstance(value, int):
+        return _str(doc, str(value), path, meta)
+    if number:
+        raise doc.error(path, f"expected a string, got {_got(value)} (put it in quotes)")
+    if not isinstance(value, str):
+        raise doc.error(path, f"expected a string, got {_got(value)}")
+    pattern = meta.get("pattern")
+    if pattern and not re.fullmatch(pattern, value, re.ASCII):  # \d, \w: ASCII, as bash/numactl/slurm read
+        raise doc.error(path, f"{value!r} does not match {meta.get('pattern_doc', pattern)}{non_ascii(value)}")
+    return value
+
+
+_SCALARS = {bool: _bool, int: _int, float: _float, str: _str}
 
 
 def _bounds(doc: Document, value, path, meta):
@@ -211,53 +239,68 @@ def json_schema(cls: type, title: str) -> dict:
 
 
 def _schema_of(tp: Any, meta: dict, defs: dict) -> dict:
+    return _with_meta(_type_schema(tp, meta, defs), meta)
+
+
+def _type_schema(tp: Any, meta: dict, defs: dict) -> dict:
     origin = get_origin(tp)
-    out: dict[str, Any]
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        name = tp.__name__
-        if name not in defs:
-            defs[name] = {}  # placeholder against recursion
-            props, required = {}, []
-            for f in dataclasses.fields(tp):
-                props[f.name] = _schema_of(hints(tp)[f.name], dict(f.metadata), defs)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                    required.append(f.name)
-            defs[name] = {
-                "type": "object",
-                "description": (tp.__doc__ or "").strip().split("\n")[0],
-                "properties": props,
-                "additionalProperties": False,
-            }
-            if required:
-                defs[name]["required"] = required
-        out = {"$ref": f"#/$defs/{name}"}
-    elif origin in (Union, types.UnionType):
+        _define(tp, defs)
+        return {"$ref": f"#/$defs/{tp.__name__}"}
+    if origin in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
         alts = [_schema_of(a, meta, defs) for a in args]
         if len(args) < len(get_args(tp)):
             alts.append({"type": "null"})
-        out = alts[0] if len(alts) == 1 else {"anyOf": alts}
-    elif origin is Literal:
-        out = {"enum": list(get_args(tp))}
-    elif origin in (list, tuple):
-        out = {"type": "array", "items": _schema_of(get_args(tp)[0], {}, defs)}
-    elif origin is dict:
-        out = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1], {}, defs)}
+        return alts[0] if len(alts) == 1 else {"anyOf": alts}
+    if origin is Literal:
+        return {"enum": list(get_args(tp))}
+    if origin in (list, tuple):
+        return {"type": "array", "items": _schema_of(get_args(tp)[0], {}, defs)}
+    if origin is dict:
+        out: dict[str, Any] = {"type": "object", "additionalProperties": _schema_of(get_args(tp)[1], {}, defs)}
         if meta.get("key_pattern"):
             out["propertyNames"] = {"pattern": _anchored(meta["key_pattern"])}
-    elif tp is bool:
-        out = {"type": "boolean"}
-    elif tp is int:
-        out = {"type": "integer"}
-    elif tp is float:
-        out = {"type": "number"}
-    elif tp is str:
-        out = {"type": ["string", "integer"]} if meta.get("scalar") else {"type": "string"}
-    else:
-        out = {}
-    if "min" in meta and meta["min"] is not None:
+        return out
+    if tp is str and meta.get("scalar"):
+        return {"type": ["string", "integer"]}
+    return dict(_JSON_TYPES.get(tp, {}))
+
+
+_JSON_TYPES: dict[Any, dict] = {
+    bool: {"type": "boolean"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    str: {"type": "string"},
+}
+
+
+def _define(tp: type, defs: dict) -> None:
+    """The dataclass's object schema in ``defs`` (once: a placeholder stops recursion)."""
+    name = tp.__name__
+    if name in defs:
+        return
+    defs[name] = {}
+    props, required = {}, []
+    for f in dataclasses.fields(tp):
+        props[f.name] = _schema_of(hints(tp)[f.name], dict(f.metadata), defs)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    defs[name] = {
+        "type": "object",
+        "description": (tp.__doc__ or "").strip().split("\n")[0],
+        "properties": props,
+        "additionalProperties": False,
+    }
+    if required:
+        defs[name]["required"] = required
+
+
+def _with_meta(out: dict, meta: dict) -> dict:
+    """Bounds, pattern and description from the field's metadata."""
+    if meta.get("min") is not None:
         out["minimum"] = meta["min"]
-    if "max" in meta and meta["max"] is not None:
+    if meta.get("max") is not None:
         out["maximum"] = meta["max"]
     if meta.get("pattern"):
         out["pattern"] = _anchored(meta["pattern"])
