@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ..errors import UserError
 from . import plugins
@@ -23,6 +24,7 @@ from .descriptor import Descriptor, Volume
 
 TARGETS = ("host", "pod")
 TOPO_VOLUME = "ncclgen-topo"
+Match = Literal["exact", "prefix", "exclude"]  # how NCCL reads NCCL_SOCKET_IFNAME
 
 
 def view(desc: Descriptor, target: str = "host") -> Descriptor:
@@ -87,20 +89,8 @@ def host_only_names(desc: Descriptor) -> dict[str, str]:
 def _pod(desc: Descriptor) -> Descriptor:
     kube, net = desc.kubernetes, desc.network
     where = f"cluster {desc.name}, kubernetes"
-    names = {k: v for k, v in {**kube.netdevs, **kube.hcas}.items()}
-
-    # Bootstrap interfaces inside the pod.
-    if kube.bootstrap_interfaces is not None:
-        boot = kube.bootstrap_interfaces
-        match = kube.bootstrap_match or "exact"
-    elif kube.host_network or kube.flavour == "generic":
-        boot, match = net.bootstrap_interfaces, net.bootstrap_match
-    else:
-        raise UserError(
-            f"{where}: a {kube.flavour.upper()} pod does not see the host's interfaces "
-            f"({', '.join(net.bootstrap_interfaces)}); declare kubernetes.bootstrap_interfaces "
-            "(the names inside the pod) or host_network: true"
-        )
+    names = {**kube.netdevs, **kube.hcas}
+    boot, match = _pod_bootstrap(desc, where)
     rails = tuple(
         replace(
             r,
@@ -110,72 +100,12 @@ def _pod(desc: Descriptor) -> Descriptor:
         for r in net.compute
     )
     storage = tuple(replace(s, name=names.get(s.name, s.name)) for s in net.storage)
-
-    # The topology file: a host path is not in a pod unless something puts it there.
-    volumes: list[Volume] = []
-    topo = None
-    if net.topo_file:
-        t = kube.topo_file
-        if t is None:
-            raise UserError(
-                f"{where}: network.topo_file {net.topo_file} is a file on the node, not in the pod; "
-                "declare kubernetes.topo_file (its path in the pod, and host_path or config_map "
-                "to mount it, or neither when the image carries it)"
-            )
-        topo = t.path
-        if t.host_path:
-            volumes.append(
-                Volume(
-                    name=TOPO_VOLUME, host_path=t.host_path, host_path_type="File", mount_path=t.path, read_only=True
-                )
-            )
-        elif t.config_map:
-            volumes.append(
-                Volume(
-                    name=TOPO_VOLUME,
-                    config_map=t.config_map,
-                    mount_path=t.path,
-                    sub_path=t.key or os.path.basename(t.path),
-                    read_only=True,
-                )
-            )
-
-    # The net plugin in the pod.
+    topo, volumes = _pod_topo(desc, where)
     plugin = plugins.get(net.net_plugin)
-    lib_dir: str | None = None
-    sidecars: list[plugins.Sidecar] = []
-    annotations: dict[str, str] = {}
-    if plugin is not None and kube.net_plugin != "none":
-        loc = plugin.location(kube.flavour)
-        lib_dir = kube.plugin_dir or (loc.lib_dir if loc else None)
-        if lib_dir is None:
-            raise UserError(
-                f"{where}: ncclgen does not know where the {plugin.id} plugin is in a "
-                f"{kube.flavour} pod; set kubernetes.plugin_dir to its folder in your image, or "
-                "kubernetes.net_plugin: none if the pod has no such plugin"
-            )
-        if loc is not None:
-            volumes[:0] = loc.volumes
-            sidecars.extend(loc.sidecars)
-            annotations.update(loc.annotations)
-            for container, devices in loc.device_annotations.items():
-                paths = []
-                for d in devices:
-                    paths += [d.format(gpu=g.index) for g in desc.node.gpus] if "{gpu}" in d else [d]
-                annotations[f"devices.gke.io/container.{container}"] = "".join(f"- path: {p}\n" for p in paths)
+    lib_dir, elements = _pod_plugin(desc, plugin, where)
+    volumes = elements.volumes + volumes  # the plugin's first, as the flavour lists them
+    annotations = {**elements.annotations, **_network_annotations(desc, boot), **kube.annotations}
     loaded = plugin is not None and lib_dir is not None
-
-    # Secondary networks: GKE multi-networking, or Multus elsewhere.
-    if kube.networks:
-        if kube.flavour == "gke":
-            annotations["networking.gke.io/default-interface"] = boot[0]
-            ifaces = [{"interfaceName": boot[0], "network": "default"}]
-            ifaces += [{"interfaceName": n.interface, "network": n.network} for n in kube.networks]
-            annotations["networking.gke.io/interfaces"] = json.dumps(ifaces, separators=(",", ":"))
-        else:
-            annotations["k8s.v1.cni.cncf.io/networks"] = ",".join(f"{n.network}@{n.interface}" for n in kube.networks)
-    annotations.update(kube.annotations)
-
     network = replace(
         net,
         bootstrap_interfaces=boot,
@@ -187,21 +117,13 @@ def _pod(desc: Descriptor) -> Descriptor:
         plugin_dir=lib_dir if loaded else None,
         sharp=net.sharp and loaded and bool(plugin and plugin.collnet),
     )
-    names_known = {v.name for v in volumes} | {v.name for v in kube.volumes}
-    for sc in tuple(sidecars) + kube.sidecars:
-        for m in sc.mounts:
-            if m.volume not in names_known:
-                raise UserError(
-                    f"{where}.sidecars: {sc.name} mounts volume {m.volume!r}, which neither "
-                    f"kubernetes.volumes nor the net plugin's pod elements declare (known: "
-                    f"{', '.join(sorted(names_known)) or 'none'})"
-                )
+    _check_sidecar_mounts(desc, elements.sidecars, volumes, where)
     # The view keeps every host-only name (bootstrap ones included) so `lint` can still name them.
     kubernetes = replace(
         kube,
         annotations=annotations,
         volumes=tuple(volumes) + kube.volumes,
-        sidecars=tuple(sidecars) + kube.sidecars,
+        sidecars=tuple(elements.sidecars) + kube.sidecars,
         netdevs=host_only_names(desc),
         hcas={},
         bootstrap_interfaces=boot,
@@ -209,6 +131,112 @@ def _pod(desc: Descriptor) -> Descriptor:
     )
     vendor_env = tuple(replace(e, value=None if e.value is None else _rename(e.value, names)) for e in desc.vendor_env)
     return replace(desc, network=network, kubernetes=kubernetes, vendor_env=vendor_env)
+
+
+def _pod_bootstrap(desc: Descriptor, where: str) -> tuple[tuple[str, ...], Match]:
+    """The bootstrap interfaces inside the pod and how NCCL matches them."""
+    kube, net = desc.kubernetes, desc.network
+    if kube.bootstrap_interfaces is not None:
+        return kube.bootstrap_interfaces, kube.bootstrap_match or "exact"
+    if kube.host_network or kube.flavour == "generic":
+        return net.bootstrap_interfaces, net.bootstrap_match
+    raise UserError(
+        f"{where}: a {kube.flavour.upper()} pod does not see the host's interfaces "
+        f"({', '.join(net.bootstrap_interfaces)}); declare kubernetes.bootstrap_interfaces "
+        "(the names inside the pod) or host_network: true"
+    )
+
+
+def _pod_topo(desc: Descriptor, where: str) -> tuple[str | None, list[Volume]]:
+    """The topology file's path in the pod and the volume that puts it there: a host path is not in a pod
+    unless something mounts it."""
+    net, t = desc.network, desc.kubernetes.topo_file
+    if not net.topo_file:
+        return None, []
+    if t is None:
+        raise UserError(
+            f"{where}: network.topo_file {net.topo_file} is a file on the node, not in the pod; "
+            "declare kubernetes.topo_file (its path in the pod, and host_path or config_map "
+            "to mount it, or neither when the image carries it)"
+        )
+    if t.host_path:
+        volume = Volume(
+            name=TOPO_VOLUME, host_path=t.host_path, host_path_type="File", mount_path=t.path, read_only=True
+        )
+    elif t.config_map:
+        volume = Volume(
+            name=TOPO_VOLUME,
+            config_map=t.config_map,
+            mount_path=t.path,
+            sub_path=t.key or os.path.basename(t.path),
+            read_only=True,
+        )
+    else:
+        return t.path, []
+    return t.path, [volume]
+
+
+@dataclass
+class _PodElements:
+    """What the net plugin adds to a pod on this flavour (ncclgen/data/plugins.yaml)."""
+
+    volumes: list[Volume] = field(default_factory=list)
+    sidecars: list[plugins.Sidecar] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+
+def _pod_plugin(desc: Descriptor, plugin: plugins.Plugin | None, where: str) -> tuple[str | None, _PodElements]:
+    """The net plugin's folder in the pod (None: not loaded) and its pod elements."""
+    kube = desc.kubernetes
+    out = _PodElements()
+    if plugin is None or kube.net_plugin == "none":
+        return None, out
+    loc = plugin.location(kube.flavour)
+    lib_dir = kube.plugin_dir or (loc.lib_dir if loc else None)
+    if lib_dir is None:
+        raise UserError(
+            f"{where}: ncclgen does not know where the {plugin.id} plugin is in a "
+            f"{kube.flavour} pod; set kubernetes.plugin_dir to its folder in your image, or "
+            "kubernetes.net_plugin: none if the pod has no such plugin"
+        )
+    if loc is not None:
+        out.volumes[:0] = loc.volumes
+        out.sidecars.extend(loc.sidecars)
+        out.annotations.update(loc.annotations)
+        for container, devices in loc.device_annotations.items():
+            paths = []
+            for d in devices:
+                paths += [d.format(gpu=g.index) for g in desc.node.gpus] if "{gpu}" in d else [d]
+            out.annotations[f"devices.gke.io/container.{container}"] = "".join(f"- path: {p}\n" for p in paths)
+    return lib_dir, out
+
+
+def _network_annotations(desc: Descriptor, boot: tuple[str, ...]) -> dict[str, str]:
+    """Secondary networks: GKE multi-networking, or Multus elsewhere."""
+    kube = desc.kubernetes
+    if not kube.networks:
+        return {}
+    if kube.flavour != "gke":
+        return {"k8s.v1.cni.cncf.io/networks": ",".join(f"{n.network}@{n.interface}" for n in kube.networks)}
+    ifaces = [{"interfaceName": boot[0], "network": "default"}]
+    ifaces += [{"interfaceName": n.interface, "network": n.network} for n in kube.networks]
+    return {
+        "networking.gke.io/default-interface": boot[0],
+        "networking.gke.io/interfaces": json.dumps(ifaces, separators=(",", ":")),
+    }
+
+
+def _check_sidecar_mounts(desc: Descriptor, sidecars: list, volumes: list[Volume], where: str) -> None:
+    kube = desc.kubernetes
+    names_known = {v.name for v in volumes} | {v.name for v in kube.volumes}
+    for sc in (*sidecars, *kube.sidecars):
+        for m in sc.mounts:
+            if m.volume not in names_known:
+                raise UserError(
+                    f"{where}.sidecars: {sc.name} mounts volume {m.volume!r}, which neither "
+                    f"kubernetes.volumes nor the net plugin's pod elements declare (known: "
+                    f"{', '.join(sorted(names_known)) or 'none'})"
+                )
 
 
 def plugin_files(desc: Descriptor) -> tuple[str, ...]:
