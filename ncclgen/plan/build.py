@@ -182,57 +182,13 @@ def build(
         raise UserError(f"--nodes {n}: expected at least 1")
     bind = tier >= BIND_TIER
     ctx = rules.Context(cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind)
-
     env: dict[str, EnvVar] = {}
-    omitted = {s.name for s in cluster.vendor_env if s.omit}
     for t in TIERS[:tier]:
-        for rule in rules.load_rules():
-            if rule.tier != t:
-                continue
-            value = rules.evaluate(rule, ctx)
-            if rule.var in omitted:
-                continue
-            if value is not None and getattr(env.get(rule.var), "origin", None) != VENDOR:
-                # The vendor's published value for this system wins over a generic rule.
-                env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason, rule.source)
-        if t == 1:
-            for var in plugin_env(cluster, target):
-                _put(env, var)
-        for s in cluster.vendor_env:
-            if s.tier == t and s.omit:
-                env.pop(s.name, None)  # the vendor advises against it: no rule sets it
-            elif s.tier == t:
-                _put(env, EnvVar(s.name, _value(s), t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
-    # A variable read only through a net plugin is emitted only together with what loads that plugin.
-    loaded = views.plugin_of(cluster)
-    for name in [n for n, e in env.items() if e.tier]:
-        owner = plugins.owner(name)
-        if owner is not None and owner is not loaded:
-            del env[name]
-    # Facts the descriptor marks as a site's choice to confirm: say so where they reach the env.
-    for fact, names in UNCONFIRMED_VARS.items():
-        if fact in cluster.network.unconfirmed:
-            for name in names:
-                if name in env:
-                    env[name] = replace(
-                        env[name],
-                        reason=f"{env[name].reason} [site fact to confirm: "
-                        f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
-                        "checks it on every node]",
-                    )
-    for kind, settings in ((OriginKind.DESCRIPTOR, cluster.env), (OriginKind.WORKLOAD, workload.env)):
-        for s in settings:
-            if kind is OriginKind.DESCRIPTOR:
-                src = _cite(cluster, s.source)
-            else:
-                src = workload.sources.get(s.source or "", s.source or "")
-            _put(env, EnvVar(s.name, _value(s), 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
-    for name, value in overrides:
-        if name in unchecked:
-            why = f"set on the command line{UNCHECKED_NOTE}"
-            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), why, envnames.OPT_IN_CLI))
-        else:
-            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
+        _apply_tier(env, t, ctx, target)
+    _drop_unloaded_plugin_vars(env, cluster)
+    _note_unconfirmed(env, cluster)
+    _apply_files(env, cluster, workload)
+    _apply_overrides(env, overrides, unchecked)
     _note_effective_values(env)
 
     command, per_run = launch.derive_command(workload, cluster, n, tuple(extra_args))
@@ -258,6 +214,72 @@ def build(
         target=target,
         request=request,
     )
+
+
+def _apply_tier(env: dict[str, EnvVar], t: int, ctx: rules.Context, target: Target) -> None:
+    """Tier ``t``'s rules, then (tier 1) what loads the net plugin, then the vendor's settings of tier ``t``."""
+    cluster = ctx.cluster
+    omitted = {s.name for s in cluster.vendor_env if s.omit}
+    for rule in rules.load_rules():
+        if rule.tier != t:
+            continue
+        value = rules.evaluate(rule, ctx)
+        if rule.var not in omitted and value is not None and getattr(env.get(rule.var), "origin", None) != VENDOR:
+            # The vendor's published value for this system wins over a generic rule.
+            env[rule.var] = EnvVar(rule.var, value, t, Origin(OriginKind.RULE, rule.id), rule.reason, rule.source)
+    if t == 1:
+        for var in plugin_env(cluster, target):
+            _put(env, var)
+    for s in cluster.vendor_env:
+        if s.tier == t and s.omit:
+            env.pop(s.name, None)  # the vendor advises against it: no rule sets it
+        elif s.tier == t:
+            _put(env, EnvVar(s.name, _value(s), t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
+
+
+def _drop_unloaded_plugin_vars(env: dict[str, EnvVar], cluster: Descriptor) -> None:
+    """A variable read only through a net plugin is emitted only together with what loads that plugin."""
+    loaded = views.plugin_of(cluster)
+    for name in [n for n, e in env.items() if e.tier]:
+        owner = plugins.owner(name)
+        if owner is not None and owner is not loaded:
+            del env[name]
+
+
+def _note_unconfirmed(env: dict[str, EnvVar], cluster: Descriptor) -> None:
+    """Facts the descriptor marks as a site's choice to confirm: say so where they reach the env."""
+    for fact, names in UNCONFIRMED_VARS.items():
+        if fact not in cluster.network.unconfirmed:
+            continue
+        for name in names:
+            if name in env:
+                env[name] = replace(
+                    env[name],
+                    reason=f"{env[name].reason} [site fact to confirm: "
+                    f"network.{fact} of {cluster.name} is no vendor's value; the preflight "
+                    "checks it on every node]",
+                )
+
+
+def _apply_files(env: dict[str, EnvVar], cluster: Descriptor, workload: Workload) -> None:
+    """The descriptor's env, then the workload's: each later setting wins."""
+    for kind, settings in ((OriginKind.DESCRIPTOR, cluster.env), (OriginKind.WORKLOAD, workload.env)):
+        for s in settings:
+            if kind is OriginKind.DESCRIPTOR:
+                src = _cite(cluster, s.source)
+            else:
+                src = workload.sources.get(s.source or "", s.source or "")
+            _put(env, EnvVar(s.name, _value(s), 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
+
+
+def _apply_overrides(env: dict[str, EnvVar], overrides: tuple[tuple[str, str], ...], unchecked: frozenset[str]) -> None:
+    """--set and --set-unchecked, last."""
+    for name, value in overrides:
+        if name in unchecked:
+            why = f"set on the command line{UNCHECKED_NOTE}"
+            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), why, envnames.OPT_IN_CLI))
+        else:
+            _put(env, EnvVar(name, value, 0, Origin(OriginKind.CLI), "set on the command line", "--set"))
 
 
 LOADER_PATH_VARS = ("LD_LIBRARY_PATH",)
