@@ -229,53 +229,62 @@ def check_override(
     m = _OVERRIDE.fullmatch(arg)
     if not m:
         return f"{arg!r}: expected a Hydra override KEY=VALUE, +KEY=VALUE, ++KEY=VALUE or ~KEY"
-    prefix, key = m.group("prefix") or "", m.group("key")
+    prefix, key, value = m.group("prefix") or "", m.group("key"), m.group("value") or ""
     if prefix != "~" and not m.group("eq"):
         return f"{arg!r}: expected KEY=VALUE"
     if key.split(".")[0] == "hydra":
         return None  # Hydra's own settings (hydra.run.dir ...): composed by Hydra, not by verl's config
-    keys = release.keys[config]
     groups = release.groups.get(base or config, {})
     where = f"verl {release.version} {config}"
     if key in derived:
         return f"{key} is derived by ncclgen from the plan (--nodes, the descriptor); remove it"
     if "@" in key or "/" in key or key in groups:
-        group = key.split("@", 1)[0]
-        options = groups.get(group)
-        if options is None:
-            return f"{key}: {where} has no config group {group}{did_you_mean(group, groups)}"
-        value = (m.group("value") or "").strip()
-        if prefix != "~" and value not in options:
-            return (
-                f"{arg}: {where} group {group} has no option {value!r}{did_you_mean(value, options)}; "
-                f"options: {', '.join(options)}"
-            )
-        return None
+        return _check_group(arg, key, prefix, value.strip(), groups, where)
     if key in release.dead:
         d = release.dead[key]
         text = f"{key} is composed by {where} but does nothing: {d['why']}"
         return text + (f"; use {d['replacement']}" if d["replacement"] else "; remove it")
-    exists = key in keys
-    node = exists or any(k.startswith(key + ".") for k in keys)
-    parent = key.rpartition(".")[0]
+    keys = release.keys[config]
     if prefix == "+":
-        # Hydra 1.3 (config_loader_impl.py, is_add): + on a key whose value is not null fails with
-        # "Could not append to config. An item is already at ..." unless the value is a dict or list.
-        value = (m.group("value") or "").lstrip()
-        if node and keys.get(key, "{}") != "null" and not value.startswith(("[", "{")):
-            return (
-                f"+{key}: {key} already exists in {where} (Hydra refuses to append it); write {key}=... without the +"
-            )
-        if parent and parent not in keys and not any(k.startswith(parent + ".") for k in keys):
-            return _unknown(parent, keys, release, where, what="parent ")
+        return _check_append(key, value.lstrip(), keys, release, where)
+    if _is_node(key, keys):
         return None
+    parent = key.rpartition(".")[0]
     if prefix == "++":
-        if node or not parent or parent in keys or any(k.startswith(parent + ".") for k in keys):
+        if not parent or _is_node(parent, keys):
             return None
         return _unknown(parent, keys, release, where, what="parent ")
-    if node:
-        return None
     return _unknown(key, keys, release, where)
+
+
+def _is_node(key: str, keys: dict) -> bool:
+    """``key`` is a key of the composed config or has keys under it."""
+    return key in keys or any(k.startswith(key + ".") for k in keys)
+
+
+def _check_group(arg: str, key: str, prefix: str, value: str, groups: dict, where: str) -> str | None:
+    """GROUP=OPTION (or GROUP@PACKAGE=OPTION): the group and the option exist."""
+    group = key.split("@", 1)[0]
+    options = groups.get(group)
+    if options is None:
+        return f"{key}: {where} has no config group {group}{did_you_mean(group, groups)}"
+    if prefix != "~" and value not in options:
+        return (
+            f"{arg}: {where} group {group} has no option {value!r}{did_you_mean(value, options)}; "
+            f"options: {', '.join(options)}"
+        )
+    return None
+
+
+def _check_append(key: str, value: str, keys: dict, release: Release, where: str) -> str | None:
+    """+KEY=VALUE. Hydra 1.3 (config_loader_impl.py, is_add): + on a key whose value is not null fails with
+    "Could not append to config. An item is already at ..." unless the value is a dict or list."""
+    if _is_node(key, keys) and keys.get(key, "{}") != "null" and not value.startswith(("[", "{")):
+        return f"+{key}: {key} already exists in {where} (Hydra refuses to append it); write {key}=... without the +"
+    parent = key.rpartition(".")[0]
+    if parent and not _is_node(parent, keys):
+        return _unknown(parent, keys, release, where, what="parent ")
+    return None
 
 
 def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "") -> str:
