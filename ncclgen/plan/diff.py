@@ -14,19 +14,27 @@ from .build import EnvVar, Plan
 def diff_plans(a: Plan, b: Plan) -> dict:
     """What changes from plan ``a`` to plan ``b``: env entries, the binding, the launch command."""
     old, new = {e.name: e for e in a.env}, {e.name: e for e in b.env}
-    ranks = [y.local_rank for x, y in zip(a.binding, b.binding) if x != y] if b.launch.bind else []
-    if len(a.binding) != len(b.binding) and b.launch.bind:
-        ranks = [r.local_rank for r in b.binding]
+    kept = [n for n in new if n in old]
     return {
-        "changed": [(old[n], new[n]) for n in new if n in old and old[n].value != new[n].value],
+        "changed": [(old[n], new[n]) for n in kept if old[n].value != new[n].value],
         "added": [new[n] for n in new if n not in old],
         "removed": [old[n] for n in old if n not in new],
-        "unchanged": sum(1 for n in new if n in old and old[n].value == new[n].value),
-        "binding": {"from": a.launch.bind, "to": b.launch.bind, "ranks": ranks}
-        if a.launch.bind != b.launch.bind or ranks
-        else None,
+        "unchanged": sum(1 for n in kept if old[n].value == new[n].value),
+        "binding": _binding_change(a, b),
         "command": (a.launch.command, b.launch.command) if a.launch.command != b.launch.command else None,
     }
+
+
+def _binding_change(a: Plan, b: Plan) -> dict | None:
+    """Binding switched on or off, or the local ranks whose map differs (all of them when the count does)."""
+    ranks: list[int] = []
+    if b.launch.bind and len(a.binding) != len(b.binding):
+        ranks = [r.local_rank for r in b.binding]
+    elif b.launch.bind:
+        ranks = [y.local_rank for x, y in zip(a.binding, b.binding) if x != y]
+    if a.launch.bind == b.launch.bind and not ranks:
+        return None
+    return {"from": a.launch.bind, "to": b.launch.bind, "ranks": ranks}
 
 
 def _why(e: EnvVar) -> list[str]:
