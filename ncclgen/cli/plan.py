@@ -120,19 +120,31 @@ def _backend_line(p) -> str:
     return f"PyTorch 'nccl' backend: {cls} ({why})"
 
 
+def _why_wrapper() -> textwrap.TextWrapper:
+    return textwrap.TextWrapper(width=100, initial_indent="    why: ", subsequent_indent="         ")
+
+
 def render_explain(p) -> str:
-    wrap = textwrap.TextWrapper(width=100, initial_indent="    why: ", subsequent_indent="         ")
-    out = [header(p), "", "ENVIRONMENT"]
+    out = [header(p), "", "ENVIRONMENT", *_env_section(p), "", *_binding_section(p), "", *_launch_section(p)]
+    return "\n".join(out) + "\n"
+
+
+def _env_section(p) -> list[str]:
+    wrap = _why_wrapper()
+    out = []
     width = max((len(e.name) for e in p.env), default=0)
     for e in p.env:
         value = shell.comment_quote(e.value) if shell.CONTROL.search(e.value) else e.value  # one line, as data
         out.append(f"  {e.name.ljust(width)}  {value}    [{e.label()}]")
         out += wrap.wrap(_one_line(e.reason))
         out.append(f"    source: {shell.one_line(e.source)}")
-    out += [
-        "",
+    return out
+
+
+def _binding_section(p) -> list[str]:
+    out = [
         "BINDING (local rank -> GPU -> NUMA node)"
-        + ("" if p.launch.bind else f": computed, applied only at tier 3 (this is tier {p.tier})"),
+        + ("" if p.launch.bind else f": computed, applied only at tier 3 (this is tier {p.tier})")
     ]
     rows = [("RANK", "GPU", "NUMA", "CPUS", "RAILS")]
     rows += [(str(b.local_rank), str(b.gpu), str(b.numa), b.cpus, ",".join(b.rails) or "-") for b in p.binding]
@@ -140,14 +152,19 @@ def render_explain(p) -> str:
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     if p.launch.bind:
         out += [f"  {line}" for line in p.launch.applied_binding()]
-    la = p.launch
-    out += ["", "LAUNCH", f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs"]
+    return out
+
+
+def _launch_section(p) -> list[str]:
     from ..plan import preflight
 
-    out.append(
+    la = p.launch
+    out = [
+        "LAUNCH",
+        f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs",
         f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
-        "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p)))
-    )
+        "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p))),
+    ]
     cmd = shell.comment_line(la.command)
     if la.launcher == "torchrun":
         bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""
@@ -156,33 +173,41 @@ def render_explain(p) -> str:
             f"--rdzv-endpoint=<head-address>:{la.rdzv_port} --rdzv-id=<job-id> {bind}{cmd}"
         )
     else:
-        out.append(f"  head: {shlex.join(la.ray_head_argv())}")
-        out.append(f"  workers: {shlex.join(la.ray_worker_argv('<head-address>'))}")
-        out.append(
-            f"  wait: until {la.nodes} nodes and {la.want_gpus} GPUs joined (timeout "
-            f"{la.ray_ready_timeout_s} s); watchdog every {la.ray_watch_interval_s} s"
-        )
-        if la.bind:
-            out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
-        out.append(f"  driver (once, head node): {cmd}")
-    for note in la.per_run:
-        out.append(f"  per-run (-- ARGS): {note}")
+        out += _ray_lines(p, cmd)
+    out += [f"  per-run (-- ARGS): {note}" for note in la.per_run]
     out.append("  " + _backend_line(p))
-    wl = p.workload
-    if wl.setup:
-        out.append("  setup (every node, before the launch): " + "; ".join(wl.setup))
-    if wl.framework == "verl" and wl.verl:
-        from ..load import verl
+    if p.workload.setup:
+        out.append("  setup (every node, before the launch): " + "; ".join(p.workload.setup))
+    return out + _verl_lines(p)
 
-        out.append(
-            f"  verl: {wl.verl}; every override above checked against its configuration "
-            "(ncclgen/data/verl, from the released wheels)"
-        )
-        t = verl.timeout(la.command, wl.verl)
-        if t:
-            knob = f"set by {t['knob']}" if t["knob"] else "no config key sets it"
-            out.append(
-                f"  collective timeout: {t['seconds']} s, {knob}; ncclgen appends none (NCCL has no NCCL_TIMEOUT)"
-            )
-            out += wrap.wrap(_one_line(t["why"]))
-    return "\n".join(out) + "\n"
+
+def _ray_lines(p, cmd: str) -> list[str]:
+    la = p.launch
+    out = [
+        f"  head: {shlex.join(la.ray_head_argv())}",
+        f"  workers: {shlex.join(la.ray_worker_argv('<head-address>'))}",
+        f"  wait: until {la.nodes} nodes and {la.want_gpus} GPUs joined (timeout "
+        f"{la.ray_ready_timeout_s} s); watchdog every {la.ray_watch_interval_s} s",
+    ]
+    if la.bind:
+        out.append("  tier 3: Ray worker hook " + ", ".join(f"{n}={v}" for n, v in launch.ray_hook_env(p.binding)))
+    out.append(f"  driver (once, head node): {cmd}")
+    return out
+
+
+def _verl_lines(p) -> list[str]:
+    wl = p.workload
+    if wl.framework != "verl" or not wl.verl:
+        return []
+    from ..load import verl
+
+    out = [
+        f"  verl: {wl.verl}; every override above checked against its configuration "
+        "(ncclgen/data/verl, from the released wheels)"
+    ]
+    t = verl.timeout(p.launch.command, wl.verl)
+    if t:
+        knob = f"set by {t['knob']}" if t["knob"] else "no config key sets it"
+        out.append(f"  collective timeout: {t['seconds']} s, {knob}; ncclgen appends none (NCCL has no NCCL_TIMEOUT)")
+        out += _why_wrapper().wrap(_one_line(t["why"]))
+    return out
