@@ -22,6 +22,20 @@ def unsafe_char(text: str) -> str | None:
     return f"control character U+{ord(m.group()):04X} at offset {m.start()}"
 
 
+def char_name(ch: str) -> str:
+    """ "'С' is U+0421 CYRILLIC CAPITAL LETTER ES": the character (escaped when invisible) and its code point.
+
+    A zero-width space, a BOM or a Cyrillic letter looks like nothing or like a Latin letter; the code
+    point and its Unicode name show what the eye cannot.
+    """
+    category = unicodedata.category(ch)
+    visible = ch.isprintable() and category[0] not in "CZ" and category not in ("Mn", "Me")
+    name = unicodedata.name(ch, "") or ("a control character" if category == "Cc" else "(no name)")
+    if ch == "\ufeff":
+        name += " (a byte order mark)"
+    return f"{repr(ch) if visible else ascii(ch)} is U+{ord(ch):04X} {name}"
+
+
 def non_ascii(text: str) -> str:
     """'; '٣' is U+0663 ARABIC-INDIC DIGIT THREE, not ASCII' for the first non-ASCII character, else ''.
 
@@ -30,7 +44,7 @@ def non_ascii(text: str) -> str:
     """
     for ch in text:
         if not ch.isascii():
-            return f"; {ch!r} is U+{ord(ch):04X} {unicodedata.name(ch, 'UNNAMED')}, not ASCII"
+            return f"; {char_name(ch)}, not ASCII"
     return ""
 
 

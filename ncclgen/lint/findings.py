@@ -77,14 +77,18 @@ def format_text(
 ) -> str:
     """One line per finding (file:line: severity code variable: message), its fix indented below; one
     line per form not read (file:line: not checked: what); the summary counts both."""
+    from ..errors import printable  # no ESC or CR from the input reaches the terminal raw
+
+    file = printable(file)
     out = []
     for f in findings:
         where = f"{file}:{f.line}" if f.line else file
-        out.append(f"{where}: {f.severity} {f.code} {f.variable}: {f.message}")
+        out.append(printable(f"{where}: {f.severity} {f.code} {f.variable}: {f.message}"))
         if f.fix:
-            out.append(f"    fix: {f.fix}")
+            out.append("    fix: " + printable(f.fix))
     out += [
-        f"{file}:{line}: not checked: {what}" if line else f"{file}: not checked: {what}" for line, what in unchecked
+        printable(f"{file}:{line}: not checked: {what}" if line else f"{file}: not checked: {what}")
+        for line, what in unchecked
     ]
     c = counts(findings)
     out.append(

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..errors import did_you_mean
-from . import fabric, manifest, platform, shellenv
+from . import fabric, manifest, platform, sanitise, shellenv
 from . import knowledge as kb
 from . import pairs as two
 from .findings import CODES, SEVERITIES, Finding, _order, counts, format_json, format_text
@@ -76,6 +76,11 @@ def lint_pairs(
     values: dict[str, str | None] = {}
     lines: dict[str, int | None] = {}
     for name, value, line in pairs:
+        if not sanitise.is_identifier(name):  # a Cyrillic 'С', a zero-width space: not the name it looks like
+            odd = sanitise.foreign_name(name, is_relevant, kb.suggest)
+            if odd is not None:
+                out.append(Finding("NG001", "error", sanitise.display(name), *odd, line, file))
+            continue
         if not is_relevant(name):
             continue
         if name != name.upper():
@@ -111,7 +116,10 @@ def lint_pairs(
                     raw += fabric._setting_findings(info, value, t)
             if info.status not in ("invented", "removed"):
                 raw += _scope_findings(info, t)
-        out += [Finding(code, sev, name, msg, fix, line, file) for code, sev, msg, fix in raw]
+        out += [
+            Finding(code, sev, name, sanitise.clip(msg, value), sanitise.clip(fix, value), line, file)
+            for code, sev, msg, fix in raw
+        ]
     out = [dataclasses.replace(f, fix=two.fix_against_plan(f.fix, values, t)) for f in out]
     out += [
         Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
@@ -196,12 +204,15 @@ def read_input(path: str) -> str:
 
     what = "an env file, script or manifest"
     if path == "-":
-        return yamlio.decode(sys.stdin.buffer.read(MAX_INPUT + 1), "<stdin>", limit=MAX_INPUT, what=what)
-    return yamlio.read_text(path, limit=MAX_INPUT, what=what)
+        text = yamlio.decode(sys.stdin.buffer.read(MAX_INPUT + 1), "<stdin>", limit=MAX_INPUT, what=what)
+    else:
+        text = yamlio.read_text(path, limit=MAX_INPUT, what=what)
+    return sanitise.strip_bom(text)  # a BOM would hide the first line's name
 
 
 def detect(text: str) -> str:
     """'json' (ncclgen env --format json), 'manifest' (Kubernetes YAML) or 'shell' (env/dotenv/script)."""
+    text = sanitise.strip_bom(text)
     if re.match(r"\s*\{\s*(\"|\}|$)", text):  # not `{ export A=1; }`, a shell group
         return "json"
     first = next((ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")), "")
@@ -236,6 +247,7 @@ def _parse_groups(text: str, name: str) -> tuple[list[list], list]:
 
 def _parse_groups_uncached(text: str, name: str) -> tuple[list[list], list]:
     """(one list of (name, value, line) per environment, notes (line, variable or None, what))."""
+    text = sanitise.strip_bom(text)
     kind = detect(text)
     if kind == "json":
         return [manifest.parse_json(text, name)], []

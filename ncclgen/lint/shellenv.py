@@ -14,6 +14,7 @@ import re
 import shlex
 
 from ..errors import UserError
+from . import sanitise
 from .shell import Scanner
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -74,7 +75,7 @@ class Reading:
             self.notes.append((line, key[:-1], f"{key[:-1]}+= appends to a value not known here"))
             self.pairs.append((key[:-1], None, line))
             return True
-        if NAME_RE.fullmatch(key):
+        if NAME_RE.fullmatch(key) or sanitise.looks_like_name(key):  # lint reports the odd character
             self.set(key, value, line, dynamic, how)
             return True
         if "$" in key or "`" in key:

@@ -12,9 +12,12 @@ ncclgen's own rules and plugin data never pass through here: only user input doe
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from .. import datapaths
+from ..errors import char_name, shown
+from .patterns import ENV_NAME
 
 OPT_IN_YAML = "unchecked: true"
 OPT_IN_CLI = "--set-unchecked"
@@ -59,6 +62,30 @@ def known_names() -> frozenset[str]:
     return frozenset(names)
 
 
+def name_problem(name: str) -> str | None:
+    """Why ``name`` is not an environment variable name, naming the first character that is not one.
+
+    Names are ASCII identifiers (letters, digits, '_', not starting with a digit): what POSIX sh and
+    bash can export and what NCCL's getenv() is asked for. A Cyrillic 'С' or a zero-width space in a
+    name looks right but sets another variable, and the real one stays unset; the message names the
+    character by its code point (errors.char_name).
+    """
+    if re.fullmatch(ENV_NAME, name):
+        return None
+    if not name:
+        return "an empty variable name"
+    i, ch = next(
+        (i, ch)
+        for i, ch in enumerate(name)
+        if not (ch.isascii() and (ch.isalnum() or ch == "_")) or (i == 0 and ch.isdigit())
+    )
+    what = "starts with a digit" if ch.isdigit() else f"{char_name(ch)}, at offset {i}"
+    return (
+        f"{shown(name)} is not an environment variable name ({what}; names are ASCII letters, digits "
+        "and '_', not starting with a digit)"
+    )
+
+
 def refused(name: str) -> str | None:
     """Why ``name`` may never come from user input, or None."""
     p = policy()
@@ -96,6 +123,9 @@ def check(name: str, value: str | None, unchecked: bool, opt_in: str = OPT_IN_YA
 
     ``opt_in`` names how this input opts in (the YAML key or the CLI flag), for the message.
     """
+    bad = name_problem(name)
+    if bad:
+        return bad
     why = refused(name)
     if why:
         return f"{name} may not be set by a descriptor, workload or --set: {why}"

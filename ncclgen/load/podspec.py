@@ -83,10 +83,11 @@ def label_value(value: str, what: str) -> str:
 
 
 def env_name(value: str, what: str) -> str:
-    if not re.fullmatch(ENV_NAME, value):
-        raise Invalid(
-            f"{what} {value!r} is not an environment variable name (letters, digits and '_', not starting with a digit)"
-        )
+    from . import envnames  # the one name policy
+
+    bad = envnames.name_problem(value)
+    if bad:
+        raise Invalid(f"{what}: {bad}")
     return value
 
 

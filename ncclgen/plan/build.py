@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..errors import UserError, unsafe_char
+from ..errors import UserError, shown, unsafe_char
 from ..load import envnames, plugins, views
-from ..load.descriptor import ENV_NAME, Descriptor, EnvSetting
+from ..load.descriptor import Descriptor, EnvSetting
 from ..load.workload import Workload
 from . import binding, launch, rules
 from .request import TARGETS, Request, Target
@@ -116,8 +116,11 @@ def parse_set(items, unchecked: bool = False) -> tuple[tuple[str, str], ...]:
     out = []
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not re.fullmatch(ENV_NAME, name):
-            raise UserError(f"{flag} {item!r}: expected NAME=VALUE with NAME a valid variable name")
+        if not sep:
+            raise UserError(f"{flag} {shown(item)}: expected NAME=VALUE with NAME a valid variable name")
+        bad = envnames.name_problem(name)
+        if bad:
+            raise UserError(f"{flag} NAME=VALUE: {bad}")
         if CREDENTIAL.fullmatch(name):
             raise UserError(
                 f"--set {name}: a credential would be written in clear text into the script or "

@@ -311,11 +311,9 @@ def _pass_env(plan: Plan, names: tuple[str, ...], plumbing: list[Export]) -> tup
     planned = {e.name for e in plan.env} | {e.name for e in plumbing}
     out: list[tuple[str, str]] = []
     for name in names:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-            raise UserError(
-                f"--pass-env {name!r}: expected an environment variable name (letters, digits "
-                "and '_', not starting with a digit)"
-            )
+        bad = envnames.name_problem(name)  # the one name policy (load/envnames.py)
+        if bad:
+            raise UserError(f"--pass-env: {bad}")
         why = envnames.refused(name) or envnames.policy().paths.get(name)
         if why:  # the env-name policy, as for every other source (a passed value cannot be checked)
             raise UserError(f"--pass-env {name}: a job may not be told to need {name}: {why}")
