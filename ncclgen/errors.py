@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 
 # Characters refused in every value ncclgen reads (YAML scalars, --set values): C0 controls but tab and
 # newline, DEL, C1 controls (U+0085 NEL among them) and the Unicode line/paragraph separators. bash drops
@@ -106,6 +107,23 @@ class UserError(Exception):
     def all(self) -> list[UserError]:
         """Every problem this error stands for, in file order: itself, or those of a :class:`UserErrors`."""
         return [self]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a value was read: file, line:column and key path (e.g. c.yaml, 70, 12, "env[0].value").
+
+    Kept with a value that is checked later than it is read (an env value reaches the lint step of the
+    pipeline), so the error still names the file, line:column and key path, never a flag the user did
+    not type."""
+
+    file: str
+    line: int | None
+    col: int | None
+    path: str | None
+
+    def error(self, message: str) -> UserError:
+        return UserError(message, file=self.file, path=self.path, line=self.line, col=self.col)
 
 
 class UserErrors(UserError):

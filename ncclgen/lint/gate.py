@@ -22,15 +22,20 @@ def _findings(plan: Plan) -> list[tuple]:
     out = []
     for f in lint_pairs([(e.name, e.value, line) for line, e in by_line.items()], plan.cluster, target=plan.target):
         var = by_line.get(f.line or 0)
-        out.append((f, str(var.origin) if var is not None else "plan"))
+        out.append((f, var.origin if var is not None else "plan"))
     return out
 
 
 def check_plan(plan: Plan) -> None:
-    """Refuse to render a variable the linter calls an error (invented, removed, invalid value)."""
+    """Refuse to render a variable the linter calls an error (invented, removed, invalid value); a value
+    from a file is refused at its file:line:col and key path (env[0].value), one from a flag by name."""
     for f, origin in _findings(plan):
         if f.severity == "error":
-            raise UserError(f"{f.variable} ({origin}): {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+            fix = f"; fix: {f.fix}" if f.fix else ""
+            at = getattr(origin, "at", None)
+            if at is not None:
+                raise at.error(f"{f.variable} ({origin}): {f.message}{fix}")
+            raise UserError(f"{f.variable} ({origin}): {f.message}{fix}")
 
 
 def advisories(plan: Plan) -> list[str]:

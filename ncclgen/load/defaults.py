@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import UserError
 from . import workload
 from .schema import field, load_dataclass
-from .yamlio import load_file
+from .yamlio import Document, load_file, require_regular
 
 FILE = "ncclgen.yaml"
 BUILTIN = {"cluster": "h100-ib", "tier": 1, "workload": workload.DEFAULT}
@@ -28,14 +28,38 @@ class Project:
 
 
 def _project() -> Project:
-    """./ncclgen.yaml, read implicitly: refused (exit 2) when another user could have written it (ncclgen/trust.py)."""
+    return _project_doc()[0]
+
+
+def _project_doc() -> tuple[Project, Document | None]:
+    """./ncclgen.yaml, read implicitly: refused (exit 2) when another user could have written it
+    (ncclgen/trust.py), or when the name is not a regular file (a FIFO, a link to /dev/zero, a folder,
+    a dangling link): the user meant it as the project file, so it is an error, not a file to skip."""
     from .. import trust
 
     if not os.path.lexists(FILE):
-        return Project()
+        return Project(), None
+    require_regular(FILE, "the project file (ncclgen.yaml: cluster, tier, workload)")
     trust.require(FILE, "the values it sets as flags or NCCLGEN_CLUSTER / NCCLGEN_TIER / NCCLGEN_WORKLOAD")
     doc = load_file(FILE)
-    return load_dataclass(doc, doc.data, Project)
+    return load_dataclass(doc, doc.data, Project), doc
+
+
+def _checked(key: str, value, where: str, doc: Document | None):
+    """``value`` for ``key`` from NCCLGEN_<KEY> (``where``) or ncclgen.yaml (``doc``), checked to name a
+    descriptor or workload that exists: the error names that file:line:col and key, not --cluster."""
+    if key not in ("cluster", "workload"):
+        return value
+    from . import descriptor
+
+    resolve = descriptor.resolve if key == "cluster" else workload.resolve
+    try:
+        resolve(value, "")
+    except UserError as exc:
+        if doc is not None:
+            raise doc.error((key,), str(exc)) from None
+        raise UserError(f"{where}: {exc}") from None
+    return value
 
 
 def default(key: str):
@@ -46,9 +70,10 @@ def default(key: str):
             if env not in ("1", "2", "3"):
                 raise UserError(f"NCCLGEN_TIER={env!r}: expected 1, 2 or 3")
             return int(env)
-        return env
-    value = getattr(_project(), key)
-    return value if value is not None else BUILTIN[key]
+        return _checked(key, env, f"NCCLGEN_{key.upper()}", None)
+    project, doc = _project_doc()
+    value = getattr(project, key)
+    return _checked(key, value, FILE, doc) if value is not None else BUILTIN[key]
 
 
 def configured_cluster() -> tuple[str, str] | None:
@@ -59,6 +84,7 @@ def configured_cluster() -> tuple[str, str] | None:
     """
     env = os.environ.get("NCCLGEN_CLUSTER")
     if env:
-        return env, "NCCLGEN_CLUSTER"
-    value = _project().cluster
-    return (value, FILE) if value is not None else None
+        return _checked("cluster", env, "NCCLGEN_CLUSTER", None), "NCCLGEN_CLUSTER"
+    project, doc = _project_doc()
+    value = project.cluster
+    return (_checked("cluster", value, FILE, doc), FILE) if value is not None else None

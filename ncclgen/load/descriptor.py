@@ -8,17 +8,31 @@ facts) and kubecheck.py (the pod view and pod settings).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 from .. import datapaths
-from ..errors import UserError, warn
+from ..errors import Location, UserError, did_you_mean, non_ascii, shown, warn
 from . import cpuset
 from .desccheck import check, env_name_problem, kb_newest_nccl  # noqa: F401 (descriptor.check is the public name)
 from .kubesection import Kubernetes, Mount, PodNetwork, PodTopoFile, Sidecar, Toleration, Volume  # noqa: F401
-from .patterns import DNS1123, ENV_NAME, HCA, IFNAME, QUANTITY, RESOURCE_NAME, TORCH_VERSION, VERSION  # noqa: F401
+from .patterns import (  # noqa: F401 (re-exported: descriptor.DNS1123 ...)
+    DNS1123,
+    ENV_NAME,
+    HCA,
+    IFNAME,
+    IMAGE,
+    IMAGE_DOC,
+    QUANTITY,
+    RESOURCE_NAME,
+    SBATCH_WORD,
+    SBATCH_WORD_DOC,
+    TORCH_VERSION,
+    VERSION,
+)
 from .schema import field, json_schema, load_dataclass
 from .yamlio import Document, load_file
 
@@ -184,10 +198,10 @@ class Software:
 class Slurm:
     """Slurm defaults for jobs on this cluster."""
 
-    partition: str | None = field(None, doc="#SBATCH --partition")
-    account: str | None = field(None, doc="#SBATCH --account")
-    qos: str | None = field(None, doc="#SBATCH --qos")
-    constraint: str | None = field(None, doc="#SBATCH --constraint")
+    partition: str | None = field(None, doc="#SBATCH --partition", pattern=SBATCH_WORD, pattern_doc=SBATCH_WORD_DOC)
+    account: str | None = field(None, doc="#SBATCH --account", pattern=SBATCH_WORD, pattern_doc=SBATCH_WORD_DOC)
+    qos: str | None = field(None, doc="#SBATCH --qos", pattern=SBATCH_WORD, pattern_doc=SBATCH_WORD_DOC)
+    constraint: str | None = field(None, doc="#SBATCH --constraint", pattern=SBATCH_WORD, pattern_doc=SBATCH_WORD_DOC)
     gres_type: str | None = field(
         None,
         doc="GPU GRES type, e.g. h100 -> --gpus-per-node=h100:8",
@@ -204,7 +218,9 @@ class Slurm:
         pattern_doc="a size like 0 or 1800G",
     )
     exclusive: bool = field(True, doc="#SBATCH --exclusive")
-    container_image: str | None = field(None, doc="pyxis/enroot image for srun --container-image")
+    container_image: str | None = field(
+        None, doc="pyxis/enroot image for srun --container-image", pattern=IMAGE, pattern_doc=IMAGE_DOC
+    )
     container_mounts: tuple[str, ...] = field((), doc="pyxis --container-mounts entries SRC:DST[:FLAGS]")
     extra_sbatch: dict[str, bool | int | str] = field(
         factory=dict,
@@ -235,6 +251,13 @@ class EnvSetting:
         "NCCL_NET_PLUGIN, ...); explain shows it. Names that run code (BASH_ENV, "
         "LD_PRELOAD, ...) are refused even so",
     )
+    at: Location | None = dataclasses.field(default=None, compare=False, repr=False, metadata={"internal": True})
+    # where the value was read (set by the loader): the lint step's error on it names file:line:col
+
+
+def with_locations(doc: Document, group: str, settings: tuple[EnvSetting, ...]) -> tuple[EnvSetting, ...]:
+    """``settings`` (the list at key ``group``) each knowing where its value is in ``doc``."""
+    return tuple(dataclasses.replace(e, at=doc.location((group, i, "value"))) for i, e in enumerate(settings))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -287,7 +310,9 @@ def load_checked(path: str) -> tuple[Descriptor, list[UserError]]:
     """Read, type-check and cross-check one descriptor file: the descriptor and its warnings."""
     doc = load_file(path)
     desc = load_dataclass(doc, doc.data, Descriptor)
-    return desc, check(desc, doc)
+    found = check(desc, doc)
+    env, vendor = with_locations(doc, "env", desc.env), with_locations(doc, "vendor_env", desc.vendor_env)
+    return dataclasses.replace(desc, env=env, vendor_env=vendor), found
 
 
 def load(path: str, *, warnings: bool = True) -> Descriptor:
@@ -316,23 +341,23 @@ def available() -> dict[str, str]:
     return datapaths.yaml_files(search_dirs())
 
 
-def resolve(name_or_path: str) -> str:
-    """The file for ``--cluster``: an existing path, else a name in the search folders."""
+def resolve(name_or_path: str, flag: str = "--cluster") -> str:
+    """The file for ``--cluster`` (``flag`` names where the value came from; "" when the caller locates
+    the error itself): an existing path, else a name in the search folders."""
     if os.sep in name_or_path or name_or_path.endswith((".yaml", ".yml")):
         if not os.path.exists(name_or_path):
             raise UserError("no such descriptor file", file=name_or_path)
         return name_or_path
-    if not re.fullmatch(DNS1123, name_or_path):
-        raise UserError(f"--cluster: {name_or_path!r} is neither a file nor a cluster name")
+    lead = f"{flag}: " if flag else ""
+    if not re.fullmatch(DNS1123, name_or_path, re.ASCII):
+        raise UserError(f"{lead}{shown(name_or_path)} is neither a file nor a cluster name{non_ascii(name_or_path)}")
     found = available()
     if name_or_path in found:
         from .. import trust
 
         return trust.found(found[name_or_path], "--cluster PATH or $NCCLGEN_CLUSTERS")
-    from ..errors import did_you_mean
-
     raise UserError(
-        f"--cluster: unknown cluster {name_or_path!r}{did_you_mean(name_or_path, found)}; "
+        f"{lead}unknown cluster {name_or_path!r}{did_you_mean(name_or_path, found)}; "
         f"available: {', '.join(sorted(found)) or 'none'}"
     )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import podspec
-from .patterns import DNS1123, ENV_NAME, HCA, IFNAME, QUANTITY, RESOURCE_NAME
+from .patterns import DNS1123, ENV_NAME, HCA, IFNAME, IMAGE, IMAGE_DOC, QUANTITY, RESOURCE_NAME
 from .schema import field
 
 
@@ -152,6 +152,8 @@ class Kubernetes:
         "verlai/verl:latest",
         doc="container image; left at this floating default, a verl "
         "workload gets the image verl's CI ran for its release (see docs/workload.md)",
+        pattern=IMAGE,
+        pattern_doc=IMAGE_DOC,
     )
     gpu_resource: str = field(
         "nvidia.com/gpu",

@@ -18,3 +18,13 @@ TORCH_VERSION = (
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"  # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
+# An #SBATCH value (partition, account, qos, constraint): printable ASCII without spaces. A newline would
+# end the #SBATCH line and a tab or space split it; checked where the descriptor names it, so the error
+# is at its file:line:col, not at the --partition the user never typed.
+SBATCH_WORD = r"[!-~]+"
+SBATCH_WORD_DOC = "a Slurm name without spaces or control characters"
+# A container image reference: printable ASCII without spaces (the distribution reference grammar is a
+# subset: github.com/distribution/reference regexp.go), so never empty, never a space, a tab or a
+# zero-width character.
+IMAGE = r"[!-~]+"
+IMAGE_DOC = "an image reference without spaces or control characters, e.g. verlai/verl:latest"

@@ -7,7 +7,7 @@ single source for both validation and `ncclgen schema`, so the two cannot drift.
 Field metadata keys (``field(metadata=...)``): ``doc`` (description), ``min``/``max`` (numbers),
 ``pattern`` (regex for strings) with ``pattern_doc`` (what it means, for errors), ``key_pattern`` /
 ``key_pattern_doc`` (the same for mapping keys), ``scalar`` (a string that may be written as a YAML
-integer), ``examples``.
+integer), ``examples``, ``internal`` (set by the loader, not read from YAML nor in the schema).
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def load_dataclass(doc: Document, value: Any, cls: type, path: tuple = ()) -> An
     """Build ``cls`` from a mapping: unknown keys and missing required keys are errors."""
     if not isinstance(value, dict):
         raise doc.error(path, f"expected a mapping, got {_got(value)}")
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if not f.metadata.get("internal")}
     # Every problem of the mapping and of what it contains is collected, then raised together (in file
     # order, see errors.UserErrors), so one run shows a user all there is to fix.
     errors: list[UserError] = []
@@ -282,7 +282,7 @@ def _define(tp: type, defs: dict) -> None:
         return
     defs[name] = {}
     props, required = {}, []
-    for f in dataclasses.fields(tp):
+    for f in (f for f in dataclasses.fields(tp) if not f.metadata.get("internal")):
         props[f.name] = _schema_of(hints(tp)[f.name], dict(f.metadata), defs)
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import datapaths
-from ..errors import UserError, did_you_mean
+from ..errors import UserError, did_you_mean, shown
 from . import verl as verlkb
-from .descriptor import DNS1123, EnvSetting, check_env
+from .descriptor import DNS1123, IMAGE, IMAGE_DOC, EnvSetting, check_env, with_locations
 from .schema import field, json_schema, load_dataclass
 from .yamlio import load_file
 
@@ -64,8 +64,8 @@ class Workload:
         None,
         doc="container image (Kubernetes; --image wins); default for "
         "framework verl: the image verl's CI ran for the targeted release",
-        pattern=r"[^\s]+",
-        pattern_doc="an image reference without spaces",
+        pattern=IMAGE,
+        pattern_doc=IMAGE_DOC,
     )
     setup: tuple[str, ...] = field(
         (),
@@ -139,7 +139,7 @@ def load(path: str) -> Workload:
     elif wl.verl is not None:
         raise doc.error(("verl",), "verl: applies to framework: verl only")
     check_env(doc, "env", wl.env)
-    return wl
+    return dataclasses.replace(wl, env=with_locations(doc, "env", wl.env))
 
 
 def image(wl: Workload) -> str | None:
@@ -176,9 +176,10 @@ def resolve(name_or_path: str, flag: str = "--workload") -> str:
     if name_or_path in found:
         from .. import trust
 
-        return trust.found(found[name_or_path], f"{flag} PATH or $NCCLGEN_WORKLOADS")
+        return trust.found(found[name_or_path], f"{flag or '--workload'} PATH or $NCCLGEN_WORKLOADS")
+    lead = f"{flag}: " if flag else ""
     raise UserError(
-        f"{flag}: unknown workload {name_or_path!r}{did_you_mean(name_or_path, found)}; "
+        f"{lead}unknown workload {shown(name_or_path)}{did_you_mean(name_or_path, found)}; "
         f"found: {', '.join(found)} (searched $NCCLGEN_WORKLOADS, ./workloads, bundled)"
     )
 

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 import yaml.constructor
 
-from ..errors import UserError, unsafe_char
+from ..errors import Location, UserError, unsafe_char
 
 MAX_BYTES = 256 << 10  # a descriptor or workload is a few KiB; 256 KiB is generous and reads in well under 2 s
 MAX_NODES = 200_000  # values built, aliases counted each time they are used
@@ -65,6 +65,11 @@ class Document:
         line, col = self.marks.get(p, (None, None))
         return UserError(message, file=self.file, path=format_path(path) or None, line=line, col=col)
 
+    def location(self, path: Path) -> Location:
+        """Where the value at ``path`` is (its nearest known position), for a check made later."""
+        err = self.error(path, "")
+        return Location(self.file, err.line, err.col, err.path)
+
 
 def read_text(file: str, *, limit: int = MAX_BYTES, what: str = "a YAML file") -> str:
     """The text of ``file``, or one clear error: missing, a directory, too big, binary, not UTF-8."""
@@ -102,6 +107,18 @@ def open_regular(file: str, what: str):
         os.close(fd)
         raise
     return os.fdopen(fd, "rb")
+
+
+def require_regular(file: str, what: str) -> None:
+    """Nothing when ``file`` (followed through links) is a regular file, else one UserError: missing
+    (a dangling link), a folder, a FIFO, a device (a link to /dev/zero)."""
+    try:
+        mode = os.stat(file).st_mode
+    except FileNotFoundError:
+        raise UserError(f"no such file (a dangling link?), expected {what}", file=file) from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot read: {getattr(exc, 'strerror', None) or exc}", file=file) from None
+    _regular(mode, file, what)
 
 
 def _regular(mode: int, file: str, what: str) -> None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from ..errors import UserError, shown, unsafe_char
+from ..errors import Location, UserError, shown, unsafe_char
 from ..load import envnames, plugins, views
 from ..load.descriptor import Descriptor, EnvSetting
 from ..load.workload import Workload
@@ -39,6 +39,7 @@ class OriginKind(enum.Enum):
 class Origin:
     kind: OriginKind
     name: str = ""  # the rule id (RULE) or plugin id (PLUGIN)
+    at: Location | None = field(default=None, compare=False)  # where a file's value was read
 
     def __str__(self) -> str:
         return f"{self.kind.value} {self.name}" if self.name else self.kind.value
@@ -237,7 +238,8 @@ def _apply_tier(env: dict[str, EnvVar], t: int, ctx: rules.Context, target: Targ
         if s.tier == t and s.omit:
             env.pop(s.name, None)  # the vendor advises against it: no rule sets it
         elif s.tier == t:
-            _put(env, EnvVar(s.name, _value(s), t, VENDOR, s.reason + _unchecked(s), _cite(cluster, s.source)))
+            vendor = Origin(OriginKind.VENDOR, at=s.at)  # where the value was read, for the lint step's error
+            _put(env, EnvVar(s.name, _value(s), t, vendor, s.reason + _unchecked(s), _cite(cluster, s.source)))
 
 
 def _drop_unloaded_plugin_vars(env: dict[str, EnvVar], cluster: Descriptor) -> None:
@@ -272,7 +274,7 @@ def _apply_files(env: dict[str, EnvVar], cluster: Descriptor, workload: Workload
                 src = _cite(cluster, s.source)
             else:
                 src = workload.sources.get(s.source or "", s.source or "")
-            _put(env, EnvVar(s.name, _value(s), 0, Origin(kind), s.reason + _unchecked(s), src or kind.value))
+            _put(env, EnvVar(s.name, _value(s), 0, Origin(kind, at=s.at), s.reason + _unchecked(s), src or kind.value))
 
 
 def _apply_overrides(env: dict[str, EnvVar], overrides: tuple[tuple[str, str], ...], unchecked: frozenset[str]) -> None:
