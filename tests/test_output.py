@@ -1,4 +1,4 @@
-"""-o FILE: atomic for regular files, direct for devices and pipes, never a partial file."""
+"""-o FILE: regular files only, written atomically; devices and pipes refused; never a partial file."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ import stat
 import subprocess
 import sys
 
+import pytest
+
+from ncclgen.errors import UserError
 from ncclgen.output import emit
 
 
@@ -18,17 +21,21 @@ def test_regular_file_is_replaced_atomically(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["job.sh"]  # no temp file left behind
 
 
-def test_devices_are_written_not_replaced():
-    emit("discarded\n", os.devnull)
+def test_devices_are_refused_not_written():
+    """Regular files only (issue 33): -o /dev/null is a device, and -o - writes to stdout for a redirect."""
+    with pytest.raises(UserError, match="is a device; ncclgen writes regular files only"):
+        emit("discarded\n", os.devnull)
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
-def test_fifo_receives_the_text(tmp_path):
+def test_a_fifo_without_reader_is_refused_at_once(tmp_path):
+    """Opening a FIFO with no reader blocked forever (issue 33); now it is refused without opening it."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE, text=True)
-    emit("through the pipe\n", str(fifo))
-    assert reader.communicate(timeout=10)[0] == "through the pipe\n"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ncclgen", "env", "-o", str(fifo)], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and "is a FIFO; ncclgen writes regular files only" in proc.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 

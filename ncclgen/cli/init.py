@@ -9,7 +9,7 @@ import stat
 import click
 
 from ..errors import UserError
-from ..output import emit
+from ..output import check_inside, emit_inside
 from ..scaffold import scaffold
 
 
@@ -49,14 +49,14 @@ def init(directory, from_discover, name, force):
     files = scaffold(directory, name, from_discover)
     for rel in files:  # every check before the first write: an error leaves nothing behind
         path = os.path.join(directory, rel)
-        if os.path.isdir(path):
+        if os.path.isdir(path) and not os.path.islink(path):
             raise UserError("is a directory; expected to write a file here", file=path)
+        check_inside(directory, rel)  # no link below DIRECTORY (a planted DIR/ci -> elsewhere), no FIFO
         if os.path.lexists(path) and not force:
             raise UserError("already exists; not overwriting it (use --force)", file=path)
+    _folders(directory)
     for rel, (text, mode) in files.items():
-        path = os.path.join(directory, rel)
-        _folders(os.path.dirname(path))
-        emit(text, path, mode)
+        path = emit_inside(directory, rel, text, mode)  # folders below DIRECTORY made without following links
         click.echo(f"wrote {path}")
     cluster = next(rel for rel in files if rel.startswith("clusters/"))
     todo = "" if from_discover else "replace the TODOs in it, then "

@@ -72,15 +72,10 @@ def lint_pairs(
     result is deterministic: by line, variable, severity (errors first), code.
     """
     t = _Target(cluster)
-    out: list[Finding] = []
     values: dict[str, str | None] = {}
     lines: dict[str, int | None] = {}
+    out, pairs = _odd_names(pairs, file)
     for name, value, line in pairs:
-        if not sanitise.is_identifier(name):  # a Cyrillic 'С', a zero-width space: not the name it looks like
-            odd = sanitise.foreign_name(name, is_relevant, kb.suggest)
-            if odd is not None:
-                out.append(Finding("NG001", "error", sanitise.display(name), *odd, line, file))
-            continue
         if not is_relevant(name):
             continue
         if name != name.upper():
@@ -157,6 +152,21 @@ def _unknown_finding(name: str, t: _Target) -> tuple:
         f"{name} is not read by {who}{did_you_mean(name, sug)}",
         f"use {sug[0]}" if sug else "remove it",
     )
+
+
+def _odd_names(pairs: list, file: str | None) -> tuple[list[Finding], list]:
+    """NG001 for each name with a character outside ASCII letters, digits and '_' (a Cyrillic 'С', a
+    zero-width space: not the name it looks like, lint/sanitise.py), and the pairs left to check."""
+    out: list[Finding] = []
+    rest = []
+    for name, value, line in pairs:
+        if sanitise.is_identifier(name):
+            rest.append((name, value, line))
+            continue
+        odd = sanitise.foreign_name(name, is_relevant, kb.suggest)
+        if odd is not None:
+            out.append(Finding("NG001", "error", sanitise.display(name), *odd, line, file))
+    return out, rest
 
 
 def lint_environ(environ: Mapping[str, str], cluster: Descriptor | None = None) -> list[Finding]:
