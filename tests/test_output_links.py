@@ -21,7 +21,12 @@ def test_a_link_to_a_fifo_is_refused_and_nothing_is_written_into_it(tmp_path):
     os.mkfifo(fifo)
     (tmp_path / "job.sh").symlink_to(fifo)
     got: list = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+
+    def read() -> None:
+        with open(fifo, "rb") as fh:
+            got.append(fh.read())
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()  # a reader waits: had ncclgen written through the link, it would get the script
     proc = subprocess.run(
         [sys.executable, "-m", "ncclgen", "slurm", "-o", str(tmp_path / "job.sh")],
@@ -65,7 +70,9 @@ def test_emit_inside_refuses_a_link_below_the_root(tmp_path):
 
 def test_emit_inside_writes_and_creates_folders(tmp_path):
     path = emit_inside(str(tmp_path), "a/b/c.txt", "hi\n", 0o755)
-    assert open(path).read() == "hi\n" and stat.S_IMODE(os.stat(path).st_mode) == 0o755
+    with open(path) as fh:
+        assert fh.read() == "hi\n"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o755
     assert sorted(os.listdir(tmp_path / "a" / "b")) == ["c.txt"]
 
 
