@@ -32,7 +32,7 @@ def expected(f: Path) -> tuple[str, str, int]:
 
 
 def test_corpus_size_and_spread():
-    assert len(FILES) >= 30
+    assert len(FILES) >= 40
     classes = collections.Counter(expected(f)[1] for f in FILES)
     assert classes["clean"] >= 4
     assert sum(1 for c, n in classes.items() if n >= 2 and c not in ("clean", "unclassified")) >= 6
