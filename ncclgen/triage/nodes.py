@@ -7,6 +7,11 @@ each channel's transport (`Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDM
 and `Init COMPLETE` (src/init.cc). A difference between nodes (two NCCL releases, a bootstrap interface
 that is a container bridge on one host, IB on one and Socket on another) or from the plan is a cause
 that no single line states; the findings carry the line that shows it.
+
+The formats of the releases in ncclgen's knowledge base (2.28 to 2.30) are read by the transport check's
+parser, ncclgen/jobside/nccllines.py (one parser of NCCL's lines, cited per release there); the regexes
+below read what it does not: the older forms bug reports are full of (no busId or commId in Init COMPLETE,
+no "+cuda" suffix), the Bootstrap line and "Init START".
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..jobside import nccllines
 from .events import NCCL_PREFIX, Event
 from .reader import Line
 
@@ -68,16 +74,46 @@ class Facts:
             if len(self.hosts) >= MAX_HOSTS:
                 return
             host = self.hosts[name] = Host(name)
-        _read(host, text, line)
+        parsed = nccllines.split(text)
+        found = nccllines.message(parsed[3]) if parsed and parsed[0] == "INFO" else None
+        if found is None or not _apply(host, found[0], found[1], line):
+            _read(host, text, line)
         if any(kept is line for kept in host.lines.values()):
             self.seqs[line] = seq
 
 
+def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
+    """A line nccllines parsed, into the host's facts; False for a kind this module does not keep."""
+    if kind == "channel_net":
+        _channel(h, bool(f["gdr"]), line)
+    elif kind == "complete":
+        h.complete.add(f"{f['comm']}/{f['rank']}")
+    elif kind == "comm":
+        h.started.add(f"{f['comm']}/{f['rank']}")
+    elif kind == "version":
+        h.version = h.version or f["version"]
+        h.lines.setdefault("version", line)
+    elif kind == "net":
+        h.net = h.net or f["name"]
+        h.lines.setdefault("net", line)
+    elif kind == "ib" and not h.hcas and (devs := nccllines.ib_devices(f["devices"])):
+        h.hcas = tuple(f"{name}:{port}" for name, port, _link in devs)
+        h.link = devs[0][2]
+        h.lines["hcas"] = line
+    else:
+        return False
+    return True
+
+
+def _channel(h: Host, gdr: bool, line: Line) -> None:
+    h.net_channels += 1
+    h.gdr_channels += 1 if gdr else 0
+    h.lines.setdefault("gdr" if gdr else "nogdr", line)
+
+
 def _read(h: Host, text: str, line: Line) -> None:
     if "via NET/" in text and (m := CHANNEL_NET.search(text)):
-        h.net_channels += 1
-        h.gdr_channels += 1 if m.group("gdr") else 0
-        h.lines.setdefault("gdr" if m.group("gdr") else "nogdr", line)
+        _channel(h, bool(m.group("gdr")), line)
     elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
     elif "Init START" in text and (m := INIT_START.search(text)):
