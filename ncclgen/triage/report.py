@@ -50,7 +50,7 @@ def _hang(result: Result) -> dict | None:
     if result.status not in ("unclassified", "clean") or not (timeouts or first_timeout or incomplete):
         return None
     last = [counted(text, g) for text, g in timeouts]
-    if first_timeout and result.first is not None and result.first.sig is not None:
+    if first_timeout and not timeouts and result.first is not None and result.first.sig is not None:
         who = "rank " + (result.first.rank or "?")
         last.insert(0, catalogue.fill(result.first.sig.then.replace("{n} ranks", who), result.first.groups))
     return {"init_incomplete": incomplete[:32], "last": last[:16], "collect_next": COLLECT, "source": COLLECT_SOURCE}
