@@ -124,3 +124,28 @@ def test_torchrun_table_host_is_used_when_it_names_a_node(tmp_path):
     )
     data = triage(tmp_path, log)
     assert data["first"]["node"] == "gpu-17" and data["first"]["rank"] == "5"
+
+
+def test_nccl_settings_that_differ_between_hosts(tmp_path):
+    log = (
+        info("gpu1", 10, "NCCL_SOCKET_IFNAME set by environment to eth0")
+        + info("gpu1", 10, "NCCL_IB_HCA set by environment to mlx5_0")
+        + info("gpu2", 20, "NCCL_SOCKET_IFNAME set by environment to ib0")
+        + info("gpu2", 20, "NCCL_IB_HCA set by environment to mlx5_0")
+        + FAIL
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "nodes-differ-env"
+    assert "NCCL_SOCKET_IFNAME: eth0 on gpu1; ib0 on gpu2" in data["cause"]
+
+
+def test_host_resource_failure_is_the_root_before_the_nccl_error(tmp_path):
+    log = "OSError: [Errno 28] No space left on device: '/dev/shm/torch_123'\n" + FAIL
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "no-space-left" and data["first"]["where"].endswith(":1")
+
+
+def test_ncclgen_ray_readiness_failure_is_named(tmp_path):
+    log = "ncclgen: ERROR: Ray cluster not ready after 300 s (want 2 nodes/16 GPUs, have 1 nodes/8 GPUs)\n"
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "ncclgen-ray-not-ready" and "1 of 2 nodes" in data["cause"]

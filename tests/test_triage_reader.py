@@ -44,3 +44,20 @@ def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
     for engine in ("python", "grep") if grepscan.available() else ("python",):
         kept = [ln.text for ln in reader.scan([log], engine=engine)]
         assert len(kept) == 8 and kept[-1] == "FATAL boom", engine
+
+
+def test_progress_bar_only_on_a_terminal_and_over_100_mb():
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    big, small, pipe = Tty(), Tty(), io.StringIO()
+    for stream, total in ((big, 200 << 20), (small, 50 << 20), (pipe, 200 << 20)):
+        bar = reader.Progress(total, stream)
+        bar(total // 2)
+        bar(total - total // 2)
+        bar.close()
+    assert "50%" in big.getvalue() and "100%" in big.getvalue()
+    assert small.getvalue() == "" and pipe.getvalue() == ""

@@ -32,6 +32,8 @@ CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
+ENV_SET = re.compile(r"NCCL INFO (?P<var>NCCL_\w+) set by environment to (?P<value>.*)$")  # src/misc/param.cc
+MAX_ENV = 64
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -54,6 +56,7 @@ class Host:
     gdr_disabled: bool = False
     started: set[str] = field(default_factory=set)  # "comm/rank" that printed Init START or a channel line
     complete: set[str] = field(default_factory=set)
+    env: dict[str, str] = field(default_factory=dict)  # NCCL_* the process read from its environment
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
 
 
@@ -134,6 +137,10 @@ def _read(h: Host, text: str, line: Line) -> None:
             h.hcas = tuple(f"{d}:{p}" for d, p, _ in found)
             h.link = found[0][2]
             h.lines["hcas"] = line
+    elif "set by environment to" in text and (m := ENV_SET.search(text)):
+        if len(h.env) < MAX_ENV:
+            h.env.setdefault(m.group("var"), m.group("value").strip())
+            h.lines.setdefault(f"env:{m.group('var')}", line)
     elif GDR_DISABLED in text:
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)
@@ -171,6 +178,22 @@ def _differs(facts: Facts, attr: str) -> Finding | None:
     detail = "; ".join(f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}" for v, hs in ranked)
     key = {"version": "version", "net": "net", "iface": "iface", "hcas": "hcas"}[attr]
     return Finding(f"nodes-differ-{attr}", detail, odd.lines[key], odd.name)
+
+
+def _env_findings(facts: Facts) -> list[Finding]:
+    """An NCCL variable set to different values on different hosts, or on some hosts only (of those that log
+    their settings): the ranks did not get one environment."""
+    hosts = [h for h in facts.hosts.values() if h.env]
+    if len(hosts) < 2:
+        return []
+    for var in sorted({v for h in hosts for v in h.env}):
+        values = {h.name: h.env.get(var, "(unset)") for h in hosts}
+        if len(set(values.values())) > 1:
+            odd = min(hosts, key=lambda h: (list(values.values()).count(values[h.name]), h.name))
+            detail = f"{var}: " + "; ".join(f"{v} on {n}" for n, v in sorted(values.items())[:4])
+            line = odd.lines.get(f"env:{var}") or next(iter(odd.lines.values()))
+            return [Finding("nodes-differ-env", detail, line, odd.name)]
+    return []
 
 
 def _iface_findings(facts: Facts) -> list[Finding]:
@@ -212,6 +235,7 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
 def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
     out = [f for attr in ("version", "net", "iface", "hcas") if (f := _differs(facts, attr))]
+    out += _env_findings(facts)
     out += _iface_findings(facts)
     out += _gdr_findings(facts, planned_gdr)
     return out

@@ -42,7 +42,14 @@ FAILURE_WORDS = (
     "No usable",
     "not supported",
 )
-FACT_KEYS = ("NCCL version", "Using network", "NCCL INFO Bootstrap", "NCCL INFO NET/IB", "GPU Direct RDMA Disabled")
+FACT_KEYS = (
+    "NCCL version",
+    "Using network",
+    "NCCL INFO Bootstrap",
+    "NCCL INFO NET/IB",
+    "GPU Direct RDMA Disabled",
+    "set by environment to",
+)
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
 CAPPED = {"via NET/": 4096, "Init COMPLETE": 65536, "Init START": 65536}
@@ -150,6 +157,16 @@ ANCHORS = (
     "sequence number",
     "Failed to register",
     "host      :",
+    "set by environment to",
+    "Ray cluster not ready",
+    "Ray watchdog:",
+    "No space left",
+    "allocate memory",
+    "bad_alloc",
+    "MemoryError",
+    "Too many open files",
+    "us error",
+    "insufficient shared memory",
     "rank      :",
 )
 
