@@ -115,6 +115,7 @@ def _channel(h: Host, gdr: bool, line: Line) -> None:
 
 
 def _read(h: Host, text: str, line: Line) -> None:
+    """The older forms (and the lines nccllines does not read): channels, init, version, net, then the rest."""
     if "via NET/" in text and (m := CHANNEL_NET.search(text)):
         _channel(h, bool(m.group("gdr")), line)
     elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
@@ -127,7 +128,13 @@ def _read(h: Host, text: str, line: Line) -> None:
     elif m := NETWORK.search(text):
         h.net = h.net or m.group("net")
         h.lines.setdefault("net", line)
-    elif m := BOOTSTRAP.search(text):
+    else:
+        _read_setup(h, text, line)
+
+
+def _read_setup(h: Host, text: str, line: Line) -> None:
+    """Bootstrap interface, HCAs, settings from the environment, GPUDirect disabled."""
+    if m := BOOTSTRAP.search(text):
         if h.iface is None:
             h.iface, h.addr = m.group("iface"), m.group("addr")
             h.lines["iface"] = line
