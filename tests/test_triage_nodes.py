@@ -149,3 +149,15 @@ def test_ncclgen_ray_readiness_failure_is_named(tmp_path):
     log = "ncclgen: ERROR: Ray cluster not ready after 300 s (want 2 nodes/16 GPUs, have 1 nodes/8 GPUs)\n"
     data = triage(tmp_path, log)
     assert data["first"]["signature"] == "ncclgen-ray-not-ready" and "1 of 2 nodes" in data["cause"]
+
+
+def test_prefixed_lines_and_the_pre_2_4_interface_line(tmp_path):
+    """mpirun's '[1,0]<stdout>:' tag before NCCL's prefix, and 'NET : Using interface' (NCCL before 2.4)."""
+    log = (
+        "[1,2]<stdout>:gpu2:20:21 [0] NCCL INFO NET : Using interface lo:127.0.0.1<0>\n"
+        "[1,2]<stdout>:gpu2:20:21 [0] NCCL INFO NET : Using interface eth0:10.151.40.240<0>\n"
+        "[1,2]<stdout>:gpu2:20:22 [1] include/socket.h:361 NCCL WARN Call to connect timeout : Connection refused\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "bootstrap-unroutable" and data["first"]["where"].endswith(":1")
+    assert data["first"]["node"] == "gpu2" and "lo (127.0.0.1)" in data["cause"]

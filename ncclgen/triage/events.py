@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from . import catalogue
 from .reader import Line
 
-NCCL_PREFIX = re.compile(r"^\s*(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
+# NCCL's "HOST:PID:TID [DEV]" wherever it starts: after mpirun's "[1,0]<stdout>:", pdsh's "node: ", Ray's
+# "(Worker pid=1, ip=...)", kubectl's "[pod/...]" or NCCL's own "[date time]" WARN time stamp.
+NCCL_PREFIX = re.compile(r"(?:^|(?<=[\s:>\])]))(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
 RAY_PREFIX = re.compile(r"\((?:\w+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>\d+)\]|\brank\s*:\s*(?P<rank3>\d+)")
 SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")

@@ -25,7 +25,12 @@ from .reader import Line
 
 VERSION = re.compile(r"NCCL INFO NCCL version (?P<v>\d+\.\d+\.\d+)")
 NETWORK = re.compile(r"NCCL INFO Using network (?P<net>\S+)")
-BOOTSTRAP = re.compile(r"NCCL INFO Bootstrap ?: Using \[?\d*\]?(?P<iface>[\w.:-]+?):(?P<addr>[\w.:%-]+?)<")
+# "Bootstrap : Using [0]eth0:10.0.0.1<0>" (2.4 on; src/bootstrap.cc), "NET : Using interface eth0:...<0>" (before
+# 2.4), or the Socket transport's list when no Bootstrap line was printed: the first interface listed.
+BOOTSTRAP = re.compile(
+    r"NCCL INFO (?:Bootstrap ?: Using|NET : Using interface|NET/Socket ?: Using) \[?\d*\]?"
+    r"(?P<iface>[\w.:-]+?):(?P<addr>[\w.:%-]+?)<"
+)
 HCAS = re.compile(r"NCCL INFO NET/IB ?: Using (?P<hcas>\[\d+\].*?)(?: ?; OOB |$)")
 HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
 CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")

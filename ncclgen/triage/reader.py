@@ -49,6 +49,8 @@ FACT_KEYS = (
     "NCCL INFO NET/IB",
     "GPU Direct RDMA Disabled",
     "set by environment to",
+    "NET : Using interface",
+    "NET/Socket : Using",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
@@ -158,6 +160,8 @@ ANCHORS = (
     "Failed to register",
     "host      :",
     "set by environment to",
+    "NET : Using interface",
+    "NET/Socket : Using",
     "Ray cluster not ready",
     "Ray watchdog:",
     "No space left",
