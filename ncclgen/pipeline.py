@@ -26,6 +26,7 @@ def request(
     target: str = "host",
     extra_args: tuple[str, ...] = (),
     unchecked_sets: tuple[str, ...] = (),
+    transport_check: str = "on",
 ) -> Request:
     """A Request with the project defaults filled in (flag, NCCLGEN_* variable, ncclgen.yaml, built-in)."""
     return Request(
@@ -39,6 +40,7 @@ def request(
         target=target,  # type: ignore[arg-type]
         extra_args=tuple(extra_args),
         unchecked_sets=tuple(unchecked_sets),
+        transport_check=transport_check,  # type: ignore[arg-type]
     )
 
 

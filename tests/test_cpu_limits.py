@@ -24,7 +24,7 @@ def _variant(tmp_path, old: str, new: str):
     ("old", "new", "where", "words"),
     [
         ('cpus: "0-55,112-167"', 'cpus: "0-55,112-167,65535"', ":22:21: node.numa_nodes[0].cpus:", "at most 8192 CPUs"),
-        ("slurm:\n", "slurm:\n  cpus_per_task: 65536\n", ":62:18: slurm.cpus_per_task:", "<= 8192, got 65536"),
+        ("slurm:\n", "slurm:\n  cpus_per_task: 65536\n", ":63:18: slurm.cpus_per_task:", "<= 8192, got 65536"),
         (
             'cpus: "0-55,112-167"',
             'cpus: "0-55,112-16\u0663"',

@@ -77,6 +77,7 @@ def h100_spec(**kw):
 
 def healthy_dgx(tmp_path):
     sf.dgx_h100(tmp_path)
+    sf.Tree(tmp_path).file("/sys/module/nvidia_peermem/version", "1.0")  # GPUDirect RDMA (gdr check)
     fake_dev(tmp_path, 8)
     fake_bin(tmp_path, "numactl")
     return FakeNode(tmp_path, addrs={"bond0": "10.1.0.7", "lo": "127.0.0.1"})
@@ -286,7 +287,7 @@ def test_every_problem_is_reported_not_only_the_first(tmp_path):
     node = FakeNode(tmp_path, shm=1 << 20, memlock=65536)
     code, _, err = run(node, h100_spec())
     items = [e.split(": ")[3] for e in err[:-1]]
-    assert code == 6 and len(items) == 8 + 2 + 1 + 1 + 1 + 1, err
+    assert code == 6 and len(items) == 1 + 8 + 2 + 1 + 1 + 1 + 1, err  # 1: GPUDirect RDMA
     assert items[-4:] == ["GPUs", "/dev/shm", "locked-memory limit (ulimit -l)", "command numactl"]
 
 

@@ -72,6 +72,11 @@ CONDITIONS: dict[str, Callable[[object], str]] = {
     ),
     "sharp": lambda v: "descriptor declares SHARP (`network.sharp`)" if v else "descriptor declares no SHARP",
     "debug": lambda v: "with `--debug`" if v else "without `--debug`",
+    "transport": lambda v: (
+        "with the transport check (pods; `--transport-check on` or `warn`)"
+        if v
+        else "without the transport check (`--transport-check off`, Slurm, or a program that sets NCCL_DEBUG)"
+    ),
     "bind": lambda v: (
         f"per-rank NUMA binding is active (tier {plan.BIND_TIER})"
         if v

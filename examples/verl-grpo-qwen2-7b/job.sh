@@ -71,7 +71,7 @@ ncclgen_main() {
   trap 'exit 143' TERM
 
   # Preflight on every node, before setup and launch (checks: `ncclgen explain`); a problem: exit 6.
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true}' \
+  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"gdr":true}' \
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker.
@@ -239,6 +239,7 @@ class Node:
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
+        self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
     def name(self):
         return self.environ.get("SLURMD_NODENAME") or socket.gethostname()
@@ -282,6 +283,16 @@ class Node:
     def memlock(self):
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
+    def exists(self, *parts):
+        return os.path.exists(os.path.join(self.sysfs, *parts))
+    def nvidia_version(self):
+        try:
+            with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
+                return fh.readline().strip()
+        except OSError:
+            return None
+    def kernel(self):
+        return os.uname().release
     def which(self, command):
         return shutil.which(command, path=self.environ.get("PATH", os.defpath))
     def readable(self, path):
@@ -374,7 +385,30 @@ def check_ifaces(node, var, value):
             )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
+PEERMEM = (
+    ("module", "nvidia_peermem", "version"),
+    ("kernel", "mm", "memory_peers", "nv_mem", "version"),
+    ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
+)
+DMABUF_KERNEL = (5, 12)
+def check_gdr(node):
+    if any(node.exists(*path) for path in PEERMEM):
+        return
+    driver = node.nvidia_version()
+    release = tuple(int(p) for p in re.findall(r"[0-9]+", node.kernel())[:2])
+    if driver and "Open Kernel Module" in driver and release >= DMABUF_KERNEL:
+        return
+    why = "no nvidia_peermem module (/sys/module/nvidia_peermem)"
+    if driver is None:
+        why += "; no NVIDIA driver (/proc/driver/nvidia/version)"
+    elif "Open Kernel Module" not in driver:
+        why += "; the proprietary GPU kernel module (DMA-BUF needs the open one)"
+    else:
+        why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
+    yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
 def check(node, spec):
+    if spec.get("gdr"):
+        yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
         yield from check_hca(node, var, value)
     for var, value in spec.get("ifaces", {}).items():

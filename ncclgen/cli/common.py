@@ -7,6 +7,7 @@ import click.shell_completion
 
 from .. import pipeline
 from ..plan import TARGETS, Plan, Request
+from ..plan.request import TRANSPORT_CHECKS
 
 
 def complete_cluster(ctx, param, incomplete):
@@ -27,6 +28,15 @@ def plan_options(f):
     """--cluster, --tier, --workload, --nodes, --set, --debug and `-- ARGS` (defaults: ncclgen/load/defaults.py)."""
     f = click.argument("extra_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")(f)
     f = click.option("--debug", is_flag=True, help="NCCL_DEBUG=INFO with NET subsystem logging.")(f)
+    f = click.option(
+        "--transport-check",
+        type=click.Choice(TRANSPORT_CHECKS),
+        default="on",
+        show_default=True,
+        help="Check in every Kubernetes pod what NCCL chose at init (net, plugin, HCAs, GPUDirect RDMA, "
+        "version) against the plan: on ends the pod (exit 7) on a difference, warn prints it and runs on, "
+        "off leaves the check and its NCCL_DEBUG settings out. Slurm jobs do not run it yet.",
+    )(f)
     f = click.option(
         "--set",
         "sets",
@@ -92,6 +102,7 @@ def request_from(params: dict) -> Request:
         target=params.pop("target", "host"),
         extra_args=tuple(params.pop("extra_args")),
         unchecked_sets=tuple(params.pop("unchecked_sets")),
+        transport_check=params.pop("transport_check", "on"),
     )
 
 

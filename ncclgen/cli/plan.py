@@ -165,6 +165,9 @@ def _launch_section(p) -> list[str]:
         f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
         "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p))),
     ]
+    from ..plan import transport
+
+    out.append(transport.explain_line(p))
     cmd = shell.comment_line(la.command)
     if la.launcher == "torchrun":
         bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""

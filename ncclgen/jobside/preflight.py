@@ -27,9 +27,16 @@ What each check reads (Linux):
   shm       statvfs(/dev/shm) total size
   memlock   RLIMIT_MEMLOCK (RDMA fabrics: must be unlimited)
   commands  each command is on PATH (numactl, where the rank binding runs through it)
+  gdr       where the descriptor declares GPUDirect RDMA on InfiniBand/RoCE: a peer-memory module is
+            loaded, as NCCL tests it (v2.30.7 src/transport/net_ib/gdr.cc:14-20: /sys/module/
+            nvidia_peermem/version, or the legacy /sys/kernel/mm/memory_peers/nv_mem{,_nc}/version), or
+            DMA-BUF can work: NVIDIA's open GPU kernel module (/proc/driver/nvidia/version says "Open
+            Kernel Module") on Linux 5.12 or later (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF":
+            https://docs.nvidia.com/cuda/gpudirect-rdma/). Without either NCCL runs every channel
+            through host memory without a word (channels "via NET/IB/N" instead of ".../GDRDMA")
 
-For tests only: NCCLGEN_PREFLIGHT_SYSFS and NCCLGEN_PREFLIGHT_DEV replace /sys and /dev, so tests can
-build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
+For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFLIGHT_PROC replace /sys,
+/dev and /proc, so tests can build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
 Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
 """
 
@@ -81,6 +88,7 @@ class Node:
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
+        self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
 
     def name(self):
@@ -134,6 +142,20 @@ class Node:
         """RLIMIT_MEMLOCK soft limit in bytes, None when unlimited."""
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
+
+    def exists(self, *parts):
+        return os.path.exists(os.path.join(self.sysfs, *parts))
+
+    def nvidia_version(self):
+        """/proc/driver/nvidia/version's first line, or None (no NVIDIA driver)."""
+        try:
+            with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
+                return fh.readline().strip()
+        except OSError:
+            return None
+
+    def kernel(self):
+        return os.uname().release
 
     def which(self, command):
         return shutil.which(command, path=self.environ.get("PATH", os.defpath))
@@ -245,8 +267,36 @@ def check_ifaces(node, var, value):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
 
 
+PEERMEM = (
+    ("module", "nvidia_peermem", "version"),
+    ("kernel", "mm", "memory_peers", "nv_mem", "version"),
+    ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
+)
+DMABUF_KERNEL = (5, 12)
+
+
+def check_gdr(node):
+    """GPUDirect RDMA's driver support (see the module docstring): a peer-memory module or DMA-BUF."""
+    if any(node.exists(*path) for path in PEERMEM):
+        return
+    driver = node.nvidia_version()
+    release = tuple(int(p) for p in re.findall(r"[0-9]+", node.kernel())[:2])
+    if driver and "Open Kernel Module" in driver and release >= DMABUF_KERNEL:
+        return
+    why = "no nvidia_peermem module (/sys/module/nvidia_peermem)"
+    if driver is None:
+        why += "; no NVIDIA driver (/proc/driver/nvidia/version)"
+    elif "Open Kernel Module" not in driver:
+        why += "; the proprietary GPU kernel module (DMA-BUF needs the open one)"
+    else:
+        why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
+    yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
+
+
 def check(node, spec):
     """Every problem as (item, expected, found)."""
+    if spec.get("gdr"):
+        yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
         yield from check_hca(node, var, value)
     for var, value in spec.get("ifaces", {}).items():

@@ -51,6 +51,7 @@ EXIT_USAGE = 2
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
+MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
 
 
 def release(version):
@@ -89,7 +90,7 @@ class Check:
         self.procs, self.ignored = {}, set()
         self.problems, self.summarised = [], False
 
-    # -- files -------------------------------------------------------------------------------------
+    # files
     def poll(self):
         """Read what NCCL wrote since the last poll; True when there is a new problem."""
         before = len(self.problems)
@@ -141,7 +142,7 @@ class Check:
         for raw in lines:
             self.line(proc, raw.decode("utf-8", "replace"))
 
-    # -- lines -------------------------------------------------------------------------------------
+    # lines
     def line(self, proc, text):
         parts = nccllines.split(text)
         if parts is None:
@@ -210,7 +211,7 @@ class Check:
     def _on_rings(self, proc, _f, _text):
         proc.connected = True
 
-    # -- verdicts ----------------------------------------------------------------------------------
+    # verdicts
     def problem(self, item, expected, found):
         if any(p[0] == item for p in self.problems):
             return  # one line per item and node: the first instance says it
@@ -252,7 +253,7 @@ class Check:
 def ancestry(pid):
     """The PIDs from ``pid`` up to init (/proc/PID/stat's ppid field), or None once ``pid`` is gone."""
     chain: list[int] = []
-    while pid > 1 and len(chain) < 64:
+    while pid > 1 and len(chain) < MAX_DEPTH:
         chain.append(pid)
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:

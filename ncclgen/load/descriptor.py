@@ -159,6 +159,12 @@ class Network:
         "none", doc="NCCL net plugin the nodes load; its own settings are left to it"
     )
     topo_file: str | None = field(None, doc="vendor NCCL topology XML path on the node (NCCL_TOPO_FILE)")
+    gpudirect_rdma: bool = field(
+        False,
+        doc="the vendor documents GPUDirect RDMA between these GPUs and the compute NICs: the preflight "
+        "checks its driver support on InfiniBand/RoCE (nvidia_peermem loaded, or DMA-BUF) and the "
+        "in-job transport check fails a node whose NET channels run without it (no /GDRDMA)",
+    )
     sharp: bool = field(
         False,
         doc="the fabric offers SHARP in-network reduction (NCCL CollNet); it takes "

@@ -16,6 +16,7 @@ from ..load import envnames, plugins, views
 from ..load.descriptor import Descriptor, EnvSetting
 from ..load.workload import Workload
 from . import binding, launch, rules
+from . import transport as transportmod
 from .request import TARGETS, Request, Target
 
 TIERS = (1, 2, 3)
@@ -185,7 +186,8 @@ def build(
     if n < 1:
         raise UserError(f"--nodes {n}: expected at least 1")
     bind = tier >= BIND_TIER
-    ctx = rules.Context(cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind)
+    transport = transportmod.wanted(request, target, workload)
+    ctx = rules.Context(cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind, transport=transport)
     env: dict[str, EnvVar] = {}
     for t in TIERS[:tier]:
         _apply_tier(env, t, ctx, target)

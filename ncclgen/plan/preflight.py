@@ -14,6 +14,9 @@ Every entry is something the plan relies on and NCCL would not report loudly whe
   `--shm-size=1g --ulimit memlock=-1` (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
   troubleshooting/runtime_and_mpi_issues.html); the locked-memory limit matters where NCCL registers
   memory with an RDMA device (InfiniBand, RoCE, EFA), so it is checked only on those fabrics;
+- ``gdr``: GPUDirect RDMA's driver support (nvidia_peermem or DMA-BUF), where the descriptor declares
+  network.gpudirect_rdma on InfiniBand or RoCE (NCCL's IB transport; EFA registers GPU memory through
+  its own driver);
 - ``commands``: numactl where the torchrun rank wrapper runs each rank through it (tier 3). The Ray
   worker hook binds with sched_setaffinity and needs no command.
 """
@@ -30,6 +33,7 @@ SPEC_VERSION = 1  # ncclgen/jobside/preflight.py SPEC_VERSION
 EXIT_PROBLEMS = 6  # ncclgen/jobside/preflight.py EXIT_PROBLEMS: the job's exit status too
 SHM_MIN_BYTES = 1 << 30  # --shm-size=1g (NCCL troubleshooting guide, above)
 RDMA_FABRICS = ("infiniband", "roce", "efa")
+GDR_FABRICS = ("infiniband", "roce")  # NCCL's IB transport checks a peer-memory module or DMA-BUF
 HCA_VARS = ("NCCL_IB_HCA",)
 IFACE_VARS = ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME")
 
@@ -64,6 +68,8 @@ def spec(plan: Plan, plugin_files: tuple[str, ...] | None = None) -> dict[str, A
         out["memlock_unlimited"] = True
     if plan.launch.bind and plan.launch.launcher == "torchrun":
         out["commands"] = ["numactl"]
+    if plan.cluster.network.gpudirect_rdma and plan.cluster.network.fabric in GDR_FABRICS:
+        out["gdr"] = True
     return out
 
 
@@ -89,4 +95,6 @@ def describe(checks: dict[str, Any]) -> list[str]:
         lines.append("locked-memory limit unlimited (RDMA)")
     for command in checks.get("commands", []):
         lines.append(f"{command} on PATH")
+    if checks.get("gdr"):
+        lines.append("GPUDirect RDMA: nvidia_peermem loaded or DMA-BUF supported")
     return lines

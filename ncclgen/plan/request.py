@@ -8,6 +8,8 @@ from typing import Literal
 
 Target = Literal["host", "pod"]
 TARGETS: tuple[str, ...] = ("host", "pod")
+TransportCheck = Literal["on", "warn", "off"]
+TRANSPORT_CHECKS: tuple[str, ...] = ("on", "warn", "off")
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,7 @@ class Request:
     target: Target = "host"  # host: Slurm job on the node or VM; pod: a Kubernetes pod
     extra_args: tuple[str, ...] = ()  # `-- ARGS`: per-run arguments (plan/overrides.py)
     unchecked_sets: tuple[str, ...] = ()  # --set-unchecked NAME=VALUE: names outside the knowledge base
+    transport_check: TransportCheck = "on"  # --transport-check: on, warn or off (ncclgen/plan/transport.py)
 
     def argv(self, command: str, nodes: int | None = None) -> list[str]:
         """The `ncclgen <command>` argv that repeats this request (``nodes``: the resolved count)."""
@@ -35,6 +38,8 @@ class Request:
         for item in self.unchecked_sets:
             out += ["--set-unchecked", item]
         out += ["--debug"] * self.debug
+        if self.transport_check != "on":
+            out += ["--transport-check", self.transport_check]
         return out
 
     def tail(self) -> list[str]:

@@ -41,6 +41,7 @@ class When:
     sharp: bool | None = field(None)
     debug: bool | None = field(None)
     bind: bool | None = field(None)
+    transport: bool | None = field(None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +88,7 @@ class Context:
     nodes: int
     debug: bool
     bind: bool
+    transport: bool = True  # the in-job transport check is on (--transport-check on or warn)
 
 
 def version(v: str) -> tuple[int, ...]:
@@ -152,6 +154,7 @@ def holds(w: When, ctx: Context) -> bool:
         w.sharp is None or net.sharp == w.sharp,
         w.debug is None or ctx.debug == w.debug,
         w.bind is None or ctx.bind == w.bind,
+        w.transport is None or ctx.transport == w.transport,
     )
     return all(checks)
 

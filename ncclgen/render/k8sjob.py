@@ -13,6 +13,7 @@ from ..errors import UserError
 from ..load import podspec
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
+from ..plan import transport as transportmod
 from . import pod as podparts
 from . import shell
 
@@ -24,6 +25,11 @@ SETUP_SCRIPT = "setup.sh"
 PREFLIGHT_SCRIPT = "preflight.sh"
 PREFLIGHT_MODULE = "ncclgen_preflight.py"
 PREFLIGHT_SPEC = "preflight.json"
+# The transport check (ncclgen/jobside/transport.py, its parser beside it, its spec): it runs the pod's
+# launch under it, after the setup (--transport-check off leaves it out).
+TRANSPORT_MODULE = transportmod.MODULE
+TRANSPORT_PARSER = transportmod.PARSER
+TRANSPORT_SPEC = "transport.json"
 RAY_HEAD_SCRIPT = "ray-head.sh"
 RAY_WORKER_SCRIPT = "ray-worker.sh"
 # The two standalone modules the sbatch script embeds too (stdlib + Ray, no ncclgen import).
@@ -125,6 +131,7 @@ class Job:
         self.ttl = ttl  # seconds finished pods are kept (None: the kind has no such field)
         self.pod = pod
         self.preflight = preflight
+        self.transport = transportmod.enabled(plan)
         self.launch = plan.launch
         self.ray = plan.launch.launcher == "ray"
         # Tier 3 Ray binding: the same worker-setup hook as the sbatch script (ncclgen/jobside/raybind.py).
@@ -160,6 +167,10 @@ class Job:
             files[PREFLIGHT_SCRIPT] = self.preflight_script()
             files[PREFLIGHT_MODULE] = program("preflight")
             files[PREFLIGHT_SPEC] = preflightmod.encode(preflightmod.spec(self.plan)) + "\n"
+        if self.transport:
+            files[TRANSPORT_MODULE] = program("transport")
+            files[TRANSPORT_PARSER] = program("nccllines")
+            files[TRANSPORT_SPEC] = transportmod.encode(transportmod.spec(self.plan)) + "\n"
         return files
 
     def _ray_driver_script(self) -> str:
@@ -194,8 +205,14 @@ class Job:
 
     @property
     def start(self) -> list[str]:
-        """What runs before every launch command: the preflight (first: setup may be expensive), then setup."""
-        return (["bash", f"{CONFIG_DIR}/{PREFLIGHT_SCRIPT}"] if self.preflight else []) + self.setup
+        """What runs before every launch command: the preflight (first: setup may be expensive), then setup,
+        then the transport check, which runs the launch as its child (exit 7 on a difference)."""
+        check = ["python3", f"{CONFIG_DIR}/{TRANSPORT_MODULE}", f"@{CONFIG_DIR}/{TRANSPORT_SPEC}", "--"]
+        return (
+            (["bash", f"{CONFIG_DIR}/{PREFLIGHT_SCRIPT}"] if self.preflight else [])
+            + self.setup
+            + check * self.transport
+        )
 
     @property
     def config_name(self) -> str:
