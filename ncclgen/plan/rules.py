@@ -133,7 +133,12 @@ def not_emitted() -> tuple[NotEmitted, ...]:
 
 
 def holds(w: When, ctx: Context) -> bool:
-    net, wl = ctx.cluster.network, ctx.workload
+    return _cluster_holds(w, ctx) and _run_holds(w, ctx)
+
+
+def _cluster_holds(w: When, ctx: Context) -> bool:
+    """The conditions on the descriptor: fabric, plugin, versions, GPU."""
+    net = ctx.cluster.network
     nccl = version(ctx.cluster.software.nccl)
     checks = (
         w.fabric is None or net.fabric in w.fabric,
@@ -145,13 +150,21 @@ def holds(w: When, ctx: Context) -> bool:
         w.torch_below is None or version(ctx.cluster.software.torch) < version(w.torch_below),
         w.torch_min is None or version(ctx.cluster.software.torch) >= version(w.torch_min),
         w.compute_capability is None or compute_capability(ctx.cluster.node.gpu_model) in w.compute_capability,
+        w.sharp is None or net.sharp == w.sharp,
+    )
+    return all(checks)
+
+
+def _run_holds(w: When, ctx: Context) -> bool:
+    """The conditions on the workload and the request."""
+    wl = ctx.workload
+    checks = (
         w.launcher is None or wl.launcher in w.launcher,
         w.framework is None or wl.framework in w.framework,
         w.backend is None or wl.backend in w.backend,
         w.nodes_min is None or ctx.nodes >= w.nodes_min,
         w.model_b_min is None or (wl.model_params_b or 0) >= w.model_b_min,
         w.memory_saving is None or wl.nccl_memory_saving == w.memory_saving,
-        w.sharp is None or net.sharp == w.sharp,
         w.debug is None or ctx.debug == w.debug,
         w.bind is None or ctx.bind == w.bind,
         w.transport is None or ctx.transport == w.transport,
