@@ -23,7 +23,8 @@ from ncclgen.render.options import K8sOptions, SlurmOptions
 SLURM_LINE = (
     "--job-name j --time 1:00:00 --partition gpu --account a --qos high --constraint h100 --reservation r "
     "--dependency afterok:1 --output o-%j.log --error e-%j.log --sbatch mail-type=END --sbatch exclusive "
-    "--requeue --signal B:USR1@600 --container-image nvcr.io#nvidia/pytorch:25.01-py3 --container-workdir /w "
+    "--requeue --signal B:USR1@600 --container-image nvcr.io#nvidia/pytorch:25.01-py3 --container-runtime apptainer "
+    "--container-workdir /w "
     "--container-mounts /data:/data --monitor --ray-dashboard --no-preflight --pass-env WANDB_API_KEY "
     "--comments full -o job.sh"
 )

@@ -31,6 +31,8 @@ FOREIGN = {
     "--export-file": "sbatch's, refused in --sbatch",
     "--get-user-env": "sbatch's, refused in --sbatch",
     "--check": "tools/nccl_warn_strings.py's",
+    "--nv": "apptainer exec's, which ncclgen writes before each step's program",
+    "--bind": "apptainer exec's, which ncclgen writes before each step's program",
 }
 
 

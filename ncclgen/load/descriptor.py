@@ -225,9 +225,16 @@ class Slurm:
     )
     exclusive: bool = field(True, doc="#SBATCH --exclusive")
     container_image: str | None = field(
-        None, doc="pyxis/enroot image for srun --container-image", pattern=IMAGE, pattern_doc=IMAGE_DOC
+        None, doc="image every srun step runs in (pyxis --container-image)", pattern=IMAGE, pattern_doc=IMAGE_DOC
     )
-    container_mounts: tuple[str, ...] = field((), doc="pyxis --container-mounts entries SRC:DST[:FLAGS]")
+    container_runtime: Literal["pyxis", "apptainer", "singularity"] = field(
+        "pyxis",
+        doc="how steps run in container_image: pyxis (srun --container-image) or apptainer/singularity "
+        "(apptainer exec --nv IMAGE before each step's program)",
+    )
+    container_mounts: tuple[str, ...] = field(
+        (), doc="container mounts SRC:DST[:FLAGS] (pyxis --container-mounts; Apptainer --bind, FLAGS ro or rw)"
+    )
     extra_sbatch: dict[str, bool | int | str] = field(
         factory=dict,
         doc="more #SBATCH options, name -> value (true for a "

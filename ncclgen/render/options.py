@@ -116,17 +116,26 @@ class SlurmOptions:
         None,
         "--container-image",
         metavar="IMAGE",
-        help="pyxis/enroot image for every srun step (default: the descriptor's, if any); "
-        "REGISTRY/IMAGE is written as pyxis's REGISTRY#IMAGE.",
+        help="Image every srun step runs in (default: the descriptor's, if any); for pyxis REGISTRY/IMAGE "
+        "is written as pyxis's REGISTRY#IMAGE, for Apptainer a registry reference as docker://REF.",
+    )
+    container_runtime: str | None = option(
+        None,
+        "--container-runtime",
+        choices=("pyxis", "apptainer", "singularity"),
+        help="How steps run in the image: pyxis (srun --container-image, one named container per node) or "
+        "apptainer/singularity (apptainer exec --nv IMAGE, a fresh container per step) (default: the "
+        "descriptor's slurm.container_runtime, pyxis).",
     )
     container_workdir: str | None = option(
-        None, "--container-workdir", metavar="PATH", help="pyxis working folder inside the container."
+        None, "--container-workdir", metavar="PATH", help="Working folder inside the container."
     )
     container_mounts: tuple[str, ...] = option(
         (),
         "--container-mounts",
         metavar="SRC[:DST[:FLAGS]]",
-        help="pyxis mount (repeatable), added to the descriptor's slurm.container_mounts.",
+        help="Mount (repeatable), added to the descriptor's slurm.container_mounts: pyxis FLAGS, or ro/rw "
+        "for Apptainer's --bind.",
     )
     monitor: bool = option(
         False,

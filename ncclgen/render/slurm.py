@@ -24,7 +24,7 @@ from ..plan import Plan
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan.build import prepends
-from . import options, pyxis, shell
+from . import apptainer, options, pyxis, shell
 from .options import SlurmOptions as Options
 from .shell import Raw
 
@@ -141,7 +141,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
     launch = plan.launch
     srun, notes = container_options(plan, opts)
 
-    plumbing: list[Export] = []
+    plumbing: list[Export] = apptainer_env(plan, opts)
     programs: list[Program] = []
     setup: tuple[str, ...] = ()
     if plan.workload.setup:
@@ -490,6 +490,12 @@ def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
     image = opts.container_image or slurm.container_image
     srun: list = ["--export=ALL"]
     notes: list[str] = []
+    runtime = opts.container_runtime or slurm.container_runtime
+    if image and runtime != "pyxis":  # Apptainer wraps the program: its argv ends the step's srun options
+        image, note = apptainer.image_ref(image)
+        mounts = [*slurm.container_mounts, *opts.container_mounts]
+        workdir = _workdir(opts.container_workdir)
+        return srun + apptainer.exec_argv(runtime, image, mounts, workdir), [note] if note else []
     mounts = [pyxis.check_mount(m) for m in (*slurm.container_mounts, *opts.container_mounts)]
     if not image:
         if opts.container_workdir or opts.container_mounts:
@@ -505,12 +511,25 @@ def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
     if mounts:
         srun.append(f"--container-mounts={','.join(mounts)}")
     if opts.container_workdir is not None:
-        if not opts.container_workdir.startswith("/") or shell.CONTROL.search(opts.container_workdir):
-            raise UserError(
-                f"--container-workdir {opts.container_workdir!r}: expected an absolute path inside the container"
-            )
-        srun.append(f"--container-workdir={opts.container_workdir}")
+        srun.append(f"--container-workdir={_workdir(opts.container_workdir)}")
     return srun, notes
+
+
+def _workdir(path: str | None) -> str | None:
+    if path is not None and (not path.startswith("/") or shell.CONTROL.search(path)):
+        raise UserError(f"--container-workdir {path!r}: expected an absolute path inside the container")
+    return path
+
+
+def apptainer_env(plan: Plan, opts: Options) -> list[Export]:
+    """What an Apptainer step would otherwise lose: LD_LIBRARY_PATH (a net plugin's folder) reaches the
+    program only as APPTAINERENV_LD_LIBRARY_PATH (ncclgen/render/apptainer.py)."""
+    runtime = opts.container_runtime or plan.cluster.slurm.container_runtime
+    image = opts.container_image or plan.cluster.slurm.container_image
+    if runtime == "pyxis" or not image or "LD_LIBRARY_PATH" not in plan.env_dict():
+        return []
+    name = apptainer.env_prefix(runtime) + "LD_LIBRARY_PATH"
+    return [Export(name, Raw('"$LD_LIBRARY_PATH"'), f"{runtime} passes the planned LD_LIBRARY_PATH only as {name}")]
 
 
 def render(script: SlurmScript) -> str:
