@@ -109,3 +109,9 @@ def test_the_standin_runs_the_command_with_apptainers_environment(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["None", "1", str(tmp_path)]
+
+
+def test_a_runtime_without_an_image_is_refused(capsys):
+    assert main(["slurm", "--cluster", "local-ci", "--container-runtime", "apptainer"]) == 2
+    err = capsys.readouterr().err
+    assert "--container-runtime: only with a container image" in err and len(err.splitlines()) == 1

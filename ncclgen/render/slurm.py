@@ -498,8 +498,16 @@ def container_options(plan: Plan, opts: Options) -> tuple[list, list[str]]:
         return srun + apptainer.exec_argv(runtime, image, mounts, workdir), [note] if note else []
     mounts = [pyxis.check_mount(m) for m in (*slurm.container_mounts, *opts.container_mounts)]
     if not image:
-        if opts.container_workdir or opts.container_mounts:
-            flag = "--container-workdir" if opts.container_workdir else "--container-mounts"
+        if opts.container_workdir or opts.container_mounts or opts.container_runtime:
+            flag = next(
+                f
+                for f, v in (
+                    ("--container-workdir", opts.container_workdir),
+                    ("--container-mounts", opts.container_mounts),
+                    ("--container-runtime", opts.container_runtime),
+                )
+                if v
+            )
             raise UserError(
                 f"{flag}: only with a container image (--container-image or the descriptor's slurm.container_image)"
             )
