@@ -27,10 +27,8 @@ TRANSPORT = "issue 34: habits, once the transport helper's preflight changes lan
 # (module, function) -> why it is still above MAX_COMPLEXITY
 COMPLEX = {
     ("ncclgen/jobside/preflight.py", "check_hca"): TRANSPORT,
-    ("ncclgen/lint/fabric.py", "_ib_hca_findings"): KNOWLEDGE,
     ("ncclgen/lint/pairs.py", "_combination_findings"): KNOWLEDGE,
     ("ncclgen/lint/knowledge.py", "classify"): KNOWLEDGE,
-    ("ncclgen/lint/rules.py", "_name_findings"): KNOWLEDGE,
     ("ncclgen/load/sbatch.py", "check"): HARDEN,
     ("ncclgen/render/slurm.py", "sbatch_options"): LAUNCH,
 }
@@ -40,7 +38,6 @@ LONG = {
     "ncclgen/load/podspec.py": HARDEN,
     "ncclgen/render/slurm.py": LAUNCH,
     "tests/test_descriptor.py": HARDEN,
-    "tests/test_lint.py": KNOWLEDGE,
     "tests/test_render_slurm.py": LAUNCH,
 }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import knowledge as kb
@@ -13,80 +14,103 @@ if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
 
 
-def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
-    """NCCL_IB_HCA against the descriptor: storage NICs, over-wide prefixes, unknown names, lost rails."""
+@dataclass(frozen=True)
+class _HcaView:
+    """What NCCL_IB_HCA is judged against: the cluster's compute rails, storage HCAs and the parsed value."""
+
+    value: str
+    cluster_name: str
+    rails: tuple
+    storage: tuple
+    known: tuple[str, ...]
+    exclude: bool
+    exact: bool
+    entries: tuple[tuple[str, int], ...]
+
+    @property
+    def exact_fix(self) -> str:
+        return "use NCCL_IB_HCA==" + ",".join(f"{r.hca}:{r.port}" for r in self.rails)
+
+
+def _hca_view(value: str, t: _Target) -> _HcaView | None:
     cluster = t.cluster
     if cluster is None or t.fabric not in VERBS_FABRICS:
-        return []
+        return None
     net = cluster.network
-    rails = [r for r in net.compute if r.hca]
-    storage = [s for s in net.storage if s.kind == "hca"]
-    known = sorted({r.hca for r in rails if r.hca} | {s.name for s in storage}, key=_natural)
+    rails = tuple(r for r in net.compute if r.hca)
+    storage = tuple(s for s in net.storage if s.kind == "hca")
+    known = tuple(sorted({r.hca for r in rails if r.hca} | {s.name for s in storage}, key=_natural))
     exclude, exact, entries = parse_if_list(value)
-    exact_fix = "use NCCL_IB_HCA==" + ",".join(f"{r.hca}:{r.port}" for r in rails)
+    return _HcaView(value, cluster.name, rails, storage, known, exclude, exact, tuple(entries))
+
+
+def _hca_storage_picked(v: _HcaView) -> list[tuple]:
+    """Storage/in-band HCAs the value selects (a prefix such as mlx5 selects them all)."""
+    picked = [s for s in v.storage if matches(v.value, s.name, -1)]
+    if not picked:
+        return []
+    plain = not v.exact and not v.exclude
+    prefixes = [n for n, _ in v.entries if plain and any(s.name.startswith(n) and s.name != n for s in picked)]
+    how = (
+        f" ({', '.join(repr(p) for p in prefixes)} is a prefix: it matches every HCA whose name starts with it)"
+        if prefixes
+        else ""
+    )
+    message = (
+        f"NCCL_IB_HCA={v.value} selects storage/in-band NIC(s) {', '.join(s.name for s in picked)} of "
+        f"{v.cluster_name}{how}: NCCL would send GPU traffic over them"
+    )
+    return [("NG012", "error", message, v.exact_fix)]
+
+
+def _hca_entry_hits(v: _HcaView, name: str, port: int) -> list[str]:
+    """The cluster's HCA names one entry selects (a port must be one of that HCA's rails)."""
+    hits = [d for d in v.known if (d == name if v.exact else d.startswith(name))]
+    if port == -1:
+        return hits
+    rail_hcas = {r.hca for r in v.rails}
+    return [d for d in hits if d not in rail_hcas or any(r.hca == d and r.port == port for r in v.rails)]
+
+
+def _hca_entry_findings(v: _HcaView) -> list[tuple]:
+    """Entries that match no HCA port of the cluster, and bare names that are prefixes of others."""
     out = []
-    picked = [s for s in storage if matches(value, s.name, -1)]
-    if picked:
-        prefixes = [
-            n
-            for n, _ in entries
-            if not exact and not exclude and any(s.name.startswith(n) and s.name != n for s in picked)
-        ]
-        how = (
-            f" ({', '.join(repr(p) for p in prefixes)} is a prefix: it matches every HCA whose name starts with it)"
-            if prefixes
-            else ""
-        )
-        out.append(
-            (
-                "NG012",
-                "error",
-                f"NCCL_IB_HCA={value} selects storage/in-band NIC(s) "
-                f"{', '.join(s.name for s in picked)} of {cluster.name}{how}: NCCL would "
-                "send GPU traffic over them",
-                exact_fix,
-            )
-        )
-    for name, port in entries:
-        hits = [d for d in known if (d == name if exact else d.startswith(name))]
-        if port != -1:
-            hits = [
-                d for d in hits if d not in {r.hca for r in rails} or any(r.hca == d and r.port == port for r in rails)
-            ]
+    for name, port in v.entries:
+        hits = _hca_entry_hits(v, name, port)
         if not hits:
+            shown = f"{name}{':' + str(port) if port != -1 else ''}"
             out.append(
                 (
                     "NG012",
-                    "warning" if exclude else "error",
-                    f"NCCL_IB_HCA entry {name}{':' + str(port) if port != -1 else ''} matches no HCA port "
-                    f"of {cluster.name} (HCAs: {', '.join(known)})",
-                    exact_fix,
+                    "warning" if v.exclude else "error",
+                    f"NCCL_IB_HCA entry {shown} matches no HCA port of {v.cluster_name} (HCAs: {', '.join(v.known)})",
+                    v.exact_fix,
                 )
             )
-        elif not exact and name in known and len(hits) > 1:
-            others = [d for d in hits if d != name]
-            out.append(
-                (
-                    "NG012",
-                    "warning",
-                    f"NCCL_IB_HCA entry {name} is a prefix: it also matches {', '.join(others)}",
-                    f"{exact_fix} ('=' makes every name exact)",
-                )
-            )
-    lost = [r for r in rails if not matches(value, r.hca or "", r.port)]
-    if lost:
-        gpus = sorted({g for r in lost for g in r.gpus})
-        out.append(
-            (
-                "NG012",
-                "warning",
-                f"NCCL_IB_HCA={value} leaves out compute rail(s) "
-                f"{', '.join(f'{r.hca}:{r.port}' for r in lost)}: GPU(s) "
-                f"{', '.join(map(str, gpus))} lose their nearest NIC",
-                exact_fix,
-            )
-        )
+        elif not v.exact and name in v.known and len(hits) > 1:
+            others = ", ".join(d for d in hits if d != name)
+            message = f"NCCL_IB_HCA entry {name} is a prefix: it also matches {others}"
+            out.append(("NG012", "warning", message, f"{v.exact_fix} ('=' makes every name exact)"))
     return out
+
+
+def _hca_lost_rails(v: _HcaView) -> list[tuple]:
+    """Compute rails the value leaves out: their GPUs lose their nearest NIC."""
+    lost = [r for r in v.rails if not matches(v.value, r.hca or "", r.port)]
+    if not lost:
+        return []
+    gpus = ", ".join(map(str, sorted({g for r in lost for g in r.gpus})))
+    rails = ", ".join(f"{r.hca}:{r.port}" for r in lost)
+    message = f"NCCL_IB_HCA={v.value} leaves out compute rail(s) {rails}: GPU(s) {gpus} lose their nearest NIC"
+    return [("NG012", "warning", message, v.exact_fix)]
+
+
+def _ib_hca_findings(value: str, t: _Target) -> list[tuple]:
+    """NCCL_IB_HCA against the descriptor: storage NICs, over-wide prefixes, unknown names, lost rails."""
+    v = _hca_view(value, t)
+    if v is None:
+        return []
+    return _hca_storage_picked(v) + _hca_entry_findings(v) + _hca_lost_rails(v)
 
 
 def _socket_ifname_findings(value: str, t: _Target) -> list[tuple]:

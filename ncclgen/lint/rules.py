@@ -123,19 +123,24 @@ def _name_findings(info: kb.VarInfo, value: str | None, t: _Target) -> list[tupl
             )
         )
     elif info.status == "deprecated":
-        target = kb.lookup(info.replacement) if NAME_RE.fullmatch(info.replacement or "-") else None
-        kept = value not in (None, "") and t.cluster is not None and _deliberate(info, value, t)
-        if not kept and (
-            target is None or kb.read_in(target, t.nccl, t.torch)
-        ):  # none while the replacement is too new
-            fix = _replace_fix(info.replacement, value, "use ")
-            pin = _own_pins().get(target.name) if target is not None else None
-            if fix and pin and target is not None and value and not kb.same_value(target, value, pin[0]):
-                fix += f" (keeps this value's meaning; ncclgen's tier {pin[1]} writes {pin[0]}: see ncclgen explain)"
-            out.append(("NG004", "warning", f"{name} is deprecated: {info.meaning}{_successor(info)}", fix))
+        out += _deprecated_finding(info, value, t)
     elif info.status == "dead":
         out.append(("NG005", "warning", f"{name} has no effect: {info.meaning}", "remove it"))
     return out
+
+
+def _deprecated_finding(info: kb.VarInfo, value: str | None, t: _Target) -> list[tuple]:
+    """NG004 for a deprecated name, unless ncclgen writes this value on purpose or the replacement is too new
+    for the release in hand; the fix keeps the value's meaning and says what ncclgen's own tier writes."""
+    target = kb.lookup(info.replacement) if NAME_RE.fullmatch(info.replacement or "-") else None
+    kept = value not in (None, "") and t.cluster is not None and _deliberate(info, value, t)
+    if kept or (target is not None and not kb.read_in(target, t.nccl, t.torch)):
+        return []
+    fix = _replace_fix(info.replacement, value, "use ")
+    pin = _own_pins().get(target.name) if target is not None else None
+    if fix and pin and target is not None and value and not kb.same_value(target, value, pin[0]):
+        fix += f" (keeps this value's meaning; ncclgen's tier {pin[1]} writes {pin[0]}: see ncclgen explain)"
+    return [("NG004", "warning", f"{info.name} is deprecated: {info.meaning}{_successor(info)}", fix)]
 
 
 def _window_findings(info: kb.VarInfo, value: str | None, t: _Target) -> list[tuple]:
