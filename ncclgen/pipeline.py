@@ -44,9 +44,10 @@ def request(
     )
 
 
-def make_plan(req: Request) -> Plan:
-    """Load the descriptor and workload, build the plan, lint what the user supplied."""
-    desc = descriptor.load_cluster(req.cluster)
+def make_plan(req: Request, desc: descriptor.Descriptor | None = None) -> Plan:
+    """Load the descriptor (unless ``desc``, already loaded: `validate`) and workload, build the plan, lint
+    what the user supplied."""
+    desc = descriptor.load_cluster(req.cluster) if desc is None else desc
     if req.target == "pod":
         from .load import podcheck
 

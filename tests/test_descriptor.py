@@ -613,7 +613,7 @@ def test_validate_shows_warnings_and_exits_0(tmp_path, capsys):
     assert main(["validate", file]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"{file}: ok (")
-    (line,) = err.splitlines()
+    (line,) = [ln for ln in err.splitlines() if "`ncclgen k8s` would refuse" not in ln]  # issue 31: pods said
     assert line.startswith(f"ncclgen: warning: {file}:") and f": {key_path}: {words}" in line
 
 

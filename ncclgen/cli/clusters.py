@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..errors import UserError, error_lines
+from ..errors import UserError, UserErrors, error_lines
 from ..load import cpuset, descriptor
 
 
@@ -130,6 +130,9 @@ def validate(paths):
     Every problem is one line on stderr, `file:line:col: key.path: message`, in file order: errors
     (`ncclgen: error:`), and warnings (`ncclgen: warning:`) for what runs but is almost always a typo,
     such as a rail on another NUMA node than its GPU. Warnings do not change the exit status.
+    The descriptor's env and vendor_env are linted in a tier-3 plan as render lints them: every
+    variable render would refuse is an error here too; what `ncclgen k8s` would refuse in its pod
+    view (no RDMA resource, host interfaces without hostNetwork) is a warning.
     """
     bad = 0
     for path in paths:
@@ -137,6 +140,7 @@ def validate(paths):
             d, warnings = descriptor.load_checked(path)
             for w in warnings:
                 click.echo(f"ncclgen: warning: {w}", err=True)
+            _check_renders(path, d)
             cpus = cpuset.format(set().union(*(cpuset.parse(n.cpus) for n in d.node.numa_nodes)))
             click.echo(
                 f"{path}: ok ({d.name}: {d.node.gpus_per_node}x {d.node.gpu_model}, {d.network.fabric}, CPUs {cpus})"
@@ -146,6 +150,21 @@ def validate(paths):
             bad += 1
     if bad:
         raise SystemExit(2)
+
+
+def _check_renders(path: str, d) -> None:
+    """The verdict render would give: the descriptor's env and vendor_env linted in a tier-3 plan (every
+    error at once, exit 2 as render refuses them), and a warning per reason `ncclgen k8s` would refuse the
+    pod view (a descriptor used only with Slurm is still valid)."""
+    from .. import pipeline
+    from ..load import podcheck
+
+    for _key, _var, msg in podcheck.problems(d):
+        click.echo(f"ncclgen: warning: {path}: `ncclgen k8s` would refuse this descriptor: {msg}", err=True)
+    try:
+        pipeline.make_plan(pipeline.request(cluster=path, tier=3), d)
+    except UserError as exc:
+        raise UserErrors([UserError(f"render refuses it: {e}", file=path) for e in exc.all()]) from None
 
 
 @click.command("schema")

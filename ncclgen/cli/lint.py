@@ -28,7 +28,10 @@ def lint(ctx, cluster, fmt, files):
     Kubernetes manifest (every container's env, and envFrom/configMapKeyRef ConfigMaps in the input).
     A form whose effect cannot be read statically (a value from $(...), an expanded name, eval, a
     sourced file, --export-file, a ConfigMap or Secret not in the input) is listed as
-    'FILE:LINE: not checked: ...' and counted in the summary.
+    'FILE:LINE: not checked: ...' and counted in the summary. Without a cluster (--cluster,
+    NCCLGEN_CLUSTER or ncclgen.yaml) the checks against a descriptor (NCCL_IB_HCA against its HCAs,
+    a transport's or plugin's knobs against its fabric) are skipped, and a 'FILE: skipped:' line
+    names the variables they would have checked.
     Exit status: 0 when everything was read and no finding is an error; 1 when a finding is an
     error; 3 when there is no error but some form was not checked (the verdict is incomplete);
     2 for unreadable input.
@@ -61,7 +64,8 @@ def lint(ctx, cluster, fmt, files):
         if origin:  # say where the cluster came from: no flag named it
             target = target[:-1] + origin + ")"
         notes = lintmod.unchecked(text, label)
-        click.echo(render(findings, label, checked, target, notes), nl=False)
+        skipped = lintmod.cluster_checks_skipped(pairs) if desc is None else []
+        click.echo(render(findings, label, checked, target, notes, skipped), nl=False)
         failed |= any(f.severity == "error" for f in findings)
         partial |= bool(notes)
     if failed:

@@ -14,6 +14,7 @@ __all__ = [
     "CODES",
     "SEVERITIES",
     "Finding",
+    "cluster_checks_skipped",
     "counts",
     "detect",
     "format_json",

@@ -73,10 +73,16 @@ def counts(findings: list[Finding]) -> dict[str, int]:
 
 
 def format_text(
-    findings: list[Finding], file: str, checked: int, target: str, unchecked: Sequence[tuple[int, str]] = ()
+    findings: list[Finding],
+    file: str,
+    checked: int,
+    target: str,
+    unchecked: Sequence[tuple[int, str]] = (),
+    skipped: Sequence[str] = (),
 ) -> str:
     """One line per finding (file:line: severity code variable: message), its fix indented below; one
-    line per form not read (file:line: not checked: what); the summary counts both."""
+    line per form not read (file:line: not checked: what); one line naming the checks skipped for want of
+    a cluster; the summary counts them all."""
     from ..errors import printable  # no ESC or CR from the input reaches the terminal raw
 
     file = printable(file)
@@ -90,16 +96,33 @@ def format_text(
         printable(f"{file}:{line}: not checked: {what}" if line else f"{file}: not checked: {what}")
         for line, what in unchecked
     ]
+    if skipped:
+        out.append(f"{file}: skipped: {skipped_text(skipped)}")
     c = counts(findings)
     out.append(
         f"{file}: {checked} variable(s) checked against {target}: {c['error']} error(s), "
-        f"{c['warning']} warning(s), {c['info']} info" + (f", {len(unchecked)} not checked" if unchecked else "")
+        f"{c['warning']} warning(s), {c['info']} info"
+        + (f", {len(unchecked)} not checked" if unchecked else "")
+        + (f", cluster checks skipped for {len(skipped)}" if skipped else "")
     )
     return "\n".join(out) + "\n"
 
 
+def skipped_text(names: Sequence[str]) -> str:
+    """What was not checked without a cluster, for the text and JSON outputs."""
+    return (
+        f"the fabric and cluster checks of {', '.join(names)} (its HCAs, interfaces, transport and net plugin "
+        "against a descriptor): no cluster given (--cluster, NCCLGEN_CLUSTER or ncclgen.yaml)"
+    )
+
+
 def format_json(
-    findings: list[Finding], file: str, checked: int, target: str, unchecked: Sequence[tuple[int, str]] = ()
+    findings: list[Finding],
+    file: str,
+    checked: int,
+    target: str,
+    unchecked: Sequence[tuple[int, str]] = (),
+    skipped: Sequence[str] = (),
 ) -> str:
     import json
 
@@ -110,6 +133,7 @@ def format_json(
         "checked": checked,
         "findings": [f.as_dict() for f in findings],
         "not_checked": [{"file": file, "line": line, "what": what} for line, what in unchecked],
+        "skipped": {"variables": list(skipped), "what": skipped_text(skipped)} if skipped else None,
         "errors": c["error"],
         "warnings": c["warning"],
         "infos": c["info"],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import UserError
+from ..errors import UserError, collect
 from ..plan import Plan
 
 
@@ -27,15 +27,16 @@ def _findings(plan: Plan) -> list[tuple]:
 
 
 def check_plan(plan: Plan) -> None:
-    """Refuse to render a variable the linter calls an error (invented, removed, invalid value); a value
-    from a file is refused at its file:line:col and key path (env[0].value), one from a flag by name."""
+    """Refuse to render a plan with any lint error, reporting every one of them at once (as lint does): a
+    value from a file is refused at its file:line:col and key path (env[0].value), one from a flag by name."""
+    found = []
     for f, origin in _findings(plan):
         if f.severity == "error":
             fix = f"; fix: {f.fix}" if f.fix else ""
             at = getattr(origin, "at", None)
-            if at is not None:
-                raise at.error(f"{f.variable} ({origin}): {f.message}{fix}")
-            raise UserError(f"{f.variable} ({origin}): {f.message}{fix}")
+            message = f"{f.variable} ({origin}): {f.message}{fix}"
+            found.append(at.error(message) if at is not None else UserError(message))
+    collect(found)
 
 
 def advisories(plan: Plan) -> list[str]:

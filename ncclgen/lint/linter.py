@@ -37,6 +37,7 @@ __all__ = [
     "CODES",
     "SEVERITIES",
     "Finding",
+    "cluster_checks_skipped",
     "counts",
     "format_json",
     "format_text",
@@ -167,6 +168,17 @@ def _odd_names(pairs: list, file: str | None) -> tuple[list[Finding], list]:
         if odd is not None:
             out.append(Finding("NG001", "error", sanitise.display(name), *odd, line, file))
     return out, rest
+
+
+def cluster_checks_skipped(pairs: list[tuple[str, str | None, int | None]]) -> list[str]:
+    """Names whose checks need a cluster (NCCL_IB_HCA against its HCAs, a transport's knobs against its
+    fabric, a plugin's against its net plugin): what lint without --cluster says it skipped."""
+    out = []
+    for name, _, _ in pairs:
+        info = kb.lookup(name)
+        if info is not None and (name in fabric.VALUE_CHECKS or info.scope != "any") and name not in out:
+            out.append(name)
+    return out
 
 
 def lint_environ(environ: Mapping[str, str], cluster: Descriptor | None = None) -> list[Finding]:
