@@ -44,10 +44,13 @@ def request(
     )
 
 
-def make_plan(req: Request, desc: descriptor.Descriptor | None = None) -> Plan:
-    """Load the descriptor (unless ``desc``, already loaded: `validate`) and workload, build the plan, lint
-    what the user supplied."""
-    desc = descriptor.load_cluster(req.cluster) if desc is None else desc
+def make_plan(req: Request) -> Plan:
+    """Load the descriptor and workload, build the plan, lint what the user supplied."""
+    return plan_loaded(req, descriptor.load_cluster(req.cluster))
+
+
+def plan_loaded(req: Request, desc: descriptor.Descriptor) -> Plan:
+    """make_plan for a descriptor already loaded (`validate`, which has printed its warnings once)."""
     if req.target == "pod":
         from .load import podcheck
 

@@ -162,7 +162,7 @@ def _check_renders(path: str, d) -> None:
     for _key, _var, msg in podcheck.problems(d):
         click.echo(f"ncclgen: warning: {path}: `ncclgen k8s` would refuse this descriptor: {msg}", err=True)
     try:
-        pipeline.make_plan(pipeline.request(cluster=path, tier=3), d)
+        pipeline.plan_loaded(pipeline.request(cluster=path, tier=3), d)
     except UserError as exc:
         raise UserErrors([UserError(f"render refuses it: {e}", file=path) for e in exc.all()]) from None
 

@@ -174,9 +174,10 @@ def cluster_checks_skipped(pairs: list[tuple[str, str | None, int | None]]) -> l
     """Names whose checks need a cluster (NCCL_IB_HCA against its HCAs, a transport's knobs against its
     fabric, a plugin's against its net plugin): what lint without --cluster says it skipped."""
     out = []
-    for name, _, _ in pairs:
+    for name, value, _ in pairs:  # a value not known statically is already listed as not checked
         info = kb.lookup(name)
-        if info is not None and (name in fabric.VALUE_CHECKS or info.scope != "any") and name not in out:
+        needs = info is not None and (name in fabric.VALUE_CHECKS or info.scope != "any")
+        if needs and value is not None and name not in out:
             out.append(name)
     return out
 
