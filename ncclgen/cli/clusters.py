@@ -164,7 +164,12 @@ def _check_renders(path: str, d) -> None:
     try:
         pipeline.plan_loaded(pipeline.request(cluster=path, tier=3), d)
     except UserError as exc:
-        raise UserErrors([UserError(f"render refuses it: {e}", file=path) for e in exc.all()]) from None
+        raise UserErrors(
+            [
+                UserError(f"render refuses it: {e.message}", file=e.file or path, path=e.path, line=e.line, col=e.col)
+                for e in exc.all()
+            ]
+        ) from None
 
 
 @click.command("schema")
