@@ -79,6 +79,7 @@ def test_slow_run_network_channels_without_gdrdma(tmp_path):
 
 def test_all_gdrdma_is_clean(tmp_path):
     log = info("gpu1", 10, "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA")
+    log += info("gpu1", 10, "comm 0x5501 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x1 - Init COMPLETE")
     assert triage(tmp_path, log)["status"] == "clean"
 
 
@@ -161,3 +162,16 @@ def test_prefixed_lines_and_the_pre_2_4_interface_line(tmp_path):
     data = triage(tmp_path, log)
     assert data["first"]["signature"] == "bootstrap-unroutable" and data["first"]["where"].endswith(":1")
     assert data["first"]["node"] == "gpu2" and "lo (127.0.0.1)" in data["cause"]
+
+
+def test_channels_set_up_then_nothing_is_a_hang_in_init(tmp_path):
+    chan = "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA"
+    log = info("gpu1", 10, chan) + info("gpu2", 20, chan.replace("send", "receive"))
+    data = triage(tmp_path, log)
+    assert data["status"] == "hang" and data["_code"] == 1
+    assert data["hang"]["init_incomplete"] == ["gpu1", "gpu2"]
+
+
+def test_a_run_that_finished_is_no_hang(tmp_path):
+    chan = info("gpu1", 10, "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA")
+    assert triage(tmp_path, chan + "# Avg bus bandwidth    : 8.62002 \n")["status"] == "clean"

@@ -27,8 +27,10 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     preflight lines and (with torch installed) flight-recorder dumps; a DIR is read recursively.
     Symptoms (timeouts on every rank, closed peers) are collapsed after the root. With
     --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
-    checked against the plan. Exit status: 0 a cause was found, or no failure was found (it says so);
-    1 a failure no signature classifies (the earliest error line is shown); 2 bad input.
+    checked against the plan. Exit status: 0 a cause was found, a slow run (network channels without
+    GDRDMA where GPUDirect is expected), or no failure was found (it says so); 1 a failure no cause class
+    explains (the earliest error line, the last collective per rank and what to collect next are shown)
+    or a hang in NCCL's init (ranks without Init COMPLETE); 2 bad input.
 
     \b
     Example:

@@ -39,6 +39,9 @@ INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]a
 GDR_DISABLED = "GPU Direct RDMA Disabled"
 ENV_SET = re.compile(r"NCCL INFO (?P<var>NCCL_\w+) set by environment to (?P<value>.*)$")  # src/misc/param.cc
 MAX_ENV = 64
+# Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
+# nccl-tests' summary (src/common.cu).
+SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -71,9 +74,12 @@ class Facts:
     def __init__(self) -> None:
         self.hosts: dict[str, Host] = {}
         self.seqs: dict[Line, int] = {}  # reading order of the lines a fact keeps
+        self.success = False  # a line that only a finished run prints
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
+        if any(k in text for k in SUCCESS):
+            self.success = True
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
             return
         name = m.group("host")
@@ -254,11 +260,15 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
 
 
 def unfinished(facts: Facts) -> list[str]:
-    """'host comm/rank' for every rank that started NCCL init (Init START) and never printed Init COMPLETE,
-    when some rank did complete (so the log does carry the COMPLETE lines)."""
-    if not any(h.complete for h in facts.hosts.values()):
+    """'HOST rank R' for every rank that started NCCL init (Init START) and never printed Init COMPLETE, when
+    some rank did (so the log carries the COMPLETE lines); with none complete anywhere, every host that set up
+    channels or started init, unless the log shows the run ended well (Destroy COMPLETE, nccl-tests' average)."""
+    hosts = facts.hosts.values()
+    if any(h.complete for h in hosts):
+        return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
+    if facts.success:
         return []
-    return sorted(f"{h.name} rank {c.split('/')[1]}" for h in facts.hosts.values() for c in h.started - h.complete)
+    return sorted(h.name for h in hosts if h.net_channels or h.started)
 
 
 def ipoib(facts: Facts) -> list[str]:

@@ -51,6 +51,8 @@ FACT_KEYS = (
     "set by environment to",
     "NET : Using interface",
     "NET/Socket : Using",
+    "Destroy COMPLETE",
+    "Avg bus bandwidth",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
@@ -162,6 +164,8 @@ ANCHORS = (
     "set by environment to",
     "NET : Using interface",
     "NET/Socket : Using",
+    "Destroy COMPLETE",
+    "Avg bus bandwidth",
     "Ray cluster not ready",
     "Ray watchdog:",
     "No space left",

@@ -6,7 +6,7 @@ from ..errors import UserError
 from . import flightrec, nodes, plancheck, reader, report
 from .analyse import Accumulator
 
-EXIT = {"cause": 0, "clean": 0, "slow": 0, "unclassified": 1}
+EXIT = {"cause": 0, "clean": 0, "slow": 0, "unclassified": 1, "hang": 1}
 
 
 def scan(paths: list[str], progress: bool = True) -> tuple[Accumulator, list, list]:
@@ -45,4 +45,4 @@ def triage(paths: list[str], cluster=None, tier=None, workload=None, fmt: str = 
     data = report.as_data(result, len(logs) + len(dumps), plan, notes, fr, fabric)
     data["bytes_read"] = reader.total_size(logs)
     text = report.as_json(data) if fmt == "json" else report.as_text(data)
-    return text, EXIT[result.status]
+    return text, EXIT[data["status"]]
