@@ -96,7 +96,9 @@ def test_replacements_name_real_variables():
 def test_vocabularies():
     for v in kb.all_vars().values():
         assert set(v.managed_by) <= set(NET_PLUGINS), v.name
-        assert re.fullmatch(r"any|socket|ib|roce|infiniband|(plugin|contrib):[a-z0-9_,-]+", v.scope), v.name
+        assert re.fullmatch(
+            r"any|socket|ib|roce|infiniband|(plugin|contrib):[a-z0-9_,-]+|torch-backend:(legacy|nccl2)", v.scope
+        ), v.name
         if v.syntax in ("hca-list", "ifname-list"):
             assert v.max in (16, 32), v.name
 

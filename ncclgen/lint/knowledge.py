@@ -14,7 +14,8 @@ TSV columns (tab-separated, '#' lines are comments, '|' separates choices, ',' s
   release that reads it; empty = still read; NCCL releases for reader nccl, PyTorch releases for torch), status (active | deprecated | removed | invented | dead),
   replacement (NAME: a rename or alias taking the same values; NAME=V or text with '{value}', the
   linted value; 'none: why'; 'see NAME: why': a successor taking different values, so no fix line),
-  scope (any | socket | ib | roce | infiniband | plugin:<names> | contrib:<name>), managed_by, documented, meaning_verified (no = meaning derived
+  scope (any | socket | ib | roce | infiniband | plugin:<names> | contrib:<name> | torch-backend:legacy|nccl2:
+  read only by PyTorch's legacy ProcessGroupNCCL, or only by ProcessGroupNCCL2 and its Flight Recorder hook), managed_by, documented, meaning_verified (no = meaning derived
   from the name only), case_sensitive, multiple (value must be a multiple of it), pattern (regex the
   whole value must match), meaning, source (reference file:line and upstream location).
 """

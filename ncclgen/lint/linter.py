@@ -122,6 +122,7 @@ def lint_pairs(
         for f in two._socket_product(values, lines)
         + two._combination_findings(values, lines, t)
         + two._cta_clamps(values, lines)
+        + two._backend_findings(values, lines, t)
     ]
     return sorted(out, key=_order)
 

@@ -180,3 +180,48 @@ def fix_against_plan(fix: str, values: dict, t: _Target) -> str:
             f"which NCCL would lower to {cap} ({CTA_CLAMP_SOURCE})"
         )
     return fix
+
+
+# What the other 'nccl' class reads for the same purpose (torch 2.15.0 wheel: distributed_c10d.py:3185-3189 and
+# hooks/NanCheckHook.hpp:4-7 for NaN checks; FlightRecorder.hpp:347-360 and ProcessGroupNCCL.hpp:77-78,128-129
+# for the dump on timeout).
+BACKEND_COUNTERPART = {
+    "TORCH_NCCL_NAN_CHECK": "TORCH_DIST_NAN_CHECK=1",
+    "TORCH_FR_DUMP_ON_TIMEOUT": "TORCH_NCCL_DUMP_ON_TIMEOUT={value}",
+    "TORCH_FR_WAIT_TIMEOUT_DUMP_MILSEC": "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC={value}",
+}
+BACKEND_CLASS = {"legacy": "ProcessGroupNCCL", "nccl2": "ProcessGroupNCCL2"}
+BACKEND_READER = {
+    "legacy": "the legacy ProcessGroupNCCL (its own checker)",
+    "nccl2": "ProcessGroupNCCL2's Flight Recorder hook (the legacy ProcessGroupNCCL records natively)",
+}
+
+
+def _backend_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
+    """A name only one of PyTorch's two 'nccl' classes reads, where the job builds the other one: judged on
+    the cluster's declared PyTorch and the environment's TORCH_DIST_USE_NCCL2."""
+    if t.cluster is None:
+        return []
+    cls, why = kb.nccl_backend(t.torch, values.get("TORCH_DIST_USE_NCCL2"))
+    out = []
+    for name, value in values.items():
+        info = kb.lookup(name)
+        if info is None or not info.scope.startswith("torch-backend:") or not kb.read_in(info, t.nccl, t.torch):
+            continue
+        scope = info.scope.split(":", 1)[1]
+        if BACKEND_CLASS[scope] == cls:
+            continue
+        counterpart = BACKEND_COUNTERPART.get(name, "")
+        fix = f"use {counterpart.replace('{value}', value or 'N')}" if counterpart else "remove it"
+        out.append(
+            Finding(
+                "NG011",
+                "warning",
+                name,
+                f"{name} is read only by {BACKEND_READER[scope]}; this job's 'nccl' backend is {cls} ({why}), "
+                "so it has no effect",
+                fix,
+                lines.get(name),
+            )
+        )
+    return out
