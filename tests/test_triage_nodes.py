@@ -175,3 +175,11 @@ def test_channels_set_up_then_nothing_is_a_hang_in_init(tmp_path):
 def test_a_run_that_finished_is_no_hang(tmp_path):
     chan = info("gpu1", 10, "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA")
     assert triage(tmp_path, chan + "# Avg bus bandwidth    : 8.62002 \n")["status"] == "clean"
+
+
+def test_hcas_outside_the_plans_ib_hca(tmp_path):
+    """h100-ib pins NCCL_IB_HCA to eight rails; a node that used mlx5_1 (a storage NIC) did not get the plan."""
+    log = info("gpu1", 10, "NET/IB : Using [0]mlx5_1:1/IB [1]mlx5_0:1/IB ; OOB bond0:10.0.0.1<0>") + FAIL
+    data = triage(tmp_path, log, "h100-ib")
+    assert data["first"]["signature"] == "plan-hca" and "mlx5_1:1 on gpu1" in data["cause"]
+    assert "mlx5_0:1," not in data["cause"].split("the plan sets")[0]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .. import pipeline
 from ..errors import UserError
+from ..lint import knowledge as kb
 from . import catalogue, nodes
 from .analyse import Result
 
@@ -83,21 +84,36 @@ def _iface_planned(value: str, iface: str) -> bool:
     return not hit if exclude else hit
 
 
+def _hcas_outside(value: str, hcas: tuple[str, ...]) -> list[str]:
+    """The HCAs NCCL used that NCCL_IB_HCA (the plan's value, NCCL's matchIfList via lint's kb.matches) excludes."""
+    out = []
+    for hca in hcas:
+        dev, _, port = hca.partition(":")
+        if not kb.matches(value, dev, int(port) if port.isdigit() else -1):
+            out.append(hca)
+    return out
+
+
+def _host_findings(h: nodes.Host, plan: PlanInfo) -> list[nodes.Finding]:
+    out = []
+    ifname, ib_hca = plan.env.get("NCCL_SOCKET_IFNAME"), plan.env.get("NCCL_IB_HCA")
+    if plan.fabric in GPUDIRECT_FABRICS and h.net == "Socket":
+        detail = f"Socket on {h.name}, the plan's fabric is {plan.fabric}"
+        out.append(nodes.Finding("plan-net", detail, h.lines["net"], h.name))
+    if ifname and h.iface and not _iface_planned(ifname, h.iface):
+        detail = f"{h.iface} on {h.name}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
+        out.append(nodes.Finding("plan-iface", detail, h.lines["iface"], h.name))
+    if ib_hca and h.hcas and (outside := _hcas_outside(ib_hca, h.hcas)):
+        detail = f"{', '.join(outside)} on {h.name}, the plan sets NCCL_IB_HCA={ib_hca}"
+        out.append(nodes.Finding("plan-hca", detail, h.lines["hcas"], h.name))
+    return out
+
+
 def findings(facts: nodes.Facts, plan: PlanInfo) -> list[nodes.Finding]:
     """What NCCL chose on each node against what the plan says it should."""
     out = []
-    want_ib = plan.fabric in GPUDIRECT_FABRICS
-    ifname = plan.env.get("NCCL_SOCKET_IFNAME")
     for h in sorted(facts.hosts.values(), key=lambda h: h.name):
-        if want_ib and h.net == "Socket":
-            out.append(
-                nodes.Finding(
-                    "plan-net", f"Socket on {h.name}, the plan's fabric is {plan.fabric}", h.lines["net"], h.name
-                )
-            )
-        if ifname and h.iface and not _iface_planned(ifname, h.iface):
-            detail = f"{h.iface} on {h.name}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
-            out.append(nodes.Finding("plan-iface", detail, h.lines["iface"], h.name))
+        out += _host_findings(h, plan)
     return out[:4]
 
 
