@@ -1,5 +1,5 @@
 """docs/triage.md shows real runs: each `$ ncclgen triage ...` block is rerun on tests/data/triage/ and must
-print exactly what the page shows."""
+print exactly what the page shows. `python tools/triage_docs.py` rewrites the outputs (then review the diff)."""
 
 from __future__ import annotations
 
