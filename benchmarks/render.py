@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -43,15 +44,23 @@ def _ncclgen() -> list[str]:
     return [exe] if os.access(exe, os.X_OK) else [sys.executable, "-m", "ncclgen"]
 
 
+CPU_S: dict[str, float] = {}  # argv[1:3] joined -> median CPU seconds (user + sys) of the child
+
+
 def _median_s(argv: list[str], runs: int) -> float:
+    """Median wall seconds; the median CPU seconds go to CPU_S (steadier than wall on a loaded machine)."""
     subprocess.run(
         argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
     )  # warm-up: page cache, .pyc files
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
         times.append(time.perf_counter() - t0)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    CPU_S[" ".join(argv[1:3])] = statistics.median(cpu)
     return statistics.median(times)
 
 
@@ -154,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'command':<40} {'median s':>9} {'overhead':>9} {'ratio':>7}  goal")
     for name, t, over, ratio, goal in rows:
         print(f"{name:<40} {'-' if t is None else f'{t:.3f}':>9} {over:>9} {ratio:>7}  {goal}")
+    print("median CPU s (user + sys): " + ", ".join(f"{k}: {v:.3f}" for k, v in CPU_S.items()))
     print("ncclgen slurm imports " + (", ".join(heavy) + ": MISSED" if heavy else f"none of {', '.join(HEAVY)}: met"))
     return 0 if ok else 1
 
