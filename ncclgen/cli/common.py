@@ -24,6 +24,11 @@ def complete_workload(ctx, param, incomplete):
     return [click.shell_completion.CompletionItem(n) for n in workload.available() if n.startswith(incomplete)]
 
 
+def cluster_option(help: str):
+    """--cluster/-c NAME|PATH with shell completion of the descriptor names."""
+    return click.option("--cluster", "-c", metavar="NAME|PATH", shell_complete=complete_cluster, help=help)
+
+
 def plan_options(f):
     """--cluster, --tier, --workload, --nodes, --set, --debug and `-- ARGS` (defaults: ncclgen/load/defaults.py)."""
     f = click.argument("extra_args", nargs=-1, type=click.UNPROCESSED, metavar="[-- ARGS...]")(f)
@@ -69,13 +74,7 @@ def plan_options(f):
         metavar="1|2|3",
         help="1 stable, 2 performance, 3 expert (cumulative; default 1).",
     )(f)
-    f = click.option(
-        "--cluster",
-        "-c",
-        metavar="NAME|PATH",
-        shell_complete=complete_cluster,
-        help="Descriptor name or file (default: h100-ib).",
-    )(f)
+    f = cluster_option("Descriptor name or file (default: h100-ib).")(f)
     return f
 
 

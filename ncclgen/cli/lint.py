@@ -5,17 +5,13 @@ from __future__ import annotations
 import click
 
 from .. import lint as lintmod
-from .common import complete_cluster
+from .common import cluster_option
 
 
 @click.command()
-@click.option(
-    "--cluster",
-    "-c",
-    metavar="NAME|PATH",
-    shell_complete=complete_cluster,
-    help="Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
-    "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none.",
+@cluster_option(
+    "Descriptor to check against (fabric, HCAs, interfaces, NCCL version, net plugin); "
+    "default: NCCLGEN_CLUSTER or ncclgen.yaml's cluster:, else none."
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.argument("files", metavar="FILE|-...", nargs=-1, required=True)

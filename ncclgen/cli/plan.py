@@ -35,17 +35,7 @@ def format_env(p, fmt: str) -> str:
             "cluster": p.cluster.name,
             "tier": p.tier,
             "workload": p.workload.name,
-            "env": [
-                {
-                    "name": e.name,
-                    "value": e.value,
-                    "tier": e.tier,
-                    "origin": str(e.origin),
-                    "reason": e.reason,
-                    "source": e.source,
-                }
-                for e in p.env
-            ],
+            "env": [e.as_json() for e in p.env],
         }
         return json.dumps(doc, indent=2) + "\n"
     prefix = "export " if fmt == "shell" else ""

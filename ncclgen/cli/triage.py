@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import click
 
-from .common import complete_cluster, complete_workload
+from .common import cluster_option, complete_workload
 
 
 @click.command()
-@click.option(
-    "--cluster",
-    "-c",
-    metavar="NAME|PATH",
-    shell_complete=complete_cluster,
-    help="Check the cause against this descriptor's plan.",
-)
+@cluster_option("Check the cause against this descriptor's plan.")
 @click.option("--tier", "-t", type=click.IntRange(1, 3), metavar="1|2|3", help="The plan's tier.")
 @click.option("--workload", "-w", metavar="NAME|PATH", shell_complete=complete_workload, help="The plan's workload.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)

@@ -75,6 +75,17 @@ class EnvVar:
         label = f"tier {self.tier}, {what}" if self.tier else f"override, {what}"
         return label + (", unchecked" if self.unchecked else "")
 
+    def as_json(self) -> dict:
+        """The entry as `env --format json` and `diff --format json` print it."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "tier": self.tier,
+            "origin": str(self.origin),
+            "reason": self.reason,
+            "source": self.source,
+        }
+
     def label(self) -> str:
         """'tier 2, rule ib-qps' or 'override, --set' ('..., unchecked' when opted in): the prefix of every
         explaining comment."""

@@ -80,16 +80,6 @@ def render_diff(a: Plan, b: Plan, names: tuple[str, str]) -> str:
 def diff_json(a: Plan, b: Plan, names: tuple[str, str]) -> str:
     d = diff_plans(a, b)
 
-    def entry(e):
-        return {
-            "name": e.name,
-            "value": e.value,
-            "tier": e.tier,
-            "origin": str(e.origin),
-            "reason": e.reason,
-            "source": e.source,
-        }
-
     doc = {
         "from": {"cluster": names[0], "tier": a.tier},
         "to": {"cluster": names[1], "tier": b.tier},
@@ -106,8 +96,8 @@ def diff_json(a: Plan, b: Plan, names: tuple[str, str]) -> str:
             }
             for o, n in d["changed"]
         ],
-        "added": [entry(e) for e in d["added"]],
-        "removed": [entry(e) for e in d["removed"]],
+        "added": [e.as_json() for e in d["added"]],
+        "removed": [e.as_json() for e in d["removed"]],
         "unchanged": d["unchanged"],
         "binding": d["binding"],
         "command": None if d["command"] is None else {"from": list(d["command"][0]), "to": list(d["command"][1])},
