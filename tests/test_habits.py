@@ -22,11 +22,9 @@ MAX_LINES = 500
 KNOWLEDGE = "issue 34: lint/ is the knowledge helper's to split"
 HARDEN = "issue 34: the hardening helper's file (split it)"
 LAUNCH = "issue 34: render/slurm.py and its tests are the launch helper's to split"
-TRANSPORT = "issue 34: habits, once the transport helper's preflight changes land (same function)"
 
 # (module, function) -> why it is still above MAX_COMPLEXITY
 COMPLEX = {
-    ("ncclgen/jobside/preflight.py", "check_hca"): TRANSPORT,
     ("ncclgen/lint/pairs.py", "_combination_findings"): KNOWLEDGE,
     ("ncclgen/lint/knowledge.py", "classify"): KNOWLEDGE,
     ("ncclgen/load/sbatch.py", "check"): HARDEN,

@@ -221,14 +221,9 @@ def _size(n):
 def check_hca(node, var, value):
     mode, items = parse_list(value)
     devices = node.listdir("class", "infiniband")
-    def port_state(dev, port):
-        return node.read("class", "infiniband", dev, "ports", str(port), "state")
-    def active_ports(dev, port):
-        ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
-        return [p for p in ports if ACTIVE in (port_state(dev, p) or "")]
     if mode == "exclude":
         kept = [d for d in devices if not any(_matches(d, n, "prefix") for n, _ in items)]
-        if not any(active_ports(d, None) for d in kept):
+        if not any(_active_ports(node, d, None) for d in kept):
             yield (
                 f"{var}={value}",
                 "an ACTIVE port on a device not excluded",
@@ -244,24 +239,31 @@ def check_hca(node, var, value):
                 "an RDMA device" + (" named " if mode == "exact" else " whose name starts with ") + name,
                 f"no such device (have: {', '.join(devices) or 'none'})",
             )
-            continue
-        if mode == "prefix":
-            if not any(active_ports(d, port) for d in matched):
-                yield (
-                    item,
-                    "an ACTIVE port on a device whose name starts with " + name,
-                    "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
-                )
-            continue
-        (dev,) = matched
-        if port is not None and port_state(dev, port) is None:
-            yield (
-                item,
-                "the port to exist",
-                f"ports {', '.join(node.listdir('class', 'infiniband', dev, 'ports')) or 'none'}",
-            )
-        elif not active_ports(dev, port):
-            yield (item, "state ACTIVE", _states(node, dev, port))
+        elif mode == "prefix":
+            yield from _check_prefix(node, item, name, port, matched)
+        else:
+            yield from _check_exact(node, item, matched[0], port)
+def _port_state(node, dev, port):
+    return node.read("class", "infiniband", dev, "ports", str(port), "state")
+def _active_ports(node, dev, port):
+    ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
+    return [p for p in ports if ACTIVE in (_port_state(node, dev, p) or "")]
+def _check_prefix(node, item, name, port, matched):
+    if not any(_active_ports(node, d, port) for d in matched):
+        yield (
+            item,
+            "an ACTIVE port on a device whose name starts with " + name,
+            "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
+        )
+def _check_exact(node, item, dev, port):
+    if port is not None and _port_state(node, dev, port) is None:
+        yield (
+            item,
+            "the port to exist",
+            f"ports {', '.join(node.listdir('class', 'infiniband', dev, 'ports')) or 'none'}",
+        )
+    elif not _active_ports(node, dev, port):
+        yield (item, "state ACTIVE", _states(node, dev, port))
 def _states(node, dev, port):
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     states = []
