@@ -108,22 +108,53 @@ def test_a_planted_repeat_fails_the_duplicate_check(tmp_path):
     assert r.returncode != 0 and "R0801" in r.stdout, r.stdout + r.stderr
 
 
-def test_no_function_above_the_complexity_target():
+def _complexity(paths: list[Path], root: Path = ROOT) -> dict[tuple[str, str], int]:
+    """(file, function) -> radon cyclomatic complexity."""
     found = {}
-    for path in _sources():
+    for path in paths:
         for block in cc_visit(path.read_text(encoding="utf-8")):
-            found[(str(path.relative_to(ROOT)), block.name)] = block.complexity
-    over = {k: v for k, v in found.items() if v > MAX_COMPLEXITY and k not in COMPLEX}
+            found[(str(path.relative_to(root)), block.name)] = block.complexity
+    return found
+
+
+def _over(found: dict, target: int, allowed) -> dict:
+    return {k: v for k, v in found.items() if v > target and k not in allowed}
+
+
+def test_no_function_above_the_complexity_target():
+    found = _complexity(_sources())
+    over = _over(found, MAX_COMPLEXITY, COMPLEX)
     assert not over, f"above complexity {MAX_COMPLEXITY}: {over}"
     done = [k for k in COMPLEX if found.get(k, 0) <= MAX_COMPLEXITY]
     assert not done, f"meet the target now: remove them from COMPLEX: {done}"
 
 
+def _lines(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
+    return {str(p.relative_to(root)): len(p.read_text(encoding="utf-8").splitlines()) for p in paths}
+
+
 @pytest.mark.parametrize("kind", ["ncclgen", "tests"])
 def test_no_module_or_test_file_above_the_size_target(kind):
-    files = _sources() if kind == "ncclgen" else sorted(ROOT.glob("tests/test_*.py"))
-    lines = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
-    over = {f: n for f, n in lines.items() if n > MAX_LINES and f not in LONG}
+    lines = _lines(_sources() if kind == "ncclgen" else sorted(ROOT.glob("tests/test_*.py")))
+    over = _over(lines, MAX_LINES, LONG)
     assert not over, f"above {MAX_LINES} lines: {over}"
     done = [f for f in LONG if f.startswith(kind + "/") and lines.get(f, 0) <= MAX_LINES]
     assert not done, f"meet the target now: remove them from LONG: {done}"
+
+
+def test_planted_findings_fail_the_format_complexity_and_size_checks(tmp_path):
+    """The checks above can fail: one function with 21 branches, one module of 501 lines, one badly
+    formatted line, each found by the same code and configuration."""
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    branches = "".join(f"    if x == {i}:\n        return {i}\n" for i in range(MAX_COMPLEXITY))
+    complex_ = tmp_path / "complex.py"
+    complex_.write_text(f"def f(x):\n{branches}    return -1\n", encoding="utf-8")
+    assert _over(_complexity([complex_], tmp_path), MAX_COMPLEXITY, {}) == {("complex.py", "f"): MAX_COMPLEXITY + 1}
+    long_ = tmp_path / "long.py"
+    long_.write_text("x = 1\n" * (MAX_LINES + 1), encoding="utf-8")
+    assert _over(_lines([long_], tmp_path), MAX_LINES, {}) == {"long.py": MAX_LINES + 1}
+    assert _over(_lines([long_], tmp_path), MAX_LINES, {"long.py": "planted"}) == {}
+    assert _tool("ruff", "format", "--check", ".", cwd=tmp_path).returncode == 0
+    (tmp_path / "ugly.py").write_text("x = {  'a':1 }\n", encoding="utf-8")
+    r = _tool("ruff", "format", "--check", ".", cwd=tmp_path)
+    assert r.returncode == 1 and "ugly.py" in r.stdout, r.stdout + r.stderr
