@@ -103,6 +103,8 @@ def as_text(data: dict) -> str:
         out.append(f"then {item['summary']}{at}")
     for f in data["findings"]:
         out.append(f"also: {f['class']}: {f['detail']} ({f['where']})")
+    if data["fabric"]["name"]:
+        out.append(f"fabric: {data['fabric']['name']} (from {data['fabric']['from']}; fixes offered for it only)")
     out += _nodes_text(data["nodes"])
     if data["hang"]:
         for who in data["hang"]["init_incomplete"]:
