@@ -25,7 +25,8 @@ def extract() -> dict[tuple[str, str], str]:
 @pytest.mark.parametrize(("rule", "source"), citations.rule_sources(), ids=[r for r, _ in citations.rule_sources()])
 def test_each_cited_line_exists_at_its_tag(rule, source):
     lines = extract()
-    missing = [f"{o} {f}:{n}" for o, f, n in citations.cited(source) if (o, f"{f}:{n}") not in lines]
+    cited = citations.cited(source) + citations.vendor_cited(source)
+    missing = [f"{o} {f}:{n}" for o, f, n in cited if (o, f"{f}:{n}") not in lines]
     assert missing == [], f"{rule}: cited lines not at their tag (rerun tools/citations.py?): {missing[:5]}"
 
 
@@ -40,6 +41,18 @@ def test_the_corrected_reasons_cite_lines_that_say_so():
         in lines[("torch 2.13.0", "torch/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp:167")]
     )
     assert "(8, 9)" in lines[("verl 0.9.1", "verl/trainer/constants_ppo.py:49")]
+    azure = (
+        "git Azure/ai-infrastructure-on-azure@a01b07318f46",
+        "infrastructure_validations/slurm/NCCL/configs/hopper.conf:27",
+    )
+    assert lines[azure] == "export NCCL_IB_QPS_PER_CONNECTION=4"
+    oracle = ("git oracle-quickstart/oci-hpc@c929c9b4", "samples/gpu/nccl_run_allreduce_H100.sbatch:75")
+    assert "not recommended while running jobs" in lines[oracle]
+    gcp = (
+        "git GoogleCloudPlatform/cluster-toolkit@1047080375af",
+        "examples/machine-learning/a3-megagpu-8g/nccl-tests/run-nccl-tests.sh:35",
+    )
+    assert lines[gcp] == "export NCCL_FASTRAK_CTRL_DEV=enp0s12"
 
 
 def test_the_parser_reads_the_forms_rules_use():

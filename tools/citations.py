@@ -7,7 +7,9 @@ Usage:
 
 A rule's `source` cites 'NCCL v2.30.7 src/graph/paths.cc:465, 511', 'v2.21.5-1 src/transport/net_ib.cc:80',
 'torch 2.13.0 wheel torch/include/.../ProcessGroupNCCL.hpp:167-172' or 'verl 0.9.1 wheel verl/...py:42-49'.
-Each such file:line is read at that tag (git show) or from that wheel, and written as
+A vendor file cited as 'owner/repo@commit path:line' is read at that commit from a clone under --mirrors
+(owner+repo/repo, as the fetch tool lays them out). Each such file:line is read at that tag (git show) or
+from that wheel, and written as
 'ORIGIN<TAB>FILE:LINE<TAB>TEXT'. tests/test_citations.py checks every rule's citations against this extract,
 so CI needs no network: a citation whose line does not exist at its tag, or was never extracted, fails.
 """
@@ -29,6 +31,10 @@ ORIGIN = re.compile(
 )
 FILE_LINES = re.compile(
     r"(?P<file>(?:src|torch|verl)/[\w/.+-]+\.(?:cc|cu|h|hpp|py|txt)):(?P<lines>\d+(?:-\d+)?(?:,\s?\d+(?:-\d+)?)*)"
+)
+VENDOR = re.compile(
+    r"(?P<repo>[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)@(?P<commit>[0-9a-f]{7,40})\s+(?P<file>[\w./-]+)"
+    r":(?P<lines>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)"
 )
 BARE_LINES = re.compile(r"^\s*,\s*(?P<lines>\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)\b")
 
@@ -71,12 +77,25 @@ def cited(source: str) -> list[tuple[str, str, int]]:
     return out
 
 
+def vendor_cited(source: str) -> list[tuple[str, str, int]]:
+    """('git owner/repo@commit', file, line) for every vendor file:line a source string cites."""
+    return [
+        (f"git {m.group('repo')}@{m.group('commit')}", m.group("file"), n)
+        for m in VENDOR.finditer(source)
+        for n in _numbers(m.group("lines"))
+    ]
+
+
 def rule_sources() -> list[tuple[str, str]]:
-    """(rule id or not_emitted var, source) from rules.yaml."""
+    """(rule id, not_emitted var or 'cluster-file:source-id', source) from rules.yaml and clusters/*.yaml."""
     import yaml
 
     doc = yaml.safe_load((ROOT / "ncclgen" / "data" / "rules.yaml").read_text())
-    return [(r["id"], r["source"]) for r in doc["rules"]] + [(n["var"], n["source"]) for n in doc["not_emitted"]]
+    out = [(r["id"], r["source"]) for r in doc["rules"]] + [(n["var"], n["source"]) for n in doc["not_emitted"]]
+    for path in sorted((ROOT / "clusters").glob("*.yaml")):
+        sources = (yaml.safe_load(path.read_text()) or {}).get("sources") or {}
+        out += [(f"{path.name}:{key}", str(text)) for key, text in sources.items()]
+    return out
 
 
 def _reader(args: argparse.Namespace):
@@ -100,6 +119,11 @@ def _reader(args: argparse.Namespace):
         elif kind == "verl":
             path = Path(args.verl) / file
             text = path.read_text() if path.is_file() else None
+        elif kind == "git":
+            repo, commit = version.split("@")
+            clone = Path(args.mirrors) / repo.replace("/", "+", 1) / "repo"
+            done = subprocess.run(["git", "-C", str(clone), "show", f"{commit}:{file}"], capture_output=True, text=True)
+            text = done.stdout if done.returncode == 0 else None
         cache[(origin, file)] = text.splitlines() if text is not None else None
         return cache[(origin, file)]
 
@@ -111,11 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nccl", required=True, help="a clone of NVIDIA/nccl with its v*-1 tags")
     ap.add_argument("--wheels", required=True, help="folder with the torch wheels (pip download --no-deps)")
     ap.add_argument("--verl", required=True, help="an unpacked verl wheel (its verl/ folder's parent)")
+    ap.add_argument("--mirrors", required=True, help="folder of vendor clones, owner+repo/repo")
     args = ap.parse_args(argv)
     lines = _reader(args)
     rows = set()
     for _rule, source in rule_sources():
-        for origin, file, n in cited(source):
+        for origin, file, n in cited(source) + vendor_cited(source):
             text = lines(origin, file)
             if text is not None and 1 <= n <= len(text):
                 rows.add((origin, file, n, text[n - 1].rstrip()))
