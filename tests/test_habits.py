@@ -27,7 +27,6 @@ LAUNCH = "issue 34: render/slurm.py and its tests are the launch helper's to spl
 COMPLEX = {
     ("ncclgen/lint/pairs.py", "_combination_findings"): KNOWLEDGE,
     ("ncclgen/lint/knowledge.py", "classify"): KNOWLEDGE,
-    ("ncclgen/load/sbatch.py", "check"): HARDEN,
     ("ncclgen/render/slurm.py", "sbatch_options"): LAUNCH,
 }
 

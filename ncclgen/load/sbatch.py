@@ -89,6 +89,25 @@ def check(key: str, value: str | bool | int | None, *, gpu_request: str = "") ->
     """
     name = key[2:] if key.startswith("--") else key
     table = options()
+    own = f" --gpus-per-node={gpu_request}" if gpu_request else " --gpus-per-node"
+    _check_name(name, table, own)
+    arg, _short = table[name]
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)  # `nice: 10` in YAML
+    if value is False:
+        if f"no-{name}" in table:
+            return f"no-{name}", None
+        raise SbatchOptionError(f"--{name} has no 'off' form: remove the key")
+    if value is True or value is None or value == "":
+        if arg == "required":
+            raise SbatchOptionError(f"--{name} needs a value")
+        return name, None
+    _check_value(name, value, arg, own)
+    return name, value
+
+
+def _check_name(name: str, table: dict, own: str) -> None:
+    """An option sbatch has, by its long name, that belongs in a job script and that ncclgen does not own."""
     if name not in table:
         shorts = {short: long for long, (_arg, short) in table.items() if short}
         if name.lstrip("-") in shorts:
@@ -108,24 +127,16 @@ def check(key: str, value: str | bool | int | None, *, gpu_request: str = "") ->
         )
     if name in SET_BY_NCCLGEN:
         raise SbatchOptionError(f"--{name} is set by ncclgen: use {SET_BY_NCCLGEN[name]}")
-    own = f" --gpus-per-node={gpu_request}" if gpu_request else " --gpus-per-node"
     if name in GPU_REQUESTS:
         raise SbatchOptionError(
             f"--{name} conflicts with ncclgen's own GPU request{own}: the plan (ranks "
             "per node, Ray's GPU count, the NUMA binding) is built for exactly that "
             "request; change the descriptor's node.gpus_per_node / slurm.gres_type instead"
         )
-    arg, _short = table[name]
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)  # `nice: 10` in YAML
-    if value is False:
-        if f"no-{name}" in table:
-            return f"no-{name}", None
-        raise SbatchOptionError(f"--{name} has no 'off' form: remove the key")
-    if value is True or value is None or value == "":
-        if arg == "required":
-            raise SbatchOptionError(f"--{name} needs a value")
-        return name, None
+
+
+def _check_value(name: str, value: str, arg: str, own: str) -> None:
+    """A value for an option that takes one, on one #SBATCH line, asking for no GPUs of its own."""
     if arg == "none":
         raise SbatchOptionError(
             f"--{name} is a flag and takes no value: write it as `{name}: true` "
@@ -143,7 +154,6 @@ def check(key: str, value: str | bool | int | None, *, gpu_request: str = "") ->
             "only the non-GPU GRES here and set the GPU count and type in the descriptor "
             "(node.gpus_per_node, slurm.gres_type)"
         )
-    return name, value
 
 
 def parse_cli(item: str) -> tuple[str, str | bool]:
