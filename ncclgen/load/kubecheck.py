@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from . import podspec
+from . import podspec, quantity
 from .patterns import QUANTITY
 
 if TYPE_CHECKING:
@@ -30,7 +30,12 @@ def _resources(c: Check) -> None:
         if isinstance(qty, int) and qty < 1:
             c.fail(path, f"expected a count >= 1, got {qty}")
         if isinstance(qty, str) and not re.fullmatch(QUANTITY, qty):
-            c.fail(path, f"{qty!r} is not a Kubernetes quantity like 5120Mi")
+            c.fail(path, f"{qty!r} is not a Kubernetes quantity (like 16, 500m, 5120Mi or 1.5Gi)")
+        elif isinstance(qty, str) and quantity.value(qty) < 0:
+            # The API server refuses it (kubernetes pkg/apis/core/validation ValidateNonnegativeQuantity).
+            c.fail(path, f"{qty!r} is negative; a request must be 0 or more")
+    if quantity.value(kube.shm_size) < 1:  # the pattern checked the syntax
+        c.fail(("kubernetes", "shm_size"), f"{kube.shm_size!r}: expected a size of at least one byte, like 64Gi")
     huge = [k for k in kube.resources if k.startswith("hugepages-")]
     if huge and not {"cpu", "memory"} & set(kube.resources):
         c.fail(

@@ -8,7 +8,14 @@ DNS1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 RESOURCE_NAME = (
     r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
 )
-QUANTITY = r"[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?"
+# A Kubernetes quantity as the API server parses it (k8s.io/apimachinery pkg/api/resource/quantity.go,
+# kubernetes/apimachinery@357557a6: the grammar at lines 39-51, ParseQuantity): an optional sign, a number
+# (12, 1.5, 1. or .5) and a suffix: binarySI (Ki..Ei), decimalSI (n, u, m, none, k, M, G, T, P, E) or a
+# decimal exponent (e3, E-2; whole only, as parseQuantityString reads digits after the sign). So 16, 500m,
+# 1.5Gi and 12e6 are quantities, 32 GB, 1K, 1e and 1KiB are not. Whether a value suits its resource (not
+# negative, whole CPUs) is checked where it is read (load/quantity.py).
+_NUMBER = r"([0-9]+(\.[0-9]*)?|\.[0-9]+)"
+QUANTITY = rf"[+-]?{_NUMBER}([KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?"
 VERSION = r"[0-9]{1,6}(\.[0-9]{1,6}){1,3}"
 # What `python -c "import torch; print(torch.__version__)"` prints: 2.13.0, 2.6.0+cu124, and NGC's
 # 2.6.0a0+ecf3bae40a (PEP 440 pre/dev release and local version).

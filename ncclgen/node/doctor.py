@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
-from ..load import cpuset
+from ..load import cpuset, quantity
 from ..load.descriptor import Descriptor
 from . import Unavailable, nvml, sysfs
 from .discover import gpu_numa
@@ -26,22 +26,6 @@ from .sysfs import Sysfs
 STATUSES = ("pass", "info", "warn", "fail")
 RDMA_FABRICS = ("infiniband", "roce", "efa")
 LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}  # what the port reports per fabric
-_QUANTITY = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?")
-_UNITS = {
-    None: 1,
-    "k": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-}
 _MODEL = re.compile(r"\b[A-Z]{1,2}\d{2,4}[A-Z]?\b")
 
 
@@ -53,11 +37,8 @@ class Check:
 
 
 def quantity_bytes(text: str) -> int:
-    """A Kubernetes quantity ('256Gi', '64M') in bytes; the descriptor schema checked the syntax."""
-    m = _QUANTITY.fullmatch(text)
-    if m is None:
-        raise ValueError(f"{text!r} is not a Kubernetes quantity")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
+    """A Kubernetes quantity ('256Gi', '64M', '1.5Gi') in whole bytes; the descriptor schema checked the syntax."""
+    return int(quantity.value(text))
 
 
 def _worst(statuses) -> str:
