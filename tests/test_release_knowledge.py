@@ -172,3 +172,12 @@ def test_explain_says_which_backend_the_job_runs(tmp_path):
     assert "PyTorch 'nccl' backend: ProcessGroupNCCL2" in out and "distributed_c10d.py:961-966" in out
     out = CliRunner().invoke(cli, ["explain", "--cluster", str(path), "--set", "TORCH_DIST_USE_NCCL2=0"]).output
     assert "PyTorch 'nccl' backend: ProcessGroupNCCL (legacy" in out
+
+
+def test_a_descriptor_newer_than_the_knowledge_warns_for_pytorch_too(tmp_path):
+    text = Path(descriptor.resolve("h100-ib")).read_text().replace('torch: "2.13.0"', 'torch: "2.16.0"')
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    _, warnings = descriptor.load_checked(str(path))
+    assert any("PyTorch 2.16.0 is newer than ncclgen's knowledge base (PyTorch 2.15.0)" in str(w) for w in warnings)
+    assert descriptor.load_checked(str(descriptor.resolve("h100-ib")))[1] == []

@@ -265,6 +265,14 @@ def _software(c: Check) -> None:
             f"{newest}): lint and the rules do not know the variables it added or "
             "dropped; check its release notes, or upgrade ncclgen",
         )
+    torch = c.desc.software.torch
+    newest = kb_newest("torch")
+    if newest and _newer(torch.split("+")[0], newest):
+        c.warn(
+            ("software", "torch"),
+            f"PyTorch {torch} is newer than ncclgen's knowledge base (PyTorch {newest}): lint and the rules do "
+            "not know the variables it added or dropped; check its release notes, or upgrade ncclgen",
+        )
 
 
 def _fabric(c: Check) -> None:
@@ -350,11 +358,17 @@ def env_name_problem(e) -> str | None:
 
 
 def kb_newest_nccl() -> str | None:
-    """The newest NCCL release the knowledge base covers: the last column of data/kb/nccl-releases.tsv
-    (generated from the PyPI wheels by tools/nccl_wheel_names.py). Read here, not from ncclgen.lint,
-    because the load layer may not import the lint layer; tests/test_knowledge.py checks they agree."""
+    """The newest NCCL release the knowledge base covers (see kb_newest)."""
+    return kb_newest("nccl")
+
+
+def kb_newest(reader: str) -> str | None:
+    """The newest NCCL or PyTorch release the knowledge base covers: the last column of
+    data/kb/<reader>-releases.tsv (generated from the PyPI wheels by tools/nccl_wheel_names.py and
+    tools/torch_wheel_names.py). Read here, not from ncclgen.lint, because the load layer may not import the
+    lint layer; tests/test_knowledge.py checks they agree."""
     try:
-        with open(datapaths.data(os.path.join("kb", "nccl-releases.tsv")), encoding="utf-8") as fh:
+        with open(datapaths.data(os.path.join("kb", f"{reader}-releases.tsv")), encoding="utf-8") as fh:
             for line in fh:
                 if line.startswith("name\t"):
                     return line.rstrip("\n").split("\t")[-1]
