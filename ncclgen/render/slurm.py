@@ -24,7 +24,7 @@ from ..plan import Plan
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan.build import prepends
-from . import apptainer, options, pyxis, shell
+from . import apptainer, options, pluginnote, pyxis, shell
 from .options import SlurmOptions as Options
 from .shell import Raw
 
@@ -140,6 +140,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
     """The whole script as data; raises UserError for values that cannot be written safely."""
     launch = plan.launch
     srun, notes = container_options(plan, opts)
+    notes = [*notes, *filter(None, [pluginnote.note(plan, opts)])]
 
     plumbing: list[Export] = apptainer_env(plan, opts)
     programs: list[Program] = []
