@@ -45,7 +45,7 @@ export __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR='ncclgen_raybind.hook'  # read by
 NCCLGEN_T0=$(date +%s.%N) && export NCCLGEN_T0  # plumbing: job start, for the readiness report
 
 ncclgen_main() {
-  ncclgen_scrub  # before the first step: the submitting shell's NCCL/PyTorch variables the plan does not set
+  ncclgen_scrub  # first: drop the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
   # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
@@ -65,7 +65,7 @@ ncclgen_main() {
   fi
   echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
 
-  # On exit and SIGTERM (scancel, time limit): SIGTERM every step below, newest first (never `ray stop`).
+  # On exit or SIGTERM (scancel, time limit): SIGTERM each step below, newest first (no `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
@@ -110,7 +110,7 @@ ncclgen_main() {
   NCCLGEN_WATCHDOG=$!
   NCCLGEN_PIDS+=("$NCCLGEN_WATCHDOG")
 
-  # The driver, once, on the head node; RAY_ADDRESS (plumbing) makes its ray.init() join this cluster.
+  # The driver, once, on the head; RAY_ADDRESS (plumbing) makes its ray.init() join this cluster.
   RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
     python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \
     data.train_files=/data/gsm8k/train.parquet data.val_files=/data/gsm8k/test.parquet \
@@ -165,7 +165,7 @@ ncclgen_ray_steps_alive() {
 
 # The job environment is the plan: sbatch hands the job the shell it was submitted from, where a
 # ~/.bashrc `export NCCL_ALGO=...` would silently override the plan. Every NCCL_*, TORCH_NCCL_*,
-# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set is removed, one line each.
+# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set goes (a line each).
 ncclgen_scrub() {
   local keep=(
     GLOO_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_DEBUG NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION

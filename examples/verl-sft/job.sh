@@ -14,10 +14,10 @@
 # Run with: sbatch examples/verl-sft/job.sh
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-sft --nodes 2
 #
-# Launch: one srun step for all nodes, a torchrun agent on each (8 ranks each), c10d rendezvous on the
-# head; --max-restarts=0, and srun --kill-on-bad-exit=1 ends every node's agent when one rank fails. Exit
-# status: the step's; 2 the allocation does not match this script or the head has no IPv4 address; 6 a node
-# failed the preflight.
+# Launch: one srun step for all nodes, a torchrun agent on each (8 ranks each), c10d rendezvous on
+# the head; --max-restarts=0, and srun --kill-on-bad-exit=1 ends every node's agent when one rank
+# fails. Exit status: the step's; 2 the allocation does not match this script or the head has no
+# IPv4 address; 6 a node failed the preflight.
 set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
@@ -35,7 +35,7 @@ export NCCL_MIN_CTAS='16'  # tier 3, min-ctas
 export NCCL_IGNORE_CPU_AFFINITY='1'  # tier 3, ignore-cpu-affinity
 
 ncclgen_main() {
-  ncclgen_scrub  # before the first step: the submitting shell's NCCL/PyTorch variables the plan does not set
+  ncclgen_scrub  # first: drop the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
   # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
@@ -55,7 +55,7 @@ ncclgen_main() {
   fi
   echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
 
-  # On exit and SIGTERM (scancel, time limit): SIGTERM every step below, newest first (never `ray stop`).
+  # On exit or SIGTERM (scancel, time limit): SIGTERM each step below, newest first (no `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
@@ -86,7 +86,7 @@ ncclgen_main() {
 
 # The job environment is the plan: sbatch hands the job the shell it was submitted from, where a
 # ~/.bashrc `export NCCL_ALGO=...` would silently override the plan. Every NCCL_*, TORCH_NCCL_*,
-# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set is removed, one line each.
+# TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set goes (a line each).
 ncclgen_scrub() {
   local keep=(
     GLOO_SOCKET_IFNAME NCCL_DEBUG NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION NCCL_IB_TIMEOUT
