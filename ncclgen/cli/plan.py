@@ -171,7 +171,21 @@ def _launch_section(p) -> list[str]:
     out.append("  " + _backend_line(p))
     if p.workload.setup:
         out.append("  setup (every node, before the launch): " + "; ".join(p.workload.setup))
-    return out + _verl_lines(p)
+    return out + _pods_lines(p) + _verl_lines(p)
+
+
+def _pods_lines(p) -> list[str]:
+    """The QoS class `ncclgen k8s` pods get from this descriptor, and the keys that make them Guaranteed."""
+    from ..errors import UserError
+    from ..load import views
+    from ..render.k8s import qos_note
+
+    try:
+        kube = views.view(p.cluster, "pod").kubernetes
+    except UserError:  # no pod view for this descriptor: `ncclgen k8s` refuses it and says why
+        return []
+    text = "kubernetes pods (ncclgen k8s): " + qos_note(kube.resources, [s.name for s in kube.sidecars])
+    return textwrap.wrap(text, 100, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
 
 
 def _ray_lines(p, cmd: str) -> list[str]:

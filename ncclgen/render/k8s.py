@@ -316,24 +316,36 @@ def _plugin_note(job: Job) -> str:
 
 
 def _qos_note(job: Job) -> str:
-    """The pods' QoS class by the API server's rule: Guaranteed only when every container, sidecars too,
-    has cpu and memory limits equal to its requests (kubernetes pkg/apis/core/v1/helper/qos GetPodQOS)."""
     kube = job.plan.cluster.kubernetes
-    missing = [r for r in ("cpu", "memory") if r not in kube.resources]
+    return "Pods: " + qos_note(kube.resources, [s.name for s in kube.sidecars])
+
+
+def qos_note(resources, sidecars: list[str]) -> str:
+    """The pods' QoS class by the API server's rule, and how to get Guaranteed: only when every container,
+    sidecars too, has cpu and memory limits equal to its requests (kubernetes pkg/apis/core/v1/helper/qos
+    GetPodQOS). ``resources``: the descriptor's kubernetes.resources; ``sidecars``: the pod's sidecar
+    names (ncclgen writes no cpu or memory for them: their vendors publish none)."""
+    missing = [r for r in ("cpu", "memory") if r not in resources]
+    stuck = (
+        f"; sidecar {', '.join(sidecars)} has no cpu or memory request (its vendor publishes none), so the "
+        "pods stay Burstable even then"
+        if sidecars
+        else ""
+    )
     if missing:
         qos = "BestEffort" if len(missing) == 2 else "Burstable"  # GPUs and devices do not count
         return (
-            f"Pods: QoS {qos}, not Guaranteed: kubernetes.resources sets no {' or '.join(missing)}; set both "
-            "(whole CPUs) to keep the pods from eviction first and let the kubelet pin them (docs/kubernetes.md)."
+            f"QoS {qos}, not Guaranteed: kubernetes.resources sets no {' or '.join(missing)}; set "
+            "kubernetes.resources.cpu (whole CPUs) and kubernetes.resources.memory in the descriptor to keep "
+            f"the pods from eviction first and let the kubelet pin them (docs/kubernetes.md){stuck}."
         )
-    sidecars = [s.name for s in kube.sidecars]
     if sidecars:
         return (
-            f"Pods: QoS Burstable, not Guaranteed: sidecar {', '.join(sidecars)} has no cpu or memory request "
+            f"QoS Burstable, not Guaranteed: sidecar {', '.join(sidecars)} has no cpu or memory request "
             "(its vendor publishes none), so the kubelet does not pin the pod's CPUs (docs/kubernetes.md)."
         )
     return (
-        f"Pods: QoS Guaranteed ({kube.resources['cpu']} CPUs, {kube.resources['memory']} memory, requests equal "
+        f"QoS Guaranteed ({resources['cpu']} CPUs, {resources['memory']} memory, requests equal "
         "to limits); a kubelet with the static CPU manager gives them CPUs of their own (docs/kubernetes.md)."
     )
 
