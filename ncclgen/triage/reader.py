@@ -64,7 +64,9 @@ FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 SCRIPT_MARKS = (b"#SBATCH", b"# Regenerate: ncclgen ")
 # The header of a corpus file (tests/data/triage/*.log: where it comes from, the established cause): not log.
 CORPUS_HEADER = ("# source: ", "# cause: ", "# root: ")
-REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen .*)$", re.M)
+# One line, or (ncclgen slurm --comments full) continued with ' \\' onto '#   ' lines, joined when read.
+REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen (?:.* \\\n#   )*.*)$", re.M)
+CONTINUED = re.compile(rb" \\\n#   ")
 
 
 @dataclass(frozen=True)
@@ -250,7 +252,7 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None, engin
             if job_script(head):
                 if m := REGENERATE_LINE.search(head):
                     lineno = head.count(b"\n", 0, m.start()) + 1
-                    yield Line(str(f), lineno, m.group(0).decode("utf-8", "replace"))
+                    yield Line(str(f), lineno, CONTINUED.sub(b" ", m.group(0)).decode("utf-8", "replace"))
                 if progress:
                     progress(f.stat().st_size)
                 continue
