@@ -394,41 +394,53 @@ def _range_problem(info: VarInfo, number: int) -> str | None:
     return None
 
 
+def _number_class(info: VarInfo, value: str) -> tuple[str, str] | None:
+    """An int or size value as its reader parses it, then its range."""
+    number, problem = parse_int(info, value)
+    if problem or number is None:
+        return "invalid", problem or f"{value!r} is not a number"
+    problem = _range_problem(info, number)
+    return ("range", problem) if problem else None
+
+
+def _choice_class(info: VarInfo, value: str) -> tuple[str, str] | None:
+    """A bool or enum value among its choices (case as the reader compares), or a legacy level number."""
+    choices = info.choices or ()
+    folded = {c.casefold() for c in choices}
+    if value in choices or (not info.case_sensitive and value.casefold() in folded):
+        return None
+    if (info.min is not None or info.max is not None) and re.fullmatch(r"[0-9]{1,19}", value):
+        problem = _range_problem(info, int(value))  # legacy numeric form (NCCL_*_LEVEL)
+        return ("range", problem) if problem else None
+    hint = ""
+    if info.case_sensitive and value.casefold() in folded:
+        hint = f" (NCCL compares case-sensitively: write {value.upper()})"
+    extra = f", or a number >= {info.min}" if info.min is not None else ""
+    return "invalid", f"{value!r} is not one of {', '.join(choices)}{extra}{hint}"
+
+
+def _syntax_problem(info: VarInfo, value: str) -> str | None:
+    """A list value's grammar (HCA/interface lists, protocol lists, caret lists) or the row's pattern."""
+    if info.syntax in ("hca-list", "ifname-list"):
+        return _if_list_problem(info, value)
+    if info.syntax == "proto-list":
+        return _proto_problem(info, value)
+    if info.syntax == "caret-list":
+        return _tokens_problem(info, value)
+    if info.pattern:
+        flags = 0 if info.case_sensitive else re.IGNORECASE
+        matched = re.fullmatch(info.pattern, value, flags)
+        return None if matched else f"{value!r} does not have the form {info.pattern}"
+    return None
+
+
 def classify(info: VarInfo, value: str) -> tuple[str, str] | None:
     """('invalid' | 'range', why) when ``value`` is not what ``info``'s reader accepts, else None."""
-    t = info.type
-    if t in ("int", "size"):
-        number, problem = parse_int(info, value)
-        if problem or number is None:
-            return "invalid", problem or f"{value!r} is not a number"
-        problem = _range_problem(info, number)
-        return ("range", problem) if problem else None
-    if t in ("bool", "enum") and info.choices:
-        if value in info.choices or (
-            not info.case_sensitive and value.casefold() in {c.casefold() for c in info.choices}
-        ):
-            return None
-        if (info.min is not None or info.max is not None) and re.fullmatch(r"[0-9]{1,19}", value):
-            problem = _range_problem(info, int(value))  # legacy numeric form (NCCL_*_LEVEL)
-            return ("range", problem) if problem else None
-        hint = ""
-        if info.case_sensitive and value.casefold() in {c.casefold() for c in info.choices}:
-            hint = f" (NCCL compares case-sensitively: write {value.upper()})"
-        extra = f", or a number >= {info.min}" if info.min is not None else ""
-        return "invalid", f"{value!r} is not one of {', '.join(info.choices)}{extra}{hint}"
-    if info.syntax in ("hca-list", "ifname-list"):
-        problem = _if_list_problem(info, value)
-    elif info.syntax == "proto-list":
-        problem = _proto_problem(info, value)
-    elif info.syntax == "caret-list":
-        problem = _tokens_problem(info, value)
-    elif info.pattern:
-        flags = 0 if info.case_sensitive else re.IGNORECASE
-        problem = (
-            None if re.fullmatch(info.pattern, value, flags) else f"{value!r} does not have the form {info.pattern}"
-        )
-    else:
-        problem = None
+    if info.type in ("int", "size"):
+        return _number_class(info, value)
+    if info.type in ("bool", "enum") and info.choices:
+        return _choice_class(info, value)
+    problem = _syntax_problem(info, value)
     return ("invalid", problem) if problem else None
 
 

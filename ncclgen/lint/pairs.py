@@ -13,57 +13,72 @@ NCCL_STEPS = 8  # NCCL v2.30.7 src/include/device.h:26
 
 def _combination_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
     """Two settings of one environment where one cancels or caps the other."""
-    out = []
+    return (
+        _chunk_over_buffsize(values, lines, t)
+        + _blocking_wait_findings(values, lines)
+        + _alias_conflicts(values, lines)
+    )
+
+
+def _chunk_over_buffsize(values: dict, lines: dict, t: _Target) -> list[Finding]:
+    """NCCL_P2P_NET_CHUNKSIZE above NCCL_BUFFSIZE/NCCL_STEPS is capped (NCCL v2.30.7 src/init.cc:841-843)."""
     chunk_info, buff_info = kb.lookup("NCCL_P2P_NET_CHUNKSIZE"), kb.lookup("NCCL_BUFFSIZE")
     chunk_text = values.get("NCCL_P2P_NET_CHUNKSIZE")
-    if (
-        chunk_info is not None
-        and buff_info is not None
-        and chunk_text is not None
-        and not _deliberate(chunk_info, chunk_text, t)
-    ):
-        chunk, _ = kb.parse_int(chunk_info, chunk_text)
-        buff, _ = kb.parse_int(buff_info, values.get("NCCL_BUFFSIZE") or str(BUFFSIZE_DEFAULT))
-        if chunk is not None and buff is not None and buff > 0 and chunk > buff // NCCL_STEPS:
-            cap = buff // NCCL_STEPS
-            whose = "NCCL_BUFFSIZE" if values.get("NCCL_BUFFSIZE") else "the default NCCL_BUFFSIZE"
-            out.append(
-                Finding(
-                    "NG021",
-                    "info",
-                    "NCCL_P2P_NET_CHUNKSIZE",
-                    f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
-                    f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
-                    f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
-                    f"least {chunk * NCCL_STEPS}",
-                    f"NCCL_P2P_NET_CHUNKSIZE={cap}",
-                    lines.get("NCCL_P2P_NET_CHUNKSIZE"),
-                )
-            )
+    if chunk_info is None or buff_info is None or chunk_text is None or _deliberate(chunk_info, chunk_text, t):
+        return []
+    chunk, _ = kb.parse_int(chunk_info, chunk_text)
+    buff, _ = kb.parse_int(buff_info, values.get("NCCL_BUFFSIZE") or str(BUFFSIZE_DEFAULT))
+    if chunk is None or buff is None or buff <= 0 or chunk <= buff // NCCL_STEPS:
+        return []
+    cap = buff // NCCL_STEPS
+    whose = "NCCL_BUFFSIZE" if values.get("NCCL_BUFFSIZE") else "the default NCCL_BUFFSIZE"
+    return [
+        Finding(
+            "NG021",
+            "info",
+            "NCCL_P2P_NET_CHUNKSIZE",
+            f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
+            f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
+            f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
+            f"least {chunk * NCCL_STEPS}",
+            f"NCCL_P2P_NET_CHUNKSIZE={cap}",
+            lines.get("NCCL_P2P_NET_CHUNKSIZE"),
+        )
+    ]
+
+
+def _blocking_wait_findings(values: dict, lines: dict) -> list[Finding]:
+    """Blocking wait on: PyTorch creates no watchdog, so async error handling has no effect."""
     blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
-    for wait in ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT"):
-        v = values.get(wait)
-        if v is None or blocking is None or not kb.same_value(blocking, v, "1"):
-            continue
-        for handling in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
-            h = values.get(handling)
-            if h is not None and h.strip() != "0":
-                out.append(
-                    Finding(
-                        "NG019",
-                        "warning",
-                        wait,
-                        f"{wait}={v} makes wait() block and throw on timeout, and PyTorch then creates "
-                        f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
-                        "effect: a hung collective is no longer torn down by the watchdog "
-                        "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
-                        "NO watchdog thread is created')",
-                        f"remove {wait} and keep {handling}",
-                        lines.get(wait),
-                    )
+    if blocking is None:
+        return []
+    names = ("TORCH_NCCL_BLOCKING_WAIT", "NCCL_BLOCKING_WAIT")
+    wait = next((w for w in names if values.get(w) is not None and kb.same_value(blocking, values[w], "1")), None)
+    if wait is None:
+        return []
+    for handling in ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"):
+        h = values.get(handling)
+        if h is not None and h.strip() != "0":
+            return [
+                Finding(
+                    "NG019",
+                    "warning",
+                    wait,
+                    f"{wait}={values[wait]} makes wait() block and throw on timeout, and PyTorch then creates "
+                    f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
+                    "effect: a hung collective is no longer torn down by the watchdog "
+                    "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
+                    "NO watchdog thread is created')",
+                    f"remove {wait} and keep {handling}",
+                    lines.get(wait),
                 )
-                break
-        break
+            ]
+    return []
+
+
+def _alias_conflicts(values: dict, lines: dict) -> list[Finding]:
+    """An old NCCL_* alias and its TORCH_NCCL_* name both set, differently: PyTorch reads the TORCH_ one."""
+    out = []
     for alias, new in (
         ("NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"),
         ("NCCL_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"),
