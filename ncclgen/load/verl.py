@@ -238,6 +238,12 @@ def check_override(
     where = f"verl {release.version} {config}"
     if key in derived:
         return f"{key} is derived by ncclgen from the plan (--nodes, the descriptor); remove it"
+    replaced = _derived_under(key, derived)
+    if replaced:
+        return (
+            f"{key} would replace {', '.join(replaced)}, which ncclgen derives from the plan (--nodes, the "
+            f"descriptor); set the keys of {key} you mean one by one ({key}.NAME=VALUE)"
+        )
     if "@" in key or "/" in key or key in groups:
         return _check_group(arg, key, prefix, value.strip(), groups, where)
     if key in release.dead:
@@ -285,6 +291,12 @@ def _check_append(key: str, value: str, keys: dict, release: Release, where: str
     if parent and not _is_node(parent, keys):
         return _unknown(parent, keys, release, where, what="parent ")
     return None
+
+
+def _derived_under(key: str, derived: tuple[str, ...]) -> list[str]:
+    """The derived keys below ``key``: Hydra's ``trainer={nnodes:4,...}`` (or ``~trainer``) replaces or
+    deletes trainer.nnodes with the rest of trainer, after ncclgen appended its own value."""
+    return [d for d in derived if d.startswith(key + ".")]
 
 
 def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "") -> str:
