@@ -129,4 +129,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
+    _utf8_mode()
     sys.exit(main())
+
+
+def _utf8_mode() -> None:
+    """Run in Python's UTF-8 mode (PEP 540) whatever the locale, so the same command gives the same
+    output or the same error under LANG=C, LC_ALL=POSIX and PYTHONUTF8=0 as under a UTF-8 locale.
+
+    Under a non-UTF-8 locale Python decodes argv, paths and stdout as ASCII: a UTF-8 `-- ARG` or
+    --set-unchecked value arrives as lone surrogates, refused as "not UTF-8 text", and a non-ASCII
+    character written to stdout ends in a UnicodeEncodeError. Re-executing with `-X utf8` (the
+    command-line switch wins over PYTHONUTF8=0) hands the program the bytes the shell passed, decoded
+    as UTF-8; bytes that are not UTF-8 are still refused by _check_args, in every locale alike.
+    """
+    if sys.flags.utf8_mode or not sys.executable or sys.getfilesystemencoding().lower() in ("utf-8", "utf8"):
+        return
+    import os
+
+    argv = [sys.executable, "-X", "utf8", "-m", "ncclgen", *sys.argv[1:]]
+    try:
+        sys.stdout.flush()
+        os.execv(sys.executable, argv)
+    except OSError:  # no interpreter to re-run (an embedded or frozen one): carry on in this locale
+        return
