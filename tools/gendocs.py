@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from ncclgen import datapaths, plan
 from ncclgen.errors import UserError
-from ncclgen.load import descriptor, podspec
+from ncclgen.load import descriptor, podaffinity
 from ncclgen.output import emit
 from ncclgen.plan import rules
 
@@ -317,8 +317,8 @@ def descriptor_md() -> str:
     ]
     out += [f"- [{name}](#{name.lower()}): {', '.join(f'`{p}`' for p in used.get(name, []))}" for name, _ in sections]
     for name, node in sections:
-        # The affinity types live with the other pod settings (ncclgen/load/podspec.py).
-        cls = getattr(descriptor, name, None) or getattr(podspec, name)
+        # The affinity types live in ncclgen/load/podaffinity.py.
+        cls = getattr(descriptor, name, None) or getattr(podaffinity, name)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         out += [
             "",

@@ -22,16 +22,22 @@ from dataclasses import field as dc_field
 from typing import Literal
 
 from ..errors import UserError
-from .schema import field
-
-# k8s.io/apimachinery/pkg/util/validation/validation.go
-DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-DNS1123_SUBDOMAIN = rf"{DNS1123_LABEL}(\.{DNS1123_LABEL})*"
-QUALIFIED_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-LABEL_VALUE = rf"({QUALIFIED_NAME})?"
-CONFIG_KEY = r"[-._a-zA-Z0-9]+"  # IsConfigMapKey: Secret and ConfigMap data keys
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # a name every shell can export as well
-ANNOTATIONS_MAX = 256 * 1024  # TotalAnnotationSizeLimitB
+from .k8snames import (  # noqa: F401 (re-exported: podspec.subdomain, podspec.Invalid ...)
+    ANNOTATIONS_MAX,
+    CONFIG_KEY,
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    ENV_NAME,
+    LABEL_VALUE,
+    QUALIFIED_NAME,
+    Invalid,
+    env_name,
+    key_value,
+    label_value,
+    qualified_name,
+    subdomain,
+)
+from .podaffinity import Affinity, affinity_errors, as_manifest  # noqa: F401 (re-exported)
 
 VOLUME_KINDS = ("pvc", "hostpath", "configmap")
 VOLUME_SYNTAX = (
@@ -39,64 +45,6 @@ VOLUME_SYNTAX = (
 )
 # Paths ncclgen mounts itself (render/k8s.py): a user volume there would shadow them.
 RESERVED_MOUNTS = ("/dev/shm", "/etc/ncclgen")
-
-
-class Invalid(ValueError):
-    """A bad value; the caller names where it came from (an option or a descriptor key)."""
-
-
-# -- single values -----------------------------------------------------------------------------------------
-
-
-def subdomain(value: str, what: str) -> str:
-    """A DNS-1123 subdomain (IsDNS1123Subdomain): the name of a Secret, ConfigMap, PVC, ServiceAccount,
-    PriorityClass, or a scheduler."""
-    if not isinstance(value, str) or len(value) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, value):
-        raise Invalid(
-            f"{what} {value!r} is not a DNS-1123 subdomain (lower-case letters, digits, '-' and "
-            "'.', starting and ending with a letter or digit, at most 253 characters)"
-        )
-    return value
-
-
-def qualified_name(key: str, what: str) -> str:
-    """A label or annotation key (IsQualifiedName): [DNS-1123 subdomain '/'] name of at most 63."""
-    prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not re.fullmatch(DNS1123_SUBDOMAIN, prefix)):
-        raise Invalid(f"{what} {key!r}: prefix {prefix!r} is not a DNS-1123 subdomain")
-    if not name or len(name) > 63 or not re.fullmatch(QUALIFIED_NAME, name):
-        raise Invalid(
-            f"{what} {key!r}: {name!r} is not a qualified name (at most 63 letters, digits, "
-            "'-', '_', '.', starting and ending with a letter or digit, after an optional "
-            "DNS-subdomain prefix and '/')"
-        )
-    return key
-
-
-def label_value(value: str, what: str) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not re.fullmatch(LABEL_VALUE, value):
-        raise Invalid(
-            f"{what} {value!r} is not a label value (at most 63 letters, digits, '-', '_', '.', "
-            "starting and ending with a letter or digit, or empty)"
-        )
-    return value
-
-
-def env_name(value: str, what: str) -> str:
-    from . import envnames  # the one name policy
-
-    bad = envnames.name_problem(value)
-    if bad:
-        raise Invalid(f"{what}: {bad}")
-    return value
-
-
-def key_value(text: str, what: str) -> tuple[str, str]:
-    """KEY=VALUE from the command line."""
-    key, eq, value = text.partition("=")
-    if not eq:
-        raise Invalid(f"{what} {text!r}: expected KEY=VALUE")
-    return key, value
 
 
 # -- volumes -----------------------------------------------------------------------------------------------
@@ -278,197 +226,6 @@ def parse_secret_env(text: str) -> SecretEnv:
     if len(key) > 253 or not re.fullmatch(CONFIG_KEY, key):
         raise Invalid(f"{text!r}: Secret key {key!r} is not a valid key (letters, digits, '-', '_' and '.')")
     return SecretEnv(name, secret, key)
-
-
-# -- affinity (the descriptor's kubernetes.affinity; same keys as the Kubernetes API) ----------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeSelectorRequirement:
-    """A node label requirement, e.g. key: agentpool, operator: In, values: [gpu]."""
-
-    key: str = field(doc="node label key")
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"] = field(doc="how to match")
-    values: tuple[str, ...] = field(
-        (), doc="values (In, NotIn: at least one; Gt, Lt: one integer; Exists, DoesNotExist: none)"
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeSelectorTerm:
-    """Requirements that must all hold."""
-
-    matchExpressions: tuple[NodeSelectorRequirement, ...] = field((), doc="by node label")
-    matchFields: tuple[NodeSelectorRequirement, ...] = field((), doc="by node field (metadata.name)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeSelector:
-    """Terms of which at least one must hold."""
-
-    nodeSelectorTerms: tuple[NodeSelectorTerm, ...] = field(doc="terms, ORed")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreferredSchedulingTerm:
-    """A preferred node term with its weight."""
-
-    weight: int = field(doc="1-100", min=1, max=100)
-    preference: NodeSelectorTerm = field(doc="the term")
-
-
-@dataclass(frozen=True, kw_only=True)
-class NodeAffinity:
-    """Which nodes the pods may or should run on."""
-
-    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = field(None, doc="hard rule")
-    preferredDuringSchedulingIgnoredDuringExecution: tuple[PreferredSchedulingTerm, ...] = field((), doc="soft rules")
-
-
-@dataclass(frozen=True, kw_only=True)
-class LabelSelectorRequirement:
-    """A pod label requirement."""
-
-    key: str = field(doc="pod label key")
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"] = field(doc="how to match")
-    values: tuple[str, ...] = field((), doc="values (In, NotIn: at least one; Exists, DoesNotExist: none)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class LabelSelector:
-    """Pods selected by labels."""
-
-    matchLabels: dict[str, str] = field(factory=dict, doc="label -> value, ANDed")
-    matchExpressions: tuple[LabelSelectorRequirement, ...] = field((), doc="requirements, ANDed")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodAffinityTerm:
-    """Pods matching labelSelector, in the same topology domain (topologyKey)."""
-
-    labelSelector: LabelSelector | None = field(None, doc="which pods")
-    topologyKey: str = field(doc="node label naming the domain, e.g. kubernetes.io/hostname or ib/torset")
-    namespaces: tuple[str, ...] = field((), doc="namespaces of those pods (default: the job's)")
-
-
-@dataclass(frozen=True, kw_only=True)
-class WeightedPodAffinityTerm:
-    """A preferred pod term with its weight."""
-
-    weight: int = field(doc="1-100", min=1, max=100)
-    podAffinityTerm: PodAffinityTerm = field(doc="the term")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodAffinity:
-    """Pod (anti-)affinity rules."""
-
-    requiredDuringSchedulingIgnoredDuringExecution: tuple[PodAffinityTerm, ...] = field((), doc="hard rules")
-    preferredDuringSchedulingIgnoredDuringExecution: tuple[WeightedPodAffinityTerm, ...] = field((), doc="soft rules")
-
-
-@dataclass(frozen=True, kw_only=True)
-class Affinity:
-    """Pod affinity, as in the Kubernetes API (core/v1 Affinity)."""
-
-    nodeAffinity: NodeAffinity | None = field(None, doc="node affinity, e.g. Azure's agentpool")
-    podAffinity: PodAffinity | None = field(None, doc="run near pods, e.g. the same ib/torset")
-    podAntiAffinity: PodAffinity | None = field(None, doc="run apart from pods, e.g. one per node")
-
-
-def affinity_errors(a: Affinity) -> list[tuple[tuple, str]]:
-    """(key path under affinity, message) for what the API server would refuse
-    (ValidateNodeSelectorRequirement, ValidateLabelSelectorRequirement, ValidatePodAffinityTerm)."""
-    errors: list[tuple[tuple, str]] = []
-
-    def requirement(path: tuple, r, *, node_field: bool = False) -> None:
-        try:
-            if node_field:
-                if r.key != "metadata.name":
-                    raise Invalid(f"field {r.key!r}: only metadata.name is supported")
-            else:
-                qualified_name(r.key, "key")
-        except Invalid as exc:
-            errors.append(((*path, "key"), str(exc)))
-        n = len(r.values)
-        if r.operator in ("In", "NotIn") and n == 0:
-            errors.append(((*path, "values"), f"{r.operator} needs at least one value"))
-        elif r.operator in ("Exists", "DoesNotExist") and n:
-            errors.append(((*path, "values"), f"{r.operator} takes no values"))
-        elif r.operator in ("Gt", "Lt") and (n != 1 or not re.fullmatch(r"-?[0-9]+", r.values[0])):
-            errors.append(((*path, "values"), f"{r.operator} takes exactly one integer value"))
-        for i, v in enumerate(r.values):
-            if r.operator not in ("Gt", "Lt") and not node_field:
-                try:
-                    label_value(v, "value")
-                except Invalid as exc:
-                    errors.append(((*path, "values", i), str(exc)))
-
-    def term(path: tuple, t: NodeSelectorTerm) -> None:
-        for i, r in enumerate(t.matchExpressions):
-            requirement((*path, "matchExpressions", i), r)
-        for i, r in enumerate(t.matchFields):
-            requirement((*path, "matchFields", i), r, node_field=True)
-
-    def pod_term(path: tuple, t: PodAffinityTerm) -> None:
-        try:
-            qualified_name(t.topologyKey, "topologyKey")
-        except Invalid as exc:
-            errors.append(((*path, "topologyKey"), str(exc)))
-        for i, ns in enumerate(t.namespaces):
-            if not re.fullmatch(DNS1123_LABEL, ns) or len(ns) > 63:
-                errors.append(((*path, "namespaces", i), f"{ns!r} is not a namespace (DNS-1123 label)"))
-        sel = t.labelSelector
-        if sel is not None:
-            for k, v in sel.matchLabels.items():
-                for check, val, what in ((qualified_name, k, "label key"), (label_value, v, "label value")):
-                    try:
-                        check(val, what)
-                    except Invalid as exc:
-                        errors.append(((*path, "labelSelector", "matchLabels", k), str(exc)))
-            for i, r in enumerate(sel.matchExpressions):
-                requirement((*path, "labelSelector", "matchExpressions", i), r)
-
-    na = a.nodeAffinity
-    if na is not None:
-        req = na.requiredDuringSchedulingIgnoredDuringExecution
-        if req is not None:
-            p = ("nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
-            if not req.nodeSelectorTerms:
-                errors.append(((*p, "nodeSelectorTerms"), "needs at least one term"))
-            for i, t in enumerate(req.nodeSelectorTerms):
-                term((*p, "nodeSelectorTerms", i), t)
-        for i, pt in enumerate(na.preferredDuringSchedulingIgnoredDuringExecution):
-            term(("nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", i, "preference"), pt.preference)
-    for which in ("podAffinity", "podAntiAffinity"):
-        pa = getattr(a, which)
-        if pa is None:
-            continue
-        for i, t in enumerate(pa.requiredDuringSchedulingIgnoredDuringExecution):
-            pod_term((which, "requiredDuringSchedulingIgnoredDuringExecution", i), t)
-        for i, w in enumerate(pa.preferredDuringSchedulingIgnoredDuringExecution):
-            pod_term(
-                (which, "preferredDuringSchedulingIgnoredDuringExecution", i, "podAffinityTerm"), w.podAffinityTerm
-            )
-    return errors
-
-
-def as_manifest(value):
-    """A (nested) affinity dataclass as the API's JSON: empty and unset fields left out."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(value):
-        out = {}
-        for f in dataclasses.fields(value):
-            v = as_manifest(getattr(value, f.name))
-            if v not in (None, (), [], {}):
-                out[f.name] = v
-        return out
-    if isinstance(value, (tuple, list)):
-        return [as_manifest(v) for v in value]
-    if isinstance(value, dict):
-        return {k: as_manifest(v) for k, v in value.items()}
-    return value
 
 
 # -- the merged settings -----------------------------------------------------------------------------------
