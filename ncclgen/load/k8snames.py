@@ -78,3 +78,106 @@ def key_value(text: str, what: str) -> tuple[str, str]:
     if not eq:
         raise Invalid(f"{what} {text!r}: expected KEY=VALUE")
     return key, value
+
+
+# -- what ncclgen writes itself, and the API server's limits on the whole set ------------------------------
+
+RESERVED_PREFIX = "ncclgen.io/"  # ncclgen's own keys: ncclgen.io/explain on every pod, ncclgen.io/cluster, /tier
+
+
+def label_key(key: str, what: str = "label key") -> str:
+    """A label key a user may set: a qualified name outside ncclgen's own ncclgen.io/ prefix."""
+    _not_reserved(key, what)
+    return qualified_name(key, what)
+
+
+def annotation_key(key: str, what: str = "annotation key") -> str:
+    """An annotation key a user may set: a qualified name once lower-cased (ValidateAnnotations), outside
+    ncclgen.io/, whose keys ncclgen writes itself (ncclgen.io/explain would silently replace the user's)."""
+    _not_reserved(key, what)
+    try:
+        qualified_name(key.lower(), what)
+    except Invalid as exc:
+        raise Invalid(str(exc).replace(repr(key.lower()), repr(key), 1)) from None
+    return key
+
+
+def _not_reserved(key: str, what: str) -> None:
+    if key.lower().startswith(RESERVED_PREFIX):
+        raise Invalid(
+            f"{what} {key!r}: keys under {RESERVED_PREFIX} are ncclgen's own (it writes ncclgen.io/explain on every "
+            "pod and ncclgen.io/cluster, ncclgen.io/tier on every object); yours would be silently replaced"
+        )
+
+
+def annotations_size(annotations: dict) -> int:
+    """Bytes the API server counts: len(key) + len(value) of every annotation, in UTF-8 (Go strings)."""
+    return sum(
+        len(k.encode("utf-8", "surrogateescape")) + len(v.encode("utf-8", "surrogateescape"))
+        for k, v in annotations.items()
+    )
+
+
+def check_annotations_size(annotations: dict, what: str = "annotations") -> None:
+    size = annotations_size(annotations)
+    if size > ANNOTATIONS_MAX:
+        raise Invalid(
+            f"{what}: {size} bytes of keys and values, more than the API server's {ANNOTATIONS_MAX} (256 KiB, "
+            "TotalAnnotationSizeLimitB): kubectl apply would be refused"
+        )
+
+
+def node_selector_errors(selector: dict) -> list[tuple[str, str]]:
+    """(key, message) for each nodeSelector entry ValidateLabels refuses."""
+    out = []
+    for key, value in selector.items():
+        for fn, item, what in ((qualified_name, key, "nodeSelector key"), (label_value, value, "nodeSelector value")):
+            try:
+                fn(item, what)
+            except Invalid as exc:
+                out.append((key, str(exc)))
+    return out
+
+
+def toleration_errors(key: str | None, operator: str, value: str | None) -> list[tuple[str, str]]:
+    """(field, message) for what ValidateTolerations refuses in one toleration."""
+    out = []
+    if key:
+        try:
+            qualified_name(key, "toleration key")
+        except Invalid as exc:
+            out.append(("key", str(exc)))
+    elif operator != "Exists":
+        out.append(("operator", "operator must be Exists when key is empty (a toleration of every taint)"))
+    if operator == "Exists" and value:
+        out.append(("value", f"value {value!r} must be empty when operator is Exists"))
+    if operator == "Equal":
+        try:
+            label_value(value or "", "toleration value")
+        except Invalid as exc:
+            out.append(("value", str(exc)))
+    return out
+
+
+def object_meta_errors(docs: list) -> list[str]:
+    """One line per object or pod template in ``docs`` whose annotations the API server would refuse for
+    their total size, once ncclgen's own (the explain line, a net plugin's, GKE's networks) are in."""
+    out: list[str] = []
+
+    def walk(node, label: str, path: str) -> None:
+        if isinstance(node, dict):
+            meta = node.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict):
+                try:
+                    check_annotations_size(meta["annotations"], f"{label}: {path}metadata.annotations")
+                except Invalid as exc:
+                    out.append(str(exc))
+            for k, v in node.items():
+                walk(v, label, f"{path}{k}.")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, label, f"{path[:-1]}[{i}].")
+
+    for doc in docs:
+        walk(doc, f"{doc.get('kind', 'object')} {doc.get('metadata', {}).get('name', '')}".strip(), "")
+    return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from . import podspec, quantity
+from . import k8snames, podspec, quantity
 from .patterns import QUANTITY
 
 if TYPE_CHECKING:
@@ -132,10 +132,16 @@ def check_pod_settings(kube: Kubernetes, fail) -> None:
     for i, name in enumerate(kube.image_pull_secrets):
         at(("image_pull_secrets", i), podspec.subdomain, name, "Secret name")
     for key, value in kube.labels.items():
-        at(("labels", key), podspec.qualified_name, key, "label key")
+        at(("labels", key), k8snames.label_key, key, "label key")
         at(("labels", key), podspec.label_value, value, "label value")
     for key in kube.annotations:
-        at(("annotations", key), podspec.qualified_name, key, "annotation key")
+        at(("annotations", key), k8snames.annotation_key, key, "annotation key")
+    at(("annotations",), k8snames.check_annotations_size, kube.annotations, "annotations")
+    for key, message in k8snames.node_selector_errors(kube.node_selector):
+        fail(("kubernetes", "node_selector", key), message)
+    for i, t in enumerate(kube.tolerations):
+        for name, message in k8snames.toleration_errors(t.key, t.operator, t.value):
+            fail(("kubernetes", "tolerations", i, name), message)
     if kube.affinity is not None:
         for path, message in podspec.affinity_errors(kube.affinity):
             fail(("kubernetes", "affinity", *path), message)

@@ -31,8 +31,11 @@ from .k8snames import (  # noqa: F401 (re-exported: podspec.subdomain, podspec.I
     LABEL_VALUE,
     QUALIFIED_NAME,
     Invalid,
+    annotation_key,
+    check_annotations_size,
     env_name,
     key_value,
+    label_key,
     label_value,
     qualified_name,
     subdomain,
@@ -292,7 +295,7 @@ def merge(
     lab = dict(base.labels)
     for text in labels:
         k, v = _option("--label", key_value, text, "--label")
-        _option("--label", qualified_name, k, "label key")
+        _option("--label", label_key, k, "label key")
         lab[k] = _option(f"--label {k}", label_value, v, "value")
     for k in reserved_labels:
         if k in lab:
@@ -300,9 +303,8 @@ def merge(
     ann = dict(base.annotations)
     for text in annotations:
         k, v = _option("--annotation", key_value, text, "--annotation")
-        ann[_option("--annotation", qualified_name, k, "annotation key")] = v
-    if sum(len(k) + len(v) for k, v in ann.items()) > ANNOTATIONS_MAX:
-        raise UserError("--annotation: annotations larger than 256 KiB in total")
+        ann[_option("--annotation", annotation_key, k, "annotation key")] = v
+    _option("--annotation", check_annotations_size, ann, "annotations with the descriptor's")
     secrets = list(base.secret_env) + [_option("--secret-env", parse_secret_env, s) for s in secret_env]
     seen: dict[str, SecretEnv] = {}
     plan_env = set(env_names)

@@ -37,7 +37,7 @@ import yaml
 
 from .. import __version__
 from ..errors import UserError
-from ..load import podspec
+from ..load import k8snames, podspec
 from . import k8skinds, shell
 from .k8sjob import (  # noqa: F401  (re-exported: the names tests and other modules use)
     BIND_SCRIPT,
@@ -117,7 +117,11 @@ def _documents(job: Job) -> list[dict]:
         out = [k8skinds.rayjob(job)]
     else:  # the runtime first: Trainer's webhook checks that a TrainJob's runtimeRef exists
         out = [k8skinds.trainingruntime(job), k8skinds.trainjob(job)]
-    return out + ([job.config_map()] if job.files else [])
+    out += [job.config_map()] if job.files else []
+    too_big = k8snames.object_meta_errors(out)  # with ncclgen's own annotations in (explain, plugin, networks)
+    if too_big:
+        raise UserError(too_big[0])
+    return out
 
 
 def _job(
