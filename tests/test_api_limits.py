@@ -46,13 +46,13 @@ def test_annotation_size_counts_bytes(capsys, tmp_path):
 def test_annotations_that_fit_alone_are_refused_with_ncclgens_own(capsys, tmp_path):
     """Under the limit on their own, over it once ncclgen adds ncclgen.io/explain to the pod template."""
     value = "x" * (LIMIT - 2 - 100)
-    rc, out, err = run(capsys, "k8s", "--kind", "pytorchjob", "--annotation", "a=" + value, "-o", str(tmp_path / "j"))
+    rc, _, err = run(capsys, "k8s", "--kind", "pytorchjob", "--annotation", "a=" + value, "-o", str(tmp_path / "j"))
     assert rc == 2 and "template.metadata.annotations" in err and "262144" in err, err
     assert not (tmp_path / "j").exists()
 
 
 def test_an_uppercase_annotation_prefix_is_what_the_api_server_accepts(capsys):
-    rc, out, err = run(capsys, "k8s", "--annotation", "Example.COM/note=1")
+    rc, _, err = run(capsys, "k8s", "--annotation", "Example.COM/note=1")
     assert rc == 0, err
 
 
