@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from ncclgen.cli import main
-from ncclgen.load import k8snames
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESET = (ROOT / "clusters" / "h100-ib.yaml").read_text()
@@ -82,6 +81,8 @@ def test_descriptor_pod_fields_are_checked_where_they_are_written(capsys, tmp_pa
 
 
 def test_size_helpers_follow_apimachinery():
+    from ncclgen.load import k8snames
+
     assert k8snames.annotations_size({"ab": "\u00e9"}) == 4
     k8snames.check_annotations_size({"a": "x" * (LIMIT - 1)})
     with pytest.raises(k8snames.Invalid):

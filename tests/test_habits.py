@@ -30,7 +30,6 @@ COMPLEX = {
 # file -> why it is still above MAX_LINES
 LONG = {
     "ncclgen/render/slurm.py": LAUNCH,
-    "tests/test_descriptor.py": HARDEN,
     "tests/test_render_slurm.py": LAUNCH,
 }
 

@@ -13,7 +13,7 @@ import pytest
 
 from ncclgen.cli import main
 from ncclgen.errors import UserError
-from ncclgen.output import emit, emit_inside
+from ncclgen.output import emit
 
 
 def test_a_link_to_a_fifo_is_refused_and_nothing_is_written_into_it(tmp_path):
@@ -58,6 +58,8 @@ def test_json_output_of_node_tools_uses_the_same_writer(tmp_path):
 
 
 def test_emit_inside_refuses_a_link_below_the_root(tmp_path):
+    from ncclgen.output import emit_inside
+
     outside = tmp_path / "outside"
     outside.mkdir()
     root = tmp_path / "proj"
@@ -69,6 +71,8 @@ def test_emit_inside_refuses_a_link_below_the_root(tmp_path):
 
 
 def test_emit_inside_writes_and_creates_folders(tmp_path):
+    from ncclgen.output import emit_inside
+
     path = emit_inside(str(tmp_path), "a/b/c.txt", "hi\n", 0o755)
     with open(path) as fh:
         assert fh.read() == "hi\n"
