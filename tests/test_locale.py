@@ -14,6 +14,7 @@ LOCALES = {
     "utf8": {"LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"},
     "C": {"LANG": "C", "PYTHONUTF8": "0"},
     "POSIX": {"LANG": "C", "LC_ALL": "POSIX", "PYTHONUTF8": "0"},
+    "ascii-io": {"LANG": "C", "LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"},
 }
 
 
@@ -38,7 +39,7 @@ def test_utf8_arguments_render_the_same_in_every_locale(args):
         assert b"Traceback" not in proc.stderr, proc.stderr.decode("utf-8", "replace")
         assert proc.returncode == 0, (locale, proc.stderr)
         outputs[locale] = proc.stdout
-    assert outputs["C"] == outputs["utf8"] == outputs["POSIX"]
+    assert outputs["C"] == outputs["utf8"] == outputs["POSIX"] == outputs["ascii-io"]
     assert args[-1].encode("utf-8") in outputs["utf8"] or b"caf\xc3\xa9" in outputs["utf8"]
 
 

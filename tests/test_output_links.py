@@ -51,10 +51,25 @@ def test_a_link_to_a_file_is_not_followed(tmp_path):
     assert victim.read_text() == "mine\n"
 
 
-def test_json_output_of_node_tools_uses_the_same_writer(tmp_path):
+def test_a_fifo_without_reader_is_refused_in_process(tmp_path):
+    """In a thread, so a regression (opening the FIFO) fails the test instead of hanging it."""
     os.mkfifo(tmp_path / "r.json")
-    with pytest.raises(UserError, match="is a FIFO"):
-        emit("{}\n", str(tmp_path / "r.json"))
+    got: list = []
+
+    def write() -> None:
+        try:
+            emit("{}\n", str(tmp_path / "r.json"))
+            got.append("written")
+        except UserError as exc:
+            got.append(str(exc))
+
+    worker = threading.Thread(target=write, daemon=True)
+    worker.start()
+    worker.join(20)
+    if worker.is_alive():  # release the blocked writer before failing
+        with open(tmp_path / "r.json", "rb") as fh:
+            fh.read()
+    assert got and "is a FIFO" in got[0], got
 
 
 def test_emit_inside_refuses_a_link_below_the_root(tmp_path):

@@ -130,7 +130,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     _utf8_mode()
+    _utf8_stdout()
     sys.exit(main())
+
+
+def _utf8_stdout() -> None:
+    """Scripts and manifests are UTF-8 whatever PYTHONIOENCODING says (ascii, latin-1 would end a non-ASCII
+    value in a UnicodeEncodeError traceback); error lines on stderr keep Python's backslash escapes."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("_", "-")
+    if encoding not in ("utf-8", "utf8") and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(encoding="utf-8")
+    if hasattr(sys.stderr, "reconfigure"):
+        sys.stderr.reconfigure(errors="backslashreplace")
 
 
 def _utf8_mode() -> None:
