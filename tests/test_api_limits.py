@@ -76,8 +76,9 @@ def _descriptor(tmp_path: Path, kube: str) -> Path:
 )
 def test_descriptor_pod_fields_are_checked_where_they_are_written(capsys, tmp_path, kube, key, words):
     path = _descriptor(tmp_path, kube)
+    line = PRESET.splitlines().index("kubernetes:") + 2  # the line inserted below it
     rc, out, err = run(capsys, "k8s", "--cluster", str(path))
-    assert rc == 2 and out == "" and f"{path}:66:" in err and f" {key}: " in err and words in err, err
+    assert rc == 2 and out == "" and f"{path}:{line}:" in err and f" {key}: " in err and words in err, err
 
 
 def test_size_helpers_follow_apimachinery():
