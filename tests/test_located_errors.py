@@ -32,6 +32,13 @@ def line_of(text: str, needle: str) -> int:
         ("slurm:\n", 'slurm:\n  partition: "gpu\\nx"\n', "slurm.partition", "slurm", "--partition"),
         ("slurm:\n", 'slurm:\n  account: "a\\tb"\n', "slurm.account", "slurm", "--account"),
         ("slurm:\n", 'slurm:\n  qos: "hi prio"\n', "slurm.qos", "slurm", "--qos"),
+        (
+            "slurm:\n",
+            'slurm:\n  container_image: nvcr.io/x\n  container_mounts: ["/a:/b\\n/c"]\n',
+            "slurm.container_mounts[0]",
+            "slurm",
+            "container mount",
+        ),
         ("  image: verlai/verl:latest\n", '  image: ""\n', "kubernetes.image", "k8s", "--image"),
         ("  image: verlai/verl:latest\n", '  image: "verl ai/verl"\n', "kubernetes.image", "k8s", "--image"),
         ("  image: verlai/verl:latest\n", '  image: "verlai/verl\\u200b"\n', "kubernetes.image", "k8s", "--image"),

@@ -325,7 +325,9 @@ def _slurm(c: Check) -> None:
         except sbatch.SbatchOptionError as e:
             c.fail(("slurm", "extra_sbatch", key), str(e))
     for i, mount in enumerate(slurm.container_mounts):
-        if "," in mount:
+        if re.search(r"[\x00-\x1f\x7f]", mount):  # located here, not as a --container-mounts error at render
+            c.fail(("slurm", "container_mounts", i), "a mount must not contain control characters (newline, tab, ...)")
+        elif "," in mount:
             c.fail(
                 ("slurm", "container_mounts", i),
                 "a mount must not contain ',': pyxis --container-mounts separates mounts with it",
