@@ -8,7 +8,8 @@ machine.
 
 Everything lives under one private folder: munge key and socket, slurm.conf/gres.conf, state, spool,
 pid files, logs, fake GPU devices. No system service, nothing in /etc; ports are picked free at start,
-so two clusters can run side by side. Every start is a fresh cluster (state wiped, job ids from 1).
+so two clusters can run side by side. Every start is a fresh cluster (state wiped; job ids start at the
+controller's port number, so two clusters on this machine do not run the same job id).
 
 Each fake node declares the DGX H100 shape (2 sockets x 56 cores x 2 threads = 224 CPUs, gpu:h100:8),
 so an sbatch script rendered for the h100-ib preset passes `sbatch --test-only`, while small jobs
@@ -26,20 +27,20 @@ By hand (as root):
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import datetime
 import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from slurm_stop import MARKER, SlurmStopper, _proc_state  # noqa: F401  (_proc_state: tests use it)
 
 SOCKETS, CORES_PER_SOCKET, THREADS_PER_CORE = 2, 56, 2  # DGX H100 (clusters/h100-ib.yaml: CPUs 0-223)
 CPUS_PER_NODE = SOCKETS * CORES_PER_SOCKET * THREADS_PER_CORE
@@ -49,14 +50,11 @@ PARTITION = "debug"
 FEATURES = "h100,ib"  # node features, so a rendered --constraint passes `sbatch --test-only`
 IDLE_TIMEOUT_S = 30.0  # measured start-to-idle is 1-1.5 s; 30 s only bounds a hang
 DOWN_GRACE_S = 5.0  # a node may show "down" briefly while it registers; longer means it is broken
-STOP_GRACE_S = 10.0  # SIGTERM -> SIGKILL
-QUEUE_DRAIN_S = 20.0  # KillWait=5 plus the ~2 s COMPLETING phase, with margin
 POLL_S = 0.25  # sbatch --wait took 42 s for a 9 s job here; polling scontrol is prompt
 LOG_TAIL_LINES = 15
 
-# Put into every daemon's (and, via `env`, every job's) environment: stop() finds and kills exactly
-# this cluster's processes by it, never by a process name another cluster or the host could share.
-MARKER = "NCCLGEN_LOCAL_SLURM"
+# MARKER (slurm_stop.py) goes into every daemon's (and, via `env`, every job's) environment: stop() finds
+# and kills exactly this cluster's processes by it, never by a process name another cluster could share.
 
 DAEMONS = ("munged", "mungekey", "munge", "unmunge", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "scontrol", "sinfo", "squeue", "scancel")
@@ -133,40 +131,12 @@ def _mem_total_mib() -> int:
     raise SlurmHarnessError("MemTotal missing from /proc/meminfo")
 
 
-def _proc_state(pid: int) -> str | None:
-    """One-letter state from /proc/PID/stat, or None when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rpartition(")")[2].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-
-
-def _ancestors() -> set[int]:
-    """This process and its parents: never swept, even if someone copied `env` into os.environ."""
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-                pid = int(f.read().rpartition(")")[2].split()[1])
-        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
-            break
-    return pids
-
-
-def _signal(pid: int, sig: int) -> None:
-    """Signal a process that may have exited since we looked."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     text = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
     return f"--- {path} (last {len(text)} lines)\n" + "\n".join(text)
 
 
-class LocalSlurm:
+class LocalSlurm(SlurmStopper):
     """One private Slurm cluster in `workdir` with `nodes` fake nodes node1..nodeN on 127.0.0.1."""
 
     def __init__(self, workdir: str | os.PathLike, nodes: int = 2):
@@ -251,6 +221,10 @@ class LocalSlurm:
             "ClusterName=ncclgen-test",
             f"SlurmctldHost={host}(127.0.0.1)",
             f"SlurmctldPort={slurmctld_port}",
+            # Job ids from the controller's port, which no other live cluster on this machine holds: two
+            # clusters (two test runs at once) then never both run a job 1, whose ports (ncclgen derives
+            # them from the job id where nodes are shared) and processes would look alike.
+            f"FirstJobId={slurmctld_port}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
@@ -458,93 +432,6 @@ class LocalSlurm:
 
     def cancel(self, job_id: str) -> None:
         self._run([self._bin["scancel"], str(job_id)], check=True)
-
-    # --- stop --------------------------------------------------------------------------------------
-    def stop(self) -> None:
-        """Cancel all jobs and wait for an empty queue (slurmstepd outlives slurmd), then SIGTERM
-        slurmd, slurmctld and munged by pid file, SIGKILL after 10 s. Idempotent; safe at atexit."""
-        if self._controller_up():
-            self._drain_queue()
-        for group in (
-            sorted(self._d("run").glob("slurmd-*.pid")),
-            [self._d("run", "slurmctld.pid")],
-            [self._d("munge", "munged.pid")],
-        ):
-            self._terminate([pid for pid in map(self._pidfile_pid, group) if pid is not None])
-            for pidfile in group:
-                pidfile.unlink(missing_ok=True)
-        strays = self.running_pids()  # e.g. a slurmstepd or job task that outlived its daemon
-        for pid in strays:
-            _signal(pid, signal.SIGKILL)
-        self._wait_gone(strays, STOP_GRACE_S)
-        for proc in self._children.values():  # already dead unless it never carried MARKER
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-        self._children.clear()
-
-    def _drain_queue(self) -> None:
-        r = self._run([self._bin["squeue"], "-h", "-o", "%i"], timeout=10)
-        if r.returncode != 0:
-            return  # slurmctld not answering: the marker sweep in stop() handles the jobs
-        if r.stdout.split():
-            self._run([self._bin["scancel"], *r.stdout.split()], timeout=10)
-        deadline = time.monotonic() + QUEUE_DRAIN_S
-        while time.monotonic() < deadline:
-            r = self._run([self._bin["squeue"], "-h", "-o", "%i"], timeout=10)
-            if r.returncode != 0 or not r.stdout.strip():
-                return
-            time.sleep(POLL_S)
-
-    def _controller_up(self) -> bool:
-        return self._alive(self._pidfile_pid(self._d("run", "slurmctld.pid")))
-
-    def _pidfile_pid(self, path: Path) -> int | None:
-        """The pid in `path` if that process is one of ours (carries MARKER), else None: a stale pid
-        file must never make us signal a recycled pid."""
-        try:
-            pid = int(path.read_text(encoding="ascii").split()[0])
-        except (FileNotFoundError, ValueError, IndexError):
-            return None
-        return pid if self._is_ours(pid) else None
-
-    def _is_ours(self, pid: int) -> bool:
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                environ = f.read()
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            return False
-        return f"{MARKER}={self.workdir}".encode() in environ.split(b"\0")
-
-    def running_pids(self) -> list[int]:
-        """Live processes of this cluster: daemons, slurmstepd, and jobs submitted with `env`."""
-        skip = _ancestors()
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in skip]
-        return [pid for pid in pids if self._is_ours(pid) and self._alive(pid)]
-
-    def _alive(self, pid: int | None) -> bool:
-        """Running and not a zombie; reaps our own children on the way."""
-        if pid is None:
-            return False
-        if pid in self._children:
-            self._children[pid].poll()
-        state = _proc_state(pid)
-        return state is not None and state != "Z"
-
-    def _wait_gone(self, pids: list[int], timeout: float) -> list[int]:
-        deadline = time.monotonic() + timeout
-        while True:
-            left = [pid for pid in pids if self._alive(pid)]
-            if not left or time.monotonic() >= deadline:
-                return left
-            time.sleep(0.1)
-
-    def _terminate(self, pids: list[int]) -> None:
-        for pid in pids:
-            _signal(pid, signal.SIGTERM)
-        for pid in self._wait_gone(pids, STOP_GRACE_S):
-            _signal(pid, signal.SIGKILL)
-        self._wait_gone(pids, STOP_GRACE_S)
 
 
 def main(argv: list[str] | None = None) -> int:

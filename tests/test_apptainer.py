@@ -56,9 +56,11 @@ def test_binds_refused(bind):
 def test_every_step_runs_under_apptainer_exec_nv(capsys):
     args = ["slurm", "--cluster", "local-ci", "--workload", "bench", "--container-runtime", "apptainer"]
     assert main([*args, "--container-image", "/img/v.sif", "--container-mounts", "/data:/data:ro"]) == 0
-    steps = [line for line in capsys.readouterr().out.splitlines() if line.lstrip().startswith("srun ")]
-    assert steps and all(" apptainer exec --nv --bind /data:/data:ro /img/v.sif " in s + " " for s in steps)
-    assert all("--container-image" not in s and "--container-name" not in s for s in steps)
+    out = capsys.readouterr().out
+    # every container step is an ncclgen_step, whose srun runs the runtime's wrapper before node.sh
+    assert "  local container=(apptainer exec --nv --bind /data:/data:ro /img/v.sif)\n" in out
+    assert "--container-image=" not in out and "--container-name" not in out
+    assert not [line for line in out.split("# ==== Programs")[0].splitlines() if line.lstrip().startswith("srun ")]
 
 
 def test_singularity_and_the_ld_library_path_it_would_drop(capsys):
@@ -66,7 +68,7 @@ def test_singularity_and_the_ld_library_path_it_would_drop(capsys):
     args = ["slurm", "--cluster", "gcp-a3-mega", "--container-image", "/img/v.sif"]
     assert main([*args, "--container-runtime", "singularity"]) == 0
     out = capsys.readouterr().out
-    assert 'export SINGULARITYENV_LD_LIBRARY_PATH="$LD_LIBRARY_PATH"' in out and " singularity exec --nv " in out
+    assert 'export SINGULARITYENV_LD_LIBRARY_PATH="$LD_LIBRARY_PATH"' in out and "(singularity exec --nv " in out
     assert main(args) == 0  # pyxis: LD_LIBRARY_PATH reaches the container as it is
     assert "ENV_LD_LIBRARY_PATH" not in capsys.readouterr().out
 
@@ -77,7 +79,7 @@ def test_the_descriptor_chooses_the_runtime(tmp_path, capsys):
     path = tmp_path / "site.yaml"
     path.write_text(yaml.safe_dump(doc))
     assert main(["slurm", "--cluster", str(path), "--workload", "bench"]) == 0
-    assert " apptainer exec --nv /img/v.sif " in capsys.readouterr().out
+    assert "(apptainer exec --nv /img/v.sif)" in capsys.readouterr().out
     doc["slurm"]["container_runtime"] = "docker"
     path.write_text(yaml.safe_dump(doc))
     assert main(["slurm", "--cluster", str(path), "--workload", "bench"]) == 2

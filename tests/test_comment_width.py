@@ -99,7 +99,12 @@ def test_short_comments_header_is_unchanged(capsys):
         "\n# Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 "
         "--workload verl-grpo-qwen2-7b --nodes 2\n" in out
     )
-    assert "export PYTHONPATH=" in out and "  # makes the hook module importable by every Ray worker" in out
+    # the plumbing's reason above its export; PYTHONPATH is no longer exported (ncclgen/jobside/node.sh
+    # puts the node's hook folder on it in each step, issue 28)
+    assert (
+        "\n# read by the Ray worker hook\nexport NCCLGEN_GPU_CPUS=" in out
+        and "export PYTHONPATH=" not in out.split("# ==== Programs")[0]
+    )
 
 
 def test_triage_takes_the_plan_from_a_full_comments_script(tmp_path):

@@ -9,7 +9,7 @@ real-Slurm version is in tests/test_launch_e2e.py.
 from __future__ import annotations
 
 import pytest
-from test_render_slurm import Run, local_ci, render
+from slurm_shims import Run, local_ci, render
 
 from ncclgen.plan import launch
 
@@ -67,4 +67,4 @@ def test_the_scrub_runs_before_the_plan_and_the_first_step(capsys, tmp_path):
     for prefix in launch.SCRUBBED_PREFIXES:
         assert f"{prefix}*" in script
     main = script.index("ncclgen_main() {\n")
-    assert script.index("ncclgen_scrub  #", main) < script.index("\n  srun ", main)
+    assert script.index("ncclgen_scrub  #", main) < script.index("\n  ncclgen_step ", main)

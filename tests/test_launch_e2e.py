@@ -33,3 +33,26 @@ def test_torchrun_job_from_a_shell_with_nccl_algo_runs_without_it(slurm_cluster,
     # One step for all nodes: every rank reports the same step id (SLURM_STEP_ID), both nodes present.
     assert {r["env"]["SLURM_STEP_ID"] for r in reports} == {reports[0]["env"]["SLURM_STEP_ID"]}
     assert {r["node"] for r in reports} == {f"node{n}" for n in range(1, NODES + 1)}
+
+
+def test_ray_job_runs_its_setup_exactly_once_per_node(slurm_cluster, tmp_path):
+    """Head, workers and driver steps: the setup line ran once on each node (0ddb3a1: 4 times on the head,
+    twice at the same moment), and what it exported reached the Ray tasks."""
+    out = tmp_path / "ray"
+    out.mkdir()
+    ran = tmp_path / "setup-ran.txt"
+    setup = [f'echo "$SLURMD_NODENAME" >> {ran}', "export NCCLGEN_E2E_SETUP=once"]
+    gpus = NODES * GPUS_PER_NODE
+    wl = _workload(
+        tmp_path,
+        "e2e-ray-setup",
+        "ray",
+        [sys.executable, str(E2E / "ray_driver.py"), str(out), str(NODES), str(gpus)],
+        setup=setup,
+    )
+    job, result, _ = _run_job(slurm_cluster, _render(wl, tmp_path), tmp_path)
+    log = _log(tmp_path, job)
+    assert (result.state, result.exit_code) == ("COMPLETED", 0), result.raw + "\n" + log
+    assert sorted(ran.read_text().split()) == [f"node{n}" for n in range(1, NODES + 1)], log
+    report = json.loads((out / "ray.json").read_text(encoding="utf-8"))
+    assert {t["env"].get("NCCLGEN_E2E_SETUP") for t in report["tasks"]} == {"once"}

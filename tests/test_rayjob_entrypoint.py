@@ -283,9 +283,9 @@ def test_driver_script_is_what_the_sbatch_script_would_run():
 
 
 def test_rayjob_and_slurm_hand_the_driver_the_same_argv(chain, capsys):
-    """The two renderers agree: the Slurm script (run with tests/test_render_slurm.py's srun/python3 shims)
+    """The two renderers agree: the Slurm script (run with tests/slurm_shims.py's srun/python3 shims)
     and the RayJob chain hand the Ray driver the same argv for every value above."""
-    from test_render_slurm import Run, local_ci
+    from slurm_shims import Run, local_ci
 
     values = hostile_argv(chain.tmp)
     script, _ = local_ci(capsys, chain.tmp, "ray", ["python3", "-c", "pass", *values])

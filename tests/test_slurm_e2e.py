@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import slurm_harness
 import yaml
 
 from ncclgen.load import cpuset, descriptor
@@ -248,9 +249,12 @@ def _assert_fail_fast(cluster, job: str, t_fault: float, what: str, log: str) ->
     return delay
 
 
-def _raylet_of(job: str, node: str) -> int | None:
-    """The raylet the job started for `node`: fake nodes share one host, so match the Slurm env."""
+def _raylet_of(job: str, node: str, cluster=None) -> int | None:
+    """The raylet the job started for `node`: fake nodes share one host, so match the Slurm env, and the
+    cluster's marker (another local cluster on this machine, another test run's, has its own job 5)."""
     want = {f"SLURM_JOB_ID={job}".encode(), f"SLURMD_NODENAME={node}".encode()}
+    if cluster is not None:
+        want.add(f"{slurm_harness.MARKER}={cluster.workdir}".encode())
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/comm", encoding="ascii") as f:
@@ -286,10 +290,10 @@ def _hold_ray_job(cluster, tmp_path, name: str, mode: str):
     return job, out, marker
 
 
-def _assert_ray_job_gone(job: str, marker: str) -> None:
+def _assert_ray_job_gone(job: str, marker: str, cluster) -> None:
     assert _wait_no_process(marker) == []
     deadline = time.monotonic() + 5  # same grace as _wait_no_process
-    while (left := [n for n in ("node1", "node2") if _raylet_of(job, n)]) and time.monotonic() < deadline:
+    while (left := [n for n in ("node1", "node2") if _raylet_of(job, n, cluster)]) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert left == [], f"raylets of job {job} still running for {left}"
 
@@ -299,7 +303,7 @@ def test_ray_dead_worker_node_ends_the_job(slurm_cluster, tmp_path, sig):
     """A raylet killed outright is seen by its `ray start --block` step; one stopped by SIGTERM leaves
     that step running and only the watchdog (ray.nodes()) sees the node go."""
     job, _out, marker = _hold_ray_job(slurm_cluster, tmp_path, f"raylet-{sig.name.lower()}", "hold")
-    raylet = _raylet_of(job, "node2")
+    raylet = _raylet_of(job, "node2", slurm_cluster)
     assert raylet, "no raylet of this job for node2:\n" + _log(tmp_path, job)
     t_fault = time.time()
     os.kill(raylet, sig)
@@ -308,7 +312,7 @@ def test_ray_dead_worker_node_ends_the_job(slurm_cluster, tmp_path, sig):
     print(f"ray job {job} with node2's raylet sent {sig.name}: {result.state} exit {result.exit_code}")
     assert result.state == "FAILED" and result.exit_code != 0, result.raw + "\n" + log
     _assert_fail_fast(slurm_cluster, job, t_fault, f"node2's raylet got {sig.name}", log)
-    _assert_ray_job_gone(job, marker)
+    _assert_ray_job_gone(job, marker, slurm_cluster)
 
 
 def test_ray_failed_driver_ends_the_job(slurm_cluster, tmp_path):
@@ -318,7 +322,7 @@ def test_ray_failed_driver_ends_the_job(slurm_cluster, tmp_path):
     print(f"ray job {job} whose driver exited 1: {result.state} exit {result.exit_code}")
     assert (result.state, result.exit_code) == ("FAILED", 1), result.raw + "\n" + log
     _assert_fail_fast(slurm_cluster, job, float((out / "failed-at").read_text()), "the driver's exit", log)
-    _assert_ray_job_gone(job, marker)
+    _assert_ray_job_gone(job, marker, slurm_cluster)
 
 
 def _job_field(cluster, job: str, name: str) -> str:

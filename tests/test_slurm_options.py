@@ -138,14 +138,17 @@ def test_registry_image_rewritten_with_a_note_and_one_named_container(capsys):
         "'nvcr.io#nvidia/pytorch:25.01-py3': pyxis/enroot take [USER@][REGISTRY#]IMAGE[:TAG], and "
         "with '/' after the registry enroot would look the image up on Docker Hub\n"
     )
-    steps = [ln for ln in text.splitlines() if ln.lstrip().startswith("srun ")]
-    assert len(steps) == 2  # the preflight, then the torchrun step in the per-node loop
-    step = steps[-1]
-    for other in steps:
-        assert ' --container-name="ncclgen-$SLURM_JOB_ID" ' in other
-    assert shlex.quote("--container-image=nvcr.io#nvidia/pytorch:25.01-py3") in step
-    assert ' --container-name="ncclgen-$SLURM_JOB_ID" ' in step
-    assert " --container-mounts=/lustre:/lustre,/scratch --container-workdir=/workspace " in step + " "
+    # every step (the preflight, the torchrun step) is an ncclgen_step: srun with these options
+    steps = [ln for ln in text.splitlines() if ln.lstrip().startswith("ncclgen_step ")]
+    assert len(steps) == 2
+    srun = text[text.index("srun=(\n") : text.index("\n  )\n", text.index("srun=(\n"))].split()
+    assert srun[2:] == [
+        "--export=ALL",
+        shlex.quote("--container-image=nvcr.io#nvidia/pytorch:25.01-py3"),
+        '--container-name="ncclgen-$SLURM_JOB_ID"',
+        "--container-mounts=/lustre:/lustre,/scratch",
+        "--container-workdir=/workspace",
+    ]
     _, err = render(capsys, "--workload", "bench", "--container-image", "nvcr.io#nvidia/pytorch:25.01-py3")
     assert err == ""
 
@@ -164,7 +167,7 @@ VERL_OK = ("--", "trainer.default_local_dir=/lustre/ck/grpo")
 
 def test_requeue_of_a_verl_job_adds_resume_auto(capsys):
     text, _ = render(capsys, "--workload", "verl-grpo-qwen2-7b", "--requeue", *VERL_OK)
-    driver = text[text.index("RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun") :].split(" &\n")[0]
+    driver = text[text.index("-- ray-driver.sh --") :].split(" &\n")[0]
     assert re.search(
         r"trainer\.save_freq=20 .*trainer\.default_local_dir=/lustre/ck/grpo "
         r"trainer\.resume_mode=auto",

@@ -24,8 +24,9 @@ def render(capsys, *args: str):
 
 
 def preflight_files(script: str) -> list[list[str]]:
-    spec = re.search(r"python3 -c \"\$NCCLGEN_PREFLIGHT\" '(\{.*?\})'", script)
-    assert spec, "no preflight step"
+    # the spec is the file preflight.json the node programs get (ncclgen/jobside/node.sh writes it)
+    spec = re.search(r"<<'NCCLGEN_PREFLIGHT_SPEC_EOF' \|\| true\n(\{.*?\})\n", script)
+    assert spec and "-- preflight.py @preflight.json" in script, "no preflight step"
     return json.loads(spec.group(1)).get("files", [])
 
 
@@ -47,8 +48,8 @@ def test_container_without_the_nodes_folder_needs_an_image_that_has_it(capsys):
     assert "--container-mounts /opt/amazon/ofi-nccl/lib:/opt/amazon/ofi-nccl/lib" in line
     assert "network.plugin_dir" in line
     # The preflight runs in the same container as NCCL and checks the path NCCL_NET_PLUGIN names.
-    pre = next(ln for ln in script.splitlines() if "$NCCLGEN_PREFLIGHT" in ln and "srun" in ln)
-    assert "--container-image=nvcr.io#nvidia/pytorch:25.01-py3" in pre
+    pre = next(ln for ln in script.splitlines() if "preflight.py" in ln and "ncclgen_step" in ln)
+    assert "--host" not in pre and "    '--container-image=nvcr.io#nvidia/pytorch:25.01-py3'\n" in script
     assert ["net plugin", "/opt/amazon/ofi-nccl/lib/libnccl-net-ofi.so"] in preflight_files(script)
 
 

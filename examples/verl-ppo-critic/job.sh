@@ -14,12 +14,13 @@
 # Run with: sbatch examples/verl-ppo-critic/job.sh
 # Every value's reason and source: ncclgen explain --cluster h100-ib --tier 3 --workload verl-ppo-critic --nodes 2
 #
-# Launch: a Ray head on the first node and a worker on every other node (srun ray start --block), a
-# readiness check, a node watchdog, then the driver once on the head node.
-# Exit status: the driver's (0 on success); 2 the allocation does not match this script (node count,
-# GPUs per node) or the head node has no IPv4 address; 3 the Ray cluster was not ready within
-# 300 s; 4 a Ray node's step ended before the driver; 5 the watchdog found a Ray node dead;
-# 6 a node failed the preflight.
+# Launch: a Ray head on the first node (one step), a worker on every other node (one step), then one
+# step on the head node that waits until every node and GPU joined, and runs the driver beside a
+# node watchdog.
+# Exit status: the driver's (0 on success); 2 the allocation does not match this script (GPUs per
+# node, node count) or the head node has no IPv4 address; 3 the Ray cluster was not
+# ready within 300 s; 4 a Ray step ended before the driver; 5 the watchdog found a Ray
+# node dead; 6 a node failed the preflight.
 set -euo pipefail
 
 # ==== Environment: the plan (tier, rule), inherited by every step (srun --export=ALL; never
@@ -37,10 +38,12 @@ export NCCL_IB_TIMEOUT='22'  # tier 2, ib-timeout
 export NCCL_MIN_CTAS='16'  # tier 3, min-ctas
 export NCCL_IGNORE_CPU_AFFINITY='1'  # tier 3, ignore-cpu-affinity
 # Launcher plumbing, not NCCL/PyTorch settings:
-export NCCLGEN_HOOK_DIR="${TMPDIR:-/tmp}/ncclgen-$SLURM_JOB_ID"  # node-local folder each `ray start` step writes the hook module into
-export PYTHONPATH="$NCCLGEN_HOOK_DIR${PYTHONPATH:+:$PYTHONPATH}"  # makes the hook module importable by every Ray worker
-export NCCLGEN_GPU_CPUS='0=0-55,112-167;1=0-55,112-167;2=0-55,112-167;3=0-55,112-167;4=56-111,168-223;5=56-111,168-223;6=56-111,168-223;7=56-111,168-223'  # read by the Ray worker hook
-export __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR='ncclgen_raybind.hook'  # read by the Ray worker hook
+# the driver's and ranks' output reaches the job's log as it is written
+export PYTHONUNBUFFERED='1'
+# read by the Ray worker hook
+export NCCLGEN_GPU_CPUS='0=0-55,112-167;1=0-55,112-167;2=0-55,112-167;3=0-55,112-167;4=56-111,168-223;5=56-111,168-223;6=56-111,168-223;7=56-111,168-223'
+# read by the Ray worker hook
+export __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR='ncclgen_raybind.hook'
 
 NCCLGEN_T0=$(date +%s.%N) && export NCCLGEN_T0  # plumbing: job start, for the readiness report
 
@@ -48,9 +51,11 @@ ncclgen_main() {
   ncclgen_scrub  # first: drop the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
-  # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
-  if ((${#NCCLGEN_NODES[@]} != 2 || ${SLURM_GPUS_ON_NODE:-0} < 8)); then
-    echo "ncclgen: ERROR: this script is for 2 node(s) x 8 GPUs; the job has ${#NCCLGEN_NODES[@]} x ${SLURM_GPUS_ON_NODE:-0} (regenerate it with ncclgen slurm --nodes N)" >&2
+  # The plan holds for 2 or more node(s): a job resized within them at submission (sbatch -N) runs.
+  if ((${#NCCLGEN_NODES[@]} < 2 || ${SLURM_GPUS_ON_NODE:-0} < 8)); then
+    echo "ncclgen: ERROR: this script is for 2 or more node(s) x 8 GPUs; the job has ${#NCCLGEN_NODES[@]} x ${SLURM_GPUS_ON_NODE:-0}" \
+      '(NCCL_IB_QPS_PER_CONNECTION (rule ib-qps) is planned from 2 nodes; NCCL_IB_TIMEOUT (rule ib-timeout)' \
+      'is planned from 2 nodes; regenerate it with ncclgen slurm --nodes N)' >&2
     exit 2
   fi
   HEAD=${NCCLGEN_NODES[0]}
@@ -63,55 +68,48 @@ ncclgen_main() {
     echo "ncclgen: ERROR: no IPv4 address for the head node $HEAD (its Slurm NodeAddr does not resolve)" >&2
     exit 2
   fi
-  echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
+  echo "ncclgen: ${#NCCLGEN_NODES[@]} node(s) ${NCCLGEN_NODES[0]}..${NCCLGEN_NODES[-1]}; head $HEAD at $HEAD_ADDR"
+  # ports: Ray GCS 6379, client server 10001, dashboard agents 52365 + node index (the job holds its
+  # nodes exclusively)
+  export NCCLGEN_RAY_PORT=$((6379)) NCCLGEN_RAY_CLIENT_PORT=$((10001)) NCCLGEN_AGENT_PORT=$((52365))
+  export NCCLGEN_RAY_ADDR="$HEAD_ADDR:$NCCLGEN_RAY_PORT"
+
+  ncclgen_programs  # for every step below: ncclgen/jobside/node.sh and the node programs
 
   # On exit or SIGTERM (scancel, time limit): SIGTERM each step below, newest first (no `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # Preflight on every node, before setup and launch (checks: `ncclgen explain`); a problem: exit 6.
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"gdr":true}' \
+  # Preflight on every node, before the launch (checks: `ncclgen explain`); a problem: exit 6.
+  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 -- preflight.py @preflight.json \
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
-  # Ray starts after the exports above: `ray start` hands its environment to every Ray worker.
-  # Each worker gets its own dashboard agent port (several Slurm nodes may share one host).
-  NCCLGEN_RAY_ADDR="$HEAD_ADDR:6379"
-  NCCLGEN_RAY_STEPS=()
-  # shellcheck disable=SC2016  # at tier 3 the hook writer's variables expand on the node
-  srun --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
-    ray start --head --port=6379 --num-gpus=8 --num-cpus=224 --disable-usage-stats --node-ip-address="$HEAD_ADDR" --include-dashboard=false --block &
-  NCCLGEN_RAY_STEPS+=("$!")
-  for ((i = 1; i < ${#NCCLGEN_NODES[@]}; i++)); do
-    # shellcheck disable=SC2016
-    srun --nodes=1 --ntasks=1 -w "${NCCLGEN_NODES[i]}" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup bash -c 'mkdir -p "$NCCLGEN_HOOK_DIR" && printf "%s\n" "$1" > "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" && mv -f "$NCCLGEN_HOOK_DIR/.ncclgen_raybind.$$" "$NCCLGEN_HOOK_DIR/ncclgen_raybind.py" && shift && exec "$@"' ncclgen-raybind "$NCCLGEN_RAY_HOOK" \
-      ray start --address="$HEAD_ADDR":6379 --dashboard-agent-listen-port=$((52365 + i)) --num-gpus=8 --num-cpus=224 --disable-usage-stats --block &
-    NCCLGEN_RAY_STEPS+=("$!")
-  done
-  NCCLGEN_PIDS+=("${NCCLGEN_RAY_STEPS[@]}")
+  # Per-node checkers: a program the launch needs beside it on every node is one more file for
+  # node.sh (render/slurm.py _node_files) and either one more overlapping step like the monitor
+  # above, or a wrapper in front of the launch command below (ncclgen_step ... -- checker.py
+  # @spec.json -- torchrun ...), whose non-zero exit ends the launch step (--kill-on-bad-exit=1) and
+  # so the job.
 
-  # Ready when every node and GPU has joined, without fixed sleeps; `wait -n` also returns when a
-  # `ray start` step dies, so a node that fails during bring-up fails the job at once.
-  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_RAY_WAIT" wait "$NCCLGEN_RAY_ADDR" 2 16 300 &
-  NCCLGEN_POLLER=$!
-  NCCLGEN_PIDS+=("$NCCLGEN_POLLER")
-  wait -n || true
-  ncclgen_ray_steps_alive "while the Ray cluster was starting"
-  local status=0
-  wait "$NCCLGEN_POLLER" || status=$?
-  if ((status != 0)); then
-    echo "ncclgen: ERROR: the Ray cluster is not ready (readiness check status $status)" >&2
-    exit 3
+  # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each
+  # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).
+  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- \
+    ray start --head --port="$NCCLGEN_RAY_PORT" --num-gpus=8 --num-cpus=224 --disable-usage-stats \
+    --node-ip-address="$HEAD_ADDR" --ray-client-server-port="$NCCLGEN_RAY_CLIENT_PORT" \
+    --dashboard-agent-listen-port="$NCCLGEN_AGENT_PORT" --include-dashboard=false --block &
+  NCCLGEN_RAY_HEAD=$!
+  NCCLGEN_PIDS+=("$NCCLGEN_RAY_HEAD")
+  NCCLGEN_RAY_WORKERS=""
+  if ((SLURM_JOB_NUM_NODES > 1)); then
+    ncclgen_step --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks=$((SLURM_JOB_NUM_NODES - 1)) --ntasks-per-node=1 \
+      --exclude="$HEAD" --kill-on-bad-exit=1 -- ray-worker.sh &
+    NCCLGEN_RAY_WORKERS=$!
+    NCCLGEN_PIDS+=("$NCCLGEN_RAY_WORKERS")
   fi
 
-  # Watchdog: a raylet stopped by SIGTERM leaves its `ray start --block` step running; only the node
-  # table shows the loss. Checked every 2 s.
-  srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup python3 -c "$NCCLGEN_RAY_WAIT" watch "$NCCLGEN_RAY_ADDR" 2 2 &
-  NCCLGEN_WATCHDOG=$!
-  NCCLGEN_PIDS+=("$NCCLGEN_WATCHDOG")
-
-  # The driver, once, on the head; RAY_ADDRESS (plumbing) makes its ray.init() join this cluster.
-  RAY_ADDRESS=$NCCLGEN_RAY_ADDR srun --overlap --nodes=1 --ntasks=1 -w "$HEAD" --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
+  # Ready when every node and GPU has joined, without fixed sleeps (at most 300 s), then the driver
+  # once on the head node, beside a watchdog that checks the node table every 2 s (ray-driver.sh).
+  ncclgen_step --overlap --nodes=1 --ntasks=1 -w "$HEAD" -- ray-driver.sh -- \
     python3 -m verl.trainer.main_ppo algorithm.adv_estimator=gae \
     data.train_files=/data/gsm8k/train.parquet data.val_files=/data/gsm8k/test.parquet \
     data.train_batch_size=256 data.max_prompt_length=512 data.max_response_length=256 \
@@ -125,35 +123,25 @@ ncclgen_main() {
     critic.model.path=Qwen/Qwen2.5-7B-Instruct critic.ppo_micro_batch_size_per_gpu=4 \
     algorithm.kl_ctrl.kl_coef=0.001 trainer.logger=console trainer.val_before_train=False \
     trainer.default_local_dir=/checkpoints trainer.save_freq=10 trainer.test_freq=10 \
-    trainer.total_epochs=15 trainer.nnodes=2 trainer.n_gpus_per_node=8 &
+    trainer.total_epochs=15 trainer.nnodes="$SLURM_JOB_NUM_NODES" trainer.n_gpus_per_node=8 &
   NCCLGEN_DRIVER=$!
   NCCLGEN_PIDS+=("$NCCLGEN_DRIVER")
 
-  # Fail fast: `wait -n` returns as soon as the driver, the watchdog or a Ray step ends.
+  # Fail fast: `wait -n` returns as soon as the driver's step or a Ray step ends.
   wait -n || true
+  local status=0
   if kill -0 "$NCCLGEN_DRIVER" 2>/dev/null; then
-    if ! kill -0 "$NCCLGEN_WATCHDOG" 2>/dev/null; then
-      echo "ncclgen: ERROR: the Ray watchdog ended (a Ray node is gone); stopping the driver" >&2
-      exit 5
+    if ! kill -0 "$NCCLGEN_RAY_HEAD" 2>/dev/null; then
+      wait "$NCCLGEN_RAY_HEAD" || status=$?
+      echo "ncclgen: ERROR: the Ray head step on $HEAD ended (status $status) before the driver" >&2
+    else
+      wait "$NCCLGEN_RAY_WORKERS" || status=$?
+      echo "ncclgen: ERROR: the Ray worker step (every node but $HEAD) ended (status $status) before the driver" >&2
     fi
-    ncclgen_ray_steps_alive "before the driver"
+    exit 4
   fi
-  status=0
   wait "$NCCLGEN_DRIVER" || status=$?
   exit "$status"
-}
-
-# Exit 4 when a Ray step has ended: `ray start --block` returns only when its node is gone.
-ncclgen_ray_steps_alive() {
-  local i status
-  for i in "${!NCCLGEN_RAY_STEPS[@]}"; do
-    if ! kill -0 "${NCCLGEN_RAY_STEPS[i]}" 2>/dev/null; then
-      status=0
-      wait "${NCCLGEN_RAY_STEPS[i]}" || status=$?
-      echo "ncclgen: ERROR: the Ray step on ${NCCLGEN_NODES[i]} ended (status $status) $1" >&2
-      exit 4
-    fi
-  done
 }
 
 # The job environment is the plan: sbatch hands the job the shell it was submitted from, where a
@@ -177,6 +165,48 @@ ncclgen_scrub() {
   done < <(compgen -e)
 }
 
+# The node programs (after ncclgen_main, below): ncclgen/jobside/node.sh starts every step. On each
+# node it makes a private folder (mktemp -d; later steps find it through a link named by this job's
+# random key), writes the files of NCCLGEN_FILES there once, and runs the workload's setup once,
+# under a lock.
+ncclgen_programs() {
+  NCCLGEN_JOB_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  NCCLGEN_FILES='
+    setup.sh=NCCLGEN_SETUP preflight.py=NCCLGEN_PREFLIGHT preflight.json=NCCLGEN_PREFLIGHT_SPEC
+    raywait.py=NCCLGEN_RAY_WAIT ray-worker.sh=NCCLGEN_RAY_WORKER ray-driver.sh=NCCLGEN_RAY_DRIVER
+    pythonpath/ncclgen_raybind.py=NCCLGEN_RAY_HOOK'
+  export NCCLGEN_JOB_KEY NCCLGEN_FILES \
+    NCCLGEN_NODE_SH NCCLGEN_SETUP NCCLGEN_PREFLIGHT NCCLGEN_PREFLIGHT_SPEC NCCLGEN_RAY_WAIT \
+    NCCLGEN_RAY_WORKER NCCLGEN_RAY_DRIVER NCCLGEN_RAY_HOOK
+}
+
+# Every step: srun with the job's options, then ncclgen/jobside/node.sh (below) on each node before
+# the step's command. --host: a step outside any container (the monitor), without the workload's
+# setup.
+ncclgen_step() {
+  # shellcheck disable=SC2016  # node.sh is expanded on the node
+  local node=(bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node) srun=(
+    srun
+    --export=ALL
+  )
+  local container=()
+  if [[ $1 == --host ]]; then
+    srun=(srun --export=ALL)
+    container=()
+    node+=(--host)
+    shift
+  fi
+  while [[ $1 != -- ]]; do
+    srun+=("$1")
+    shift
+  done
+  shift
+  # In the background (`ncclgen_step ... &`, a subshell), srun replaces it: $! is srun, which then
+  # gets the clean-up's SIGTERM.
+  if [[ $BASHPID != "$$" ]]; then exec "${srun[@]}" "${container[@]}" "${node[@]}" "$@"; fi
+  "${srun[@]}" "${container[@]}" "${node[@]}" "$@"
+}
+
 # shellcheck disable=SC2317  # called by the trap
 ncclgen_cleanup() {
   trap - EXIT
@@ -184,17 +214,171 @@ ncclgen_cleanup() {
   for ((i = ${#NCCLGEN_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${NCCLGEN_PIDS[i]}" 2>/dev/null || true; done
 }
 
-# ==== Programs the launch runs on the nodes (ncclgen 0.1.0, ncclgen/jobside/ and
-# ncclgen/plan/launch.py; passed as arguments, never exported) ====
-# the workload's setup lines, run by every step before its program
-NCCLGEN_SETUP=$(cat <<'NCCLGEN_SETUP_EOF'
+# ==== Programs the launch runs on the nodes (ncclgen 0.1.0), each under one line naming
+# its source. ncclgen/jobside/node.sh starts every step and writes the others into each node's
+# private folder. ====
+
+# ncclgen/jobside/node.sh: every step's start on every node
+IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
+# ncclgen-node: runs first in every step of an ncclgen sbatch script, on every node, then becomes the
+# step's program. It keeps one private folder per node and job, writes the node programs there once,
+# runs the workload's setup once per node (the first step on the node runs it, later steps wait for it
+# under a lock and take what it exported), and never splices setup text into a command line: the
+# lines are a file, run by a child bash.
+#
+# Usage (the batch script's ncclgen_step): bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node [--host] PROGRAM [ARG...]
+#   --host    a step outside any container (the GPU monitor): its own folder, no setup
+#   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
+#             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
+# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
+# not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
+# file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
+# pythonpath/, executables under bin/). The program does not see these variables.
 set -euo pipefail
-python3 -m pip install --no-deps verl==0.9.1
+ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
+ncclgen_where=node
+if [[ ${1:-} == --host ]]; then
+  ncclgen_where=host
+  shift
+fi
+ncclgen_fail() {
+  echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
+  exit "${2:-1}"
+}
+
+# The folder: made by mktemp -d (mode 0700, random name), found by later steps through a link whose
+# name holds the job's random key; the first step to create the link wins.
+ncclgen_base=${TMPDIR:-/tmp}
+[[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
+ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
+if [[ ! -L $ncclgen_link ]]; then
+  ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
+  ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null || rmdir "$ncclgen_new"
+fi
+NCCLGEN_DIR=$(readlink "$ncclgen_link")
+if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
+  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+fi
+
+# Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
+exec 9>>"$NCCLGEN_DIR/lock"
+flock 9
+if [[ -e $NCCLGEN_DIR/failed ]]; then
+  exit 1 # the first step on this node already said why
+fi
+if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_name=${ncclgen_spec%%=*}
+    ncclgen_var=${ncclgen_spec#*=}
+    [[ $ncclgen_name != */* ]] || mkdir -p -m 0700 "$NCCLGEN_DIR/${ncclgen_name%/*}"
+    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/$ncclgen_name"
+    [[ $ncclgen_name != bin/* ]] || chmod 0700 "$NCCLGEN_DIR/$ncclgen_name"
+  done
+  if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.sh ]]; then
+    echo "ncclgen: setup on node $ncclgen_node"
+    env -0 >"$NCCLGEN_DIR/env.before"
+    ncclgen_status=0
+    # shellcheck disable=SC2016  # expanded by the child bash
+    bash -c 'set -euo pipefail; source "$1"; env -0 >"$2"' ncclgen-setup "$NCCLGEN_DIR/setup.sh" \
+      "$NCCLGEN_DIR/env.after" </dev/null || ncclgen_status=$?
+    if ((ncclgen_status != 0)); then
+      touch "$NCCLGEN_DIR/failed"
+      ncclgen_fail "the workload's setup failed (status $ncclgen_status; its output is above); the job stops"
+    fi
+    [[ -f $NCCLGEN_DIR/env.after ]] || cp "$NCCLGEN_DIR/env.before" "$NCCLGEN_DIR/env.after" # it ran `exit 0`
+    # What the setup exported or changed, for every step on this node (PWD, SHLVL, _ aside).
+    declare -A ncclgen_before=() ncclgen_after=()
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
+    for ncclgen_name in "${!ncclgen_after[@]}"; do
+      [[ $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && ! $ncclgen_name =~ ^(PWD|OLDPWD|SHLVL|_)$ ]] || continue
+      if [[ -z ${ncclgen_before[$ncclgen_name]+set} || ${ncclgen_before[$ncclgen_name]} != "${ncclgen_after[$ncclgen_name]}" ]]; then
+        printf 'export %s=%q\n' "$ncclgen_name" "${ncclgen_after[$ncclgen_name]}"
+      fi
+    done >"$NCCLGEN_DIR/setup.env"
+    for ncclgen_name in "${!ncclgen_before[@]}"; do
+      [[ -n ${ncclgen_after[$ncclgen_name]+set} || ! $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || echo "unset $ncclgen_name"
+    done >>"$NCCLGEN_DIR/setup.env"
+  fi
+  touch "$NCCLGEN_DIR/ready"
+fi
+exec 9>&-
+
+# The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
+if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
+  # shellcheck disable=SC1091  # written above
+  source "$NCCLGEN_DIR/setup.env"
+fi
+[[ ! -d $NCCLGEN_DIR/pythonpath ]] || export PYTHONPATH="$NCCLGEN_DIR/pythonpath${PYTHONPATH:+:$PYTHONPATH}"
+[[ ! -d $NCCLGEN_DIR/bin ]] || export PATH="$NCCLGEN_DIR/bin:$PATH"
+export NCCLGEN_DIR
+for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
+unset NCCLGEN_FILES NCCLGEN_NODE_SH
+
+ncclgen_program=${1:?ncclgen-node: no program}
+if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_DIR/$ncclgen_program ]]; then
+  shift
+  ncclgen_args=()
+  while (($#)) && [[ $1 != -- ]]; do
+    if [[ $1 == @* && -f $NCCLGEN_DIR/${1#@} ]]; then ncclgen_args+=("@$NCCLGEN_DIR/${1#@}"); else ncclgen_args+=("$1"); fi
+    shift
+  done
+  ncclgen_run=(bash)
+  [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
+  exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
+fi
 exec "$@"
+NCCLGEN_NODE_SH_EOF
+
+# the workload's setup: lines, run once per node
+IFS= read -r -d '' NCCLGEN_SETUP <<'NCCLGEN_SETUP_EOF' || true
+python3 -m pip install --no-deps verl==0.9.1
 NCCLGEN_SETUP_EOF
-)
-# preflight: what the plan relies on, checked on every node before the launch
-NCCLGEN_PREFLIGHT=$(cat <<'NCCLGEN_PREFLIGHT_EOF'
+
+# ncclgen/jobside/preflight.py
+IFS= read -r -d '' NCCLGEN_PREFLIGHT <<'NCCLGEN_PREFLIGHT_EOF' || true
+"""Preflight: check on this node what the plan relies on, before anything expensive starts.
+
+    python3 -c "$NCCLGEN_PREFLIGHT" SPEC       SPEC: the JSON object built at render time
+    python3 preflight.py @FILE                 (ncclgen/plan/preflight.py), or @FILE holding it
+
+Exit status: 0 every check passed; 6 at least one problem, one line each on stderr:
+    ncclgen: preflight FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
+2 the SPEC is not one this program understands (a job rendered by another ncclgen version).
+
+Why: NCCL falls back silently where a job would otherwise fail loudly (NCCL v2.30.7): an NCCL_IB_HCA
+entry that matches no device is dropped (src/transport/net_ib/init.cc), a net plugin that is not on
+the loader path is skipped (src/plugin/net.cc), a missing NCCL_TOPO_FILE is ignored (src/graph/xml.cc).
+The job then runs over sockets at a fraction of the fabric's speed. Other gaps fail late and cryptically:
+a bootstrap interface without an address, a small /dev/shm ("failed to extend /dev/shm/nccl-*"), a
+locked-memory limit that stops RDMA memory registration (NCCL's troubleshooting guide asks for
+`--shm-size=1g --ulimit memlock=-1`: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+troubleshooting/runtime_and_mpi_issues.html). Each takes seconds to check here and minutes to find later.
+
+What each check reads (Linux):
+  hca       /sys/class/infiniband/DEV/ports/PORT/state is "4: ACTIVE" for every NCCL_IB_HCA entry
+            (NCCL's list syntax: '=' exact names, '^' exclusions, else name prefixes; DEV:PORT)
+  ifaces    /sys/class/net/NAME exists and the interface has an IPv4 address (SIOCGIFADDR ioctl),
+            for NCCL_SOCKET_IFNAME (same list syntax) and GLOO_SOCKET_IFNAME (exact names)
+  files     each plugin library and NCCL_TOPO_FILE opens for reading
+  gpus      /dev/nvidiaN device nodes, limited to CUDA_VISIBLE_DEVICES where that is set (Slurm sets
+            it for the step's GPUs; a Kubernetes pod sees only its own device nodes)
+  shm       statvfs(/dev/shm) total size
+  memlock   RLIMIT_MEMLOCK (RDMA fabrics: must be unlimited)
+  commands  each command is on PATH (numactl, where the rank binding runs through it)
+  gdr       where the descriptor declares GPUDirect RDMA on InfiniBand/RoCE: a peer-memory module is
+            loaded, as NCCL tests it (v2.30.7 src/transport/net_ib/gdr.cc:14-20: /sys/module/
+            nvidia_peermem/version, or the legacy /sys/kernel/mm/memory_peers/nv_mem{,_nc}/version), or
+            DMA-BUF can work: NVIDIA's open GPU kernel module (/proc/driver/nvidia/version says "Open
+            Kernel Module") on Linux 5.12 or later (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF":
+            https://docs.nvidia.com/cuda/gpudirect-rdma/). Without either NCCL runs every channel
+            through host memory without a word (channels "via NET/IB/N" instead of ".../GDRDMA")
+
+For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFLIGHT_PROC replace /sys,
+/dev and /proc, so tests can build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
+Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
+"""
+
 import errno
 import fcntl
 import json
@@ -207,13 +391,18 @@ import struct
 import sys
 import threading
 import time
+
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 6
 EXIT_USAGE = 2
-DEADLINE_S = 10.0
-SIOCGIFADDR = 0x8915
-ACTIVE = "ACTIVE"
+DEADLINE_S = 10.0  # a check blocked this long (a hung file system) counts as a failure
+SIOCGIFADDR = 0x8915  # linux/sockios.h
+ACTIVE = "ACTIVE"  # ib_verbs port state text: "4: ACTIVE"
+
+
 def parse_list(value):
+    """NCCL's list syntax (src/misc/utils.cc parseStringList/matchIfList): ('exact'|'prefix'|'exclude',
+    [(name, port or None)]). '^' excludes, '=' asks for exact names, else each name is a prefix."""
     mode = "prefix"
     if value.startswith("^"):
         mode, value = "exclude", value[1:]
@@ -225,29 +414,40 @@ def parse_list(value):
         if name:
             items.append((name, int(port) if sep and port.isdigit() else None))
     return mode, items
+
+
 def _matches(name, want, mode):
     return name == want if mode == "exact" else name.startswith(want)
+
+
 class Node:
+    """What the checks read from the machine; tests replace the parts a fake tree cannot hold."""
+
     def __init__(self, sysfs=None, dev=None, environ=None):
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
         self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
+
     def name(self):
         return self.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
     def listdir(self, *parts):
         try:
             return sorted(os.listdir(os.path.join(self.sysfs, *parts)))
         except OSError:
             return []
+
     def read(self, *parts):
         try:
             with open(os.path.join(self.sysfs, *parts), encoding="ascii", errors="replace") as fh:
                 return fh.read().strip()
         except OSError:
             return None
+
     def ipv4(self, ifname):
+        """The interface's IPv4 address, or None."""
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             req = struct.pack("256s", ifname.encode()[:15])
@@ -258,7 +458,9 @@ class Node:
             raise
         finally:
             s.close()
+
     def gpus(self):
+        """(count, how it was counted)."""
         try:
             devs = [d for d in os.listdir(self.dev) if re.fullmatch(r"nvidia[0-9]+", d)]
         except OSError:
@@ -270,25 +472,35 @@ class Node:
             if n < len(devs):
                 return n, f"{found}, CUDA_VISIBLE_DEVICES={visible!r}"
         return len(devs), found
+
     def shm_bytes(self):
         st = os.statvfs(os.path.join(self.dev, "shm"))
         return st.f_blocks * st.f_frsize
+
     def memlock(self):
+        """RLIMIT_MEMLOCK soft limit in bytes, None when unlimited."""
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
+
     def exists(self, *parts):
         return os.path.exists(os.path.join(self.sysfs, *parts))
+
     def nvidia_version(self):
+        """/proc/driver/nvidia/version's first line, or None (no NVIDIA driver)."""
         try:
             with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
                 return fh.readline().strip()
         except OSError:
             return None
+
     def kernel(self):
         return os.uname().release
+
     def which(self, command):
         return shutil.which(command, path=self.environ.get("PATH", os.defpath))
+
     def readable(self, path):
+        """None when ``path`` opens for reading, else why not."""
         try:
             with open(path, "rb") as fh:
                 fh.read(1)
@@ -299,11 +511,15 @@ class Node:
             return "no such file"
         except OSError as exc:
             return exc.strerror or str(exc)
+
+
 def _size(n):
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n} B"
+
+
 def check_hca(node, var, value):
     mode, items = parse_list(value)
     devices = node.listdir("class", "infiniband")
@@ -329,18 +545,28 @@ def check_hca(node, var, value):
             yield from _check_prefix(node, item, name, port, matched)
         else:
             yield from _check_exact(node, item, matched[0], port)
+
+
 def _port_state(node, dev, port):
     return node.read("class", "infiniband", dev, "ports", str(port), "state")
+
+
 def _active_ports(node, dev, port):
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     return [p for p in ports if ACTIVE in (_port_state(node, dev, p) or "")]
+
+
 def _check_prefix(node, item, name, port, matched):
+    """A prefix stands for whatever matches: NCCL skips a matching port that is not ACTIVE (an uncabled
+    storage port), so only "nothing usable matches" is a problem."""
     if not any(_active_ports(node, d, port) for d in matched):
         yield (
             item,
             "an ACTIVE port on a device whose name starts with " + name,
             "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
         )
+
+
 def _check_exact(node, item, dev, port):
     if port is not None and _port_state(node, dev, port) is None:
         yield (
@@ -350,13 +576,18 @@ def _check_exact(node, item, dev, port):
         )
     elif not _active_ports(node, dev, port):
         yield (item, "state ACTIVE", _states(node, dev, port))
+
+
 def _states(node, dev, port):
+    """'port 1 DOWN' or 'port 1 DOWN, port 2 ACTIVE', from the ports' state files."""
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     states = []
     for p in ports:
         text = node.read("class", "infiniband", dev, "ports", p, "state") or "no state"
         states.append(f"port {p} {text.partition(': ')[2] or text}")
     return ", ".join(states) or "no ports"
+
+
 def check_ifaces(node, var, value):
     mode, items = parse_list(value)
     names = node.listdir("class", "net")
@@ -380,13 +611,18 @@ def check_ifaces(node, var, value):
             )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
+
+
 PEERMEM = (
     ("module", "nvidia_peermem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
 )
 DMABUF_KERNEL = (5, 12)
+
+
 def check_gdr(node):
+    """GPUDirect RDMA's driver support (see the module docstring): a peer-memory module or DMA-BUF."""
     if any(node.exists(*path) for path in PEERMEM):
         return
     driver = node.nvidia_version()
@@ -401,7 +637,10 @@ def check_gdr(node):
     else:
         why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
     yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
+
+
 def check(node, spec):
+    """Every problem as (item, expected, found)."""
     if spec.get("gdr"):
         yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
@@ -432,6 +671,8 @@ def check(node, spec):
     for command in spec.get("commands", []):
         if not node.which(command):
             yield (f"command {command}", "on PATH", "not found")
+
+
 def run(spec, node=None, out=sys.stdout, err=sys.stderr):
     node = node or Node()
     t0 = time.monotonic()
@@ -451,6 +692,8 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
         return EXIT_PROBLEMS
     print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
     return 0
+
+
 def _deadline(name):
     def fire():
         print(
@@ -460,9 +703,12 @@ def _deadline(name):
             flush=True,
         )
         os._exit(EXIT_PROBLEMS)
+
     timer = threading.Timer(DEADLINE_S, fire)
     timer.daemon = True
     timer.start()
+
+
 def main(argv):
     try:
         (text,) = argv
@@ -483,111 +729,85 @@ def main(argv):
     node = Node()
     _deadline(node.name())
     return run(spec, node)
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_PREFLIGHT_EOF
-)
-# Ray worker hook (tier 3): binds each GPU worker to its GPU's CPUs
-NCCLGEN_RAY_HOOK=$(cat <<'NCCLGEN_RAY_HOOK_EOF'
-import os
-import sys
-MAP_ENV = "NCCLGEN_GPU_CPUS"
-_PREFIX = "ncclgen_raybind: warning:"
-def parse_map(text):
-    mapping = {}
-    for item in text.split(";"):
-        gpu, sep, cpulist = item.partition("=")
-        if not sep or not gpu.strip().isdigit():
-            raise ValueError(f"bad entry {item!r} (expected GPU=CPULIST)")
-        cpus: set[int] = set()
-        for part in cpulist.split(","):
-            lo, dash, hi = part.strip().partition("-")
-            if not lo.isdigit() or (dash and not hi.isdigit()):
-                raise ValueError(f"bad CPU range {part!r} for GPU {gpu.strip()}")
-            first, last = int(lo), int(hi) if dash else int(lo)
-            if last < first:
-                raise ValueError(f"bad CPU range {part!r} for GPU {gpu.strip()} (end before start)")
-            cpus.update(range(first, last + 1))
-        mapping[gpu.strip()] = frozenset(cpus)
-    return mapping
-def wrap(original, mapping, setaffinity=os.sched_setaffinity):
-    def set_visible_and_bind(visible_ids):
-        original(visible_ids)
-        ids = [str(i) for i in visible_ids]
-        cpus = mapping.get(ids[0]) if ids else None
-        if ids and cpus is None:
-            _warn(f"GPU {ids[0]} is not in {MAP_ENV}; this process stays unbound")
-        elif cpus:
-            try:
-                setaffinity(0, cpus)
-            except OSError as exc:
-                _warn(f"sched_setaffinity to the CPUs of GPU {ids[0]} failed: {exc}")
-    set_visible_and_bind.ncclgen_wrapped = original
-    return set_visible_and_bind
-def install(manager, mapping):
-    original = getattr(manager, "set_current_process_visible_accelerator_ids", None)
-    if original is None:
-        _warn(
-            f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
-            "(Ray internals changed since 2.60); Ray workers stay unbound"
-        )
-        return False
-    if getattr(original, "ncclgen_wrapped", None) is None:
-        manager.set_current_process_visible_accelerator_ids = staticmethod(wrap(original, mapping))
-    return True
-def hook():
-    try:
-        mapping = parse_map(os.environ[MAP_ENV])
-    except KeyError:
-        _warn(f"{MAP_ENV} is not set; Ray workers stay unbound")
-        return
-    except ValueError as exc:
-        _warn(f"{MAP_ENV}: {exc}; Ray workers stay unbound")
-        return
-    try:
-        from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
-    except ImportError as exc:
-        _warn(f"cannot import Ray's NVIDIA accelerator manager ({exc}); Ray workers stay unbound")
-        return
-    install(NvidiaGPUAcceleratorManager, mapping)
-def _warn(message):
-    print(f"{_PREFIX} {message}", file=sys.stderr, flush=True)
-NCCLGEN_RAY_HOOK_EOF
-)
-# Ray readiness check (wait) and node watchdog (watch)
-NCCLGEN_RAY_WAIT=$(cat <<'NCCLGEN_RAY_WAIT_EOF'
+
+# ncclgen/plan/preflight.py: the checks, from the plan
+IFS= read -r -d '' NCCLGEN_PREFLIGHT_SPEC <<'NCCLGEN_PREFLIGHT_SPEC_EOF' || true
+{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"gdr":true}
+NCCLGEN_PREFLIGHT_SPEC_EOF
+
+# ncclgen/jobside/raywait.py
+IFS= read -r -d '' NCCLGEN_RAY_WAIT <<'NCCLGEN_RAY_WAIT_EOF' || true
+"""Ray bring-up check and node watchdog for the sbatch script (run as `python3 -c "$PROGRAM" ...`).
+
+    wait  ADDRESS NODES GPUS TIMEOUT_S   exit 0 once NODES nodes are alive with GPUS GPUs in total,
+                                         exit 3 with a one-line reason after TIMEOUT_S seconds
+    watch ADDRESS NODES INTERVAL_S       exit 5 as soon as fewer than NODES nodes are alive
+
+Why a program and not sleeps: verl's example (volcengine/verl examples/slurm/ray_on_slurm.slurm)
+sleeps 10 s + 5 s and never checks; on the local Slurm cluster a worker took 5.7-6.4 s to register, longer than its sleep, and `ray status` lags behind the GCS. Polling
+ray.nodes() every 0.5 s was ready in 9.6-10.8 s and catches a worker that never joins. The watchdog
+exists because a raylet stopped by SIGTERM leaves `ray start --block` (and so its srun) running, so
+nothing else would notice the lost node (tests/test_slurm_e2e.py kills a raylet both ways).
+
+Standalone (standard library + Ray, no ncclgen import): the sbatch script embeds this file's text, so
+ncclgen need not be installed where the job runs.
+"""
+
 import os
 import socket
 import sys
 import threading
 import time
-POLL_S = 0.5
-CONNECT_POLL_S = 0.5
-WATCH_STALL_S = 60.0
+
+POLL_S = 0.5  # readiness: how often ray.nodes() is asked
+CONNECT_POLL_S = 0.5  # how often the GCS port is tried before ray.init
+WATCH_STALL_S = 60.0  # a watchdog check that blocks this long counts as a lost cluster
 EXIT_NOT_READY = 3
 EXIT_NODE_LOST = 5
+
+
 def census(nodes):
+    """(alive nodes, GPUs on alive nodes) from ray.nodes()."""
     alive = [n for n in nodes if n.get("Alive")]
     return len(alive), int(sum(n.get("Resources", {}).get("GPU", 0) for n in alive))
+
+
 def since_job_start():
+    """Seconds since the batch script began (NCCLGEN_T0 from `date +%s.%N`), else since this process."""
     try:
         return time.time() - float(os.environ["NCCLGEN_T0"])
     except (KeyError, ValueError):
         return time.time() - _STARTED
+
+
 class Deadline(threading.Thread):
+    """Print ``message()`` and exit with ``code`` once the deadline passes, whatever the main thread
+    is doing: ray.init and ray.nodes can block for minutes while the GCS is unreachable (measured:
+    over 2 minutes of "Failed to connect to GCS" retries)."""
+
     def __init__(self, seconds, code, message):
         super().__init__(daemon=True)
         self.at = time.monotonic() + seconds
         self.code = code
         self.message = message
+
     def extend(self, seconds):
         self.at = time.monotonic() + seconds
+
     def run(self):
         while time.monotonic() < self.at:
             time.sleep(0.1)
         print(self.message(), file=sys.stderr, flush=True)
         os._exit(self.code)
+
+
 def wait_for_port(address):
+    """Until the GCS port accepts TCP connections: ray.init against a closed port blocks for minutes."""
     host, _, port = address.rpartition(":")
     while True:
         try:
@@ -595,12 +815,18 @@ def wait_for_port(address):
             return
         except OSError:
             time.sleep(CONNECT_POLL_S)
+
+
 def connect(address):
     import logging
+
     import ray
+
     wait_for_port(address)
     ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     return ray
+
+
 def wait(address, want_nodes, want_gpus, timeout_s):
     have = [0, 0]
     Deadline(
@@ -621,6 +847,8 @@ def wait(address, want_nodes, want_gpus, timeout_s):
             )
             return 0
         time.sleep(POLL_S)
+
+
 def watch(address, want_nodes, interval_s):
     deadline = Deadline(
         WATCH_STALL_S,
@@ -630,13 +858,13 @@ def watch(address, want_nodes, interval_s):
     deadline.start()
     try:
         ray = connect(address)
-    except Exception as exc:
+    except Exception as exc:  # the cluster was ready a moment ago: its GCS is gone
         print(f"ncclgen: ERROR: Ray watchdog: cannot connect: {exc}", file=sys.stderr, flush=True)
         return EXIT_NODE_LOST
     while True:
         try:
             alive, _ = census(ray.nodes())
-        except Exception as exc:
+        except Exception as exc:  # any failure to read the node table means the GCS is gone
             print(f"ncclgen: ERROR: Ray watchdog: cannot read the node table: {exc}", file=sys.stderr, flush=True)
             return EXIT_NODE_LOST
         if alive < want_nodes:
@@ -649,6 +877,8 @@ def watch(address, want_nodes, interval_s):
             return EXIT_NODE_LOST
         deadline.extend(WATCH_STALL_S)
         time.sleep(interval_s)
+
+
 def main(argv):
     try:
         mode, address, nodes, *rest = argv
@@ -662,10 +892,162 @@ def main(argv):
         pass
     print(f"usage: wait ADDRESS NODES GPUS TIMEOUT_S | watch ADDRESS NODES INTERVAL_S (got {argv})", file=sys.stderr)
     return 2
+
+
 _STARTED = time.time()
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_RAY_WAIT_EOF
-)
+
+# ncclgen/plan/launch.py (ray_worker_program)
+IFS= read -r -d '' NCCLGEN_RAY_WORKER <<'NCCLGEN_RAY_WORKER_EOF' || true
+set -euo pipefail
+# node i of the workers' step listens on NCCLGEN_AGENT_PORT + 1 + i
+exec ray start --address="$NCCLGEN_RAY_ADDR" --dashboard-agent-listen-port=$((NCCLGEN_AGENT_PORT + 1 + SLURM_NODEID)) --num-gpus=8 --num-cpus=224 --disable-usage-stats --block
+NCCLGEN_RAY_WORKER_EOF
+
+# ncclgen/plan/launch.py (ray_driver_program)
+IFS= read -r -d '' NCCLGEN_RAY_DRIVER <<'NCCLGEN_RAY_DRIVER_EOF' || true
+set -uo pipefail
+[[ ${1:-} != -- ]] || shift
+# srun passes the clean-up's SIGTERM on; each program runs in the background so the trap runs at once.
+trap 'kill -TERM $(jobs -p) 2>/dev/null; exit 143' TERM
+python3 "$NCCLGEN_DIR/raywait.py" wait "$NCCLGEN_RAY_ADDR" 2 16 300 &
+status=0
+wait "$!" || status=$?
+if ((status != 0)); then
+  echo "ncclgen: ERROR: the Ray cluster is not ready (readiness check status $status)" >&2
+  exit 3
+fi
+# Watchdog: a raylet stopped by SIGTERM leaves its `ray start --block` running; only the node table
+# shows the loss.
+python3 "$NCCLGEN_DIR/raywait.py" watch "$NCCLGEN_RAY_ADDR" 2 2 &
+watchdog=$!
+# RAY_ADDRESS makes the driver's ray.init() join this cluster.
+RAY_ADDRESS=$NCCLGEN_RAY_ADDR "$@" &
+driver=$!
+wait -n
+if kill -0 "$driver" 2>/dev/null; then
+  echo "ncclgen: ERROR: the Ray watchdog ended (a Ray node is gone); stopping the driver" >&2
+  kill -TERM "$driver"
+  exit 5
+fi
+status=0
+wait "$driver" || status=$?
+kill -TERM "$watchdog" 2>/dev/null
+exit "$status"
+NCCLGEN_RAY_DRIVER_EOF
+
+# ncclgen/jobside/raybind.py (the Ray worker hook, the only module on PYTHONPATH from the folder)
+IFS= read -r -d '' NCCLGEN_RAY_HOOK <<'NCCLGEN_RAY_HOOK_EOF' || true
+"""Ray worker setup hook: bind each GPU task/actor process to the CPUs of its GPU's NUMA node.
+
+Why a hook: Ray assigns GPUs per task, after a worker process starts, so neither the launch line nor
+the hook's own start-up can bind (at hook time ray.get_gpu_ids() is still empty). What works (Ray 2.60.0,
+measured on the local two-node Slurm cluster: 16/16 tasks and 16/16 actors bound; tests/test_slurm_e2e.py
+checks it on every CI run) is to wrap the method Ray
+calls each time it hands GPUs to a task or an actor, just before the task runs or __init__ starts:
+    ray._private.accelerators.nvidia_gpu.NvidiaGPUAcceleratorManager
+        .set_current_process_visible_accelerator_ids
+It is called even with RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES=1 (it then only skips the env var).
+
+How it gets there: the sbatch script (ncclgen tier 3) exports NCCLGEN_GPU_CPUS ("0=0-55,112-167;..."),
+__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR=ncclgen_raybind.hook (read by Ray's default_worker.py at
+start-up) and PYTHONPATH with a per-job folder, and each `ray start` step writes this file's text there
+as ncclgen_raybind.py before Ray starts. So the module is standalone: standard library and Ray only,
+no ncclgen import (ncclgen need not be installed in the job's Python or image).
+
+Both names are Ray internals checked in 2.60.0: if one is missing the hook warns on stderr and the
+job runs unbound rather than failing (a setup hook that raises makes Ray kill the worker).
+"""
+
+import os
+import sys
+
+MAP_ENV = "NCCLGEN_GPU_CPUS"
+_PREFIX = "ncclgen_raybind: warning:"
+
+
+def parse_map(text):
+    """'0=0-3,8;1=4-7' -> {'0': frozenset({0, 1, 2, 3, 8}), '1': ...}; keys are Ray's GPU ids (str).
+
+    Same cpuset syntax as ncclgen/cpuset.py, re-implemented because this file runs without ncclgen.
+    """
+    mapping = {}
+    for item in text.split(";"):
+        gpu, sep, cpulist = item.partition("=")
+        if not sep or not gpu.strip().isdigit():
+            raise ValueError(f"bad entry {item!r} (expected GPU=CPULIST)")
+        cpus: set[int] = set()
+        for part in cpulist.split(","):
+            lo, dash, hi = part.strip().partition("-")
+            if not lo.isdigit() or (dash and not hi.isdigit()):
+                raise ValueError(f"bad CPU range {part!r} for GPU {gpu.strip()}")
+            first, last = int(lo), int(hi) if dash else int(lo)
+            if last < first:
+                raise ValueError(f"bad CPU range {part!r} for GPU {gpu.strip()} (end before start)")
+            cpus.update(range(first, last + 1))
+        mapping[gpu.strip()] = frozenset(cpus)
+    return mapping
+
+
+def wrap(original, mapping, setaffinity=os.sched_setaffinity):
+    """Ray's GPU assignment, then affinity to the CPUs of the first assigned GPU.
+
+    One task or actor may hold several GPUs; ncclgen binds a rank per GPU, so the first one decides.
+    """
+
+    def set_visible_and_bind(visible_ids):
+        original(visible_ids)
+        ids = [str(i) for i in visible_ids]
+        cpus = mapping.get(ids[0]) if ids else None
+        if ids and cpus is None:
+            _warn(f"GPU {ids[0]} is not in {MAP_ENV}; this process stays unbound")
+        elif cpus:
+            try:
+                setaffinity(0, cpus)
+            except OSError as exc:  # CPUs outside the job's cgroup, for instance
+                _warn(f"sched_setaffinity to the CPUs of GPU {ids[0]} failed: {exc}")
+
+    set_visible_and_bind.ncclgen_wrapped = original  # type: ignore[attr-defined]  # marks the wrapper
+    return set_visible_and_bind
+
+
+def install(manager, mapping):
+    """Replace ``manager``'s GPU-assignment method by the binding wrapper (once). True when done."""
+    original = getattr(manager, "set_current_process_visible_accelerator_ids", None)
+    if original is None:
+        _warn(
+            f"{getattr(manager, '__name__', manager)} has no set_current_process_visible_accelerator_ids "
+            "(Ray internals changed since 2.60); Ray workers stay unbound"
+        )
+        return False
+    if getattr(original, "ncclgen_wrapped", None) is None:
+        manager.set_current_process_visible_accelerator_ids = staticmethod(wrap(original, mapping))
+    return True
+
+
+def hook():
+    """Entry point named in __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR; never raises."""
+    try:
+        mapping = parse_map(os.environ[MAP_ENV])
+    except KeyError:
+        _warn(f"{MAP_ENV} is not set; Ray workers stay unbound")
+        return
+    except ValueError as exc:
+        _warn(f"{MAP_ENV}: {exc}; Ray workers stay unbound")
+        return
+    try:
+        from ray._private.accelerators.nvidia_gpu import NvidiaGPUAcceleratorManager
+    except ImportError as exc:
+        _warn(f"cannot import Ray's NVIDIA accelerator manager ({exc}); Ray workers stay unbound")
+        return
+    install(NvidiaGPUAcceleratorManager, mapping)
+
+
+def _warn(message):
+    print(f"{_PREFIX} {message}", file=sys.stderr, flush=True)
+NCCLGEN_RAY_HOOK_EOF
 
 ncclgen_main

@@ -33,14 +33,19 @@ export NCCL_IB_QPS_PER_CONNECTION='4'  # tier 2, ib-qps
 export NCCL_IB_TIMEOUT='22'  # tier 2, ib-timeout
 export NCCL_MIN_CTAS='16'  # tier 3, min-ctas
 export NCCL_IGNORE_CPU_AFFINITY='1'  # tier 3, ignore-cpu-affinity
+# Launcher plumbing, not NCCL/PyTorch settings:
+# the driver's and ranks' output reaches the job's log as it is written
+export PYTHONUNBUFFERED='1'
 
 ncclgen_main() {
   ncclgen_scrub  # first: drop the submitting shell's NCCL/PyTorch variables the plan does not set
   # One array element per hostname (verl's example quotes the list into one element, verl #548).
   mapfile -t NCCLGEN_NODES < <(scontrol show hostnames "$SLURM_JOB_NODELIST")
-  # The plan's counts are baked into the launch: a job resized at submission (sbatch -N) stops here.
-  if ((${#NCCLGEN_NODES[@]} != 2 || ${SLURM_GPUS_ON_NODE:-0} < 8)); then
-    echo "ncclgen: ERROR: this script is for 2 node(s) x 8 GPUs; the job has ${#NCCLGEN_NODES[@]} x ${SLURM_GPUS_ON_NODE:-0} (regenerate it with ncclgen slurm --nodes N)" >&2
+  # The plan holds for 2 or more node(s): a job resized within them at submission (sbatch -N) runs.
+  if ((${#NCCLGEN_NODES[@]} < 2 || ${SLURM_GPUS_ON_NODE:-0} < 8)); then
+    echo "ncclgen: ERROR: this script is for 2 or more node(s) x 8 GPUs; the job has ${#NCCLGEN_NODES[@]} x ${SLURM_GPUS_ON_NODE:-0}" \
+      '(NCCL_IB_QPS_PER_CONNECTION (rule ib-qps) is planned from 2 nodes; NCCL_IB_TIMEOUT (rule ib-timeout)' \
+      'is planned from 2 nodes; regenerate it with ncclgen slurm --nodes N)' >&2
     exit 2
   fi
   HEAD=${NCCLGEN_NODES[0]}
@@ -53,23 +58,33 @@ ncclgen_main() {
     echo "ncclgen: ERROR: no IPv4 address for the head node $HEAD (its Slurm NodeAddr does not resolve)" >&2
     exit 2
   fi
-  echo "ncclgen: nodes ${NCCLGEN_NODES[*]}; head $HEAD at $HEAD_ADDR"
+  echo "ncclgen: ${#NCCLGEN_NODES[@]} node(s) ${NCCLGEN_NODES[0]}..${NCCLGEN_NODES[-1]}; head $HEAD at $HEAD_ADDR"
+  # ports: rendezvous 29500 (the job holds its nodes exclusively)
+  NCCLGEN_RDZV_PORT=$((29500))
+
+  ncclgen_programs  # for every step below: ncclgen/jobside/node.sh and the node programs
 
   # On exit or SIGTERM (scancel, time limit): SIGTERM each step below, newest first (no `ray stop`).
   NCCLGEN_PIDS=()
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # Preflight on every node, before setup and launch (checks: `ncclgen explain`); a problem: exit 6.
-  srun --nodes="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --export=ALL python3 -c "$NCCLGEN_PREFLIGHT" '{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"commands":["numactl"],"gdr":true}' \
+  # Preflight on every node, before the launch (checks: `ncclgen explain`); a problem: exit 6.
+  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 -- preflight.py @preflight.json \
     || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
 
-  # Tier 3: each rank runs under numactl on its GPU's NUMA node (NCCLGEN_BIND, from the descriptor).
+  # Per-node checkers: a program the launch needs beside it on every node is one more file for
+  # node.sh (render/slurm.py _node_files) and either one more overlapping step like the monitor
+  # above, or a wrapper in front of the launch command below (ncclgen_step ... -- checker.py
+  # @spec.json -- torchrun ...), whose non-zero exit ends the launch step (--kill-on-bad-exit=1) and
+  # so the job.
+
   # One step, one task per node: the rendezvous gives each agent its node rank. A rank that exits
   # non-zero ends its agent, and --kill-on-bad-exit=1 then ends the step on every node.
-  srun --nodes="${#NCCLGEN_NODES[@]}" --ntasks-per-node=1 --kill-on-bad-exit=1 --export=ALL bash -c "$NCCLGEN_SETUP" ncclgen-setup \
-    torchrun --nnodes="${#NCCLGEN_NODES[@]}" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
-    --rdzv-endpoint="$HEAD_ADDR:29500" --rdzv-id="$SLURM_JOB_ID" bash -c "$NCCLGEN_BIND" ncclgen-bind \
+  # Tier 3: each rank runs under numactl on its GPU's NUMA node (ncclgen-bind, from the descriptor).
+  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 -- \
+    torchrun --nnodes="$SLURM_JOB_NUM_NODES" --nproc-per-node=8 --rdzv-backend=c10d --max-restarts=0 --rdzv-conf=join_timeout=600 --no-python \
+    --rdzv-endpoint="$HEAD_ADDR:$NCCLGEN_RDZV_PORT" --rdzv-id="$SLURM_JOB_ID" ncclgen-bind \
     python3 -m verl.trainer.sft_trainer data.train_files=/data/gsm8k_sft/train.parquet \
     data.val_files=/data/gsm8k_sft/test.parquet data.messages_key=messages \
     data.micro_batch_size_per_gpu=4 optim.lr=1e-4 engine=fsdp \
@@ -104,6 +119,46 @@ ncclgen_scrub() {
   done < <(compgen -e)
 }
 
+# The node programs (after ncclgen_main, below): ncclgen/jobside/node.sh starts every step. On each
+# node it makes a private folder (mktemp -d; later steps find it through a link named by this job's
+# random key), writes the files of NCCLGEN_FILES there once, and runs the workload's setup once,
+# under a lock.
+ncclgen_programs() {
+  NCCLGEN_JOB_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  NCCLGEN_FILES='
+    setup.sh=NCCLGEN_SETUP preflight.py=NCCLGEN_PREFLIGHT preflight.json=NCCLGEN_PREFLIGHT_SPEC
+    bin/ncclgen-bind=NCCLGEN_BIND'
+  export NCCLGEN_JOB_KEY NCCLGEN_FILES \
+    NCCLGEN_NODE_SH NCCLGEN_SETUP NCCLGEN_PREFLIGHT NCCLGEN_PREFLIGHT_SPEC NCCLGEN_BIND
+}
+
+# Every step: srun with the job's options, then ncclgen/jobside/node.sh (below) on each node before
+# the step's command. --host: a step outside any container (the monitor), without the workload's
+# setup.
+ncclgen_step() {
+  # shellcheck disable=SC2016  # node.sh is expanded on the node
+  local node=(bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node) srun=(
+    srun
+    --export=ALL
+  )
+  local container=()
+  if [[ $1 == --host ]]; then
+    srun=(srun --export=ALL)
+    container=()
+    node+=(--host)
+    shift
+  fi
+  while [[ $1 != -- ]]; do
+    srun+=("$1")
+    shift
+  done
+  shift
+  # In the background (`ncclgen_step ... &`, a subshell), srun replaces it: $! is srun, which then
+  # gets the clean-up's SIGTERM.
+  if [[ $BASHPID != "$$" ]]; then exec "${srun[@]}" "${container[@]}" "${node[@]}" "$@"; fi
+  "${srun[@]}" "${container[@]}" "${node[@]}" "$@"
+}
+
 # shellcheck disable=SC2317  # called by the trap
 ncclgen_cleanup() {
   trap - EXIT
@@ -111,17 +166,171 @@ ncclgen_cleanup() {
   for ((i = ${#NCCLGEN_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${NCCLGEN_PIDS[i]}" 2>/dev/null || true; done
 }
 
-# ==== Programs the launch runs on the nodes (ncclgen 0.1.0, ncclgen/jobside/ and
-# ncclgen/plan/launch.py; passed as arguments, never exported) ====
-# the workload's setup lines, run by every step before its program
-NCCLGEN_SETUP=$(cat <<'NCCLGEN_SETUP_EOF'
+# ==== Programs the launch runs on the nodes (ncclgen 0.1.0), each under one line naming
+# its source. ncclgen/jobside/node.sh starts every step and writes the others into each node's
+# private folder. ====
+
+# ncclgen/jobside/node.sh: every step's start on every node
+IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
+# ncclgen-node: runs first in every step of an ncclgen sbatch script, on every node, then becomes the
+# step's program. It keeps one private folder per node and job, writes the node programs there once,
+# runs the workload's setup once per node (the first step on the node runs it, later steps wait for it
+# under a lock and take what it exported), and never splices setup text into a command line: the
+# lines are a file, run by a child bash.
+#
+# Usage (the batch script's ncclgen_step): bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node [--host] PROGRAM [ARG...]
+#   --host    a step outside any container (the GPU monitor): its own folder, no setup
+#   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
+#             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
+# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
+# not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
+# file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
+# pythonpath/, executables under bin/). The program does not see these variables.
 set -euo pipefail
-python3 -m pip install --no-deps verl==0.9.1
+ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
+ncclgen_where=node
+if [[ ${1:-} == --host ]]; then
+  ncclgen_where=host
+  shift
+fi
+ncclgen_fail() {
+  echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
+  exit "${2:-1}"
+}
+
+# The folder: made by mktemp -d (mode 0700, random name), found by later steps through a link whose
+# name holds the job's random key; the first step to create the link wins.
+ncclgen_base=${TMPDIR:-/tmp}
+[[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
+ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
+if [[ ! -L $ncclgen_link ]]; then
+  ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
+  ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null || rmdir "$ncclgen_new"
+fi
+NCCLGEN_DIR=$(readlink "$ncclgen_link")
+if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
+  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+fi
+
+# Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
+exec 9>>"$NCCLGEN_DIR/lock"
+flock 9
+if [[ -e $NCCLGEN_DIR/failed ]]; then
+  exit 1 # the first step on this node already said why
+fi
+if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_name=${ncclgen_spec%%=*}
+    ncclgen_var=${ncclgen_spec#*=}
+    [[ $ncclgen_name != */* ]] || mkdir -p -m 0700 "$NCCLGEN_DIR/${ncclgen_name%/*}"
+    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/$ncclgen_name"
+    [[ $ncclgen_name != bin/* ]] || chmod 0700 "$NCCLGEN_DIR/$ncclgen_name"
+  done
+  if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.sh ]]; then
+    echo "ncclgen: setup on node $ncclgen_node"
+    env -0 >"$NCCLGEN_DIR/env.before"
+    ncclgen_status=0
+    # shellcheck disable=SC2016  # expanded by the child bash
+    bash -c 'set -euo pipefail; source "$1"; env -0 >"$2"' ncclgen-setup "$NCCLGEN_DIR/setup.sh" \
+      "$NCCLGEN_DIR/env.after" </dev/null || ncclgen_status=$?
+    if ((ncclgen_status != 0)); then
+      touch "$NCCLGEN_DIR/failed"
+      ncclgen_fail "the workload's setup failed (status $ncclgen_status; its output is above); the job stops"
+    fi
+    [[ -f $NCCLGEN_DIR/env.after ]] || cp "$NCCLGEN_DIR/env.before" "$NCCLGEN_DIR/env.after" # it ran `exit 0`
+    # What the setup exported or changed, for every step on this node (PWD, SHLVL, _ aside).
+    declare -A ncclgen_before=() ncclgen_after=()
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
+    for ncclgen_name in "${!ncclgen_after[@]}"; do
+      [[ $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && ! $ncclgen_name =~ ^(PWD|OLDPWD|SHLVL|_)$ ]] || continue
+      if [[ -z ${ncclgen_before[$ncclgen_name]+set} || ${ncclgen_before[$ncclgen_name]} != "${ncclgen_after[$ncclgen_name]}" ]]; then
+        printf 'export %s=%q\n' "$ncclgen_name" "${ncclgen_after[$ncclgen_name]}"
+      fi
+    done >"$NCCLGEN_DIR/setup.env"
+    for ncclgen_name in "${!ncclgen_before[@]}"; do
+      [[ -n ${ncclgen_after[$ncclgen_name]+set} || ! $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || echo "unset $ncclgen_name"
+    done >>"$NCCLGEN_DIR/setup.env"
+  fi
+  touch "$NCCLGEN_DIR/ready"
+fi
+exec 9>&-
+
+# The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
+if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
+  # shellcheck disable=SC1091  # written above
+  source "$NCCLGEN_DIR/setup.env"
+fi
+[[ ! -d $NCCLGEN_DIR/pythonpath ]] || export PYTHONPATH="$NCCLGEN_DIR/pythonpath${PYTHONPATH:+:$PYTHONPATH}"
+[[ ! -d $NCCLGEN_DIR/bin ]] || export PATH="$NCCLGEN_DIR/bin:$PATH"
+export NCCLGEN_DIR
+for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
+unset NCCLGEN_FILES NCCLGEN_NODE_SH
+
+ncclgen_program=${1:?ncclgen-node: no program}
+if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_DIR/$ncclgen_program ]]; then
+  shift
+  ncclgen_args=()
+  while (($#)) && [[ $1 != -- ]]; do
+    if [[ $1 == @* && -f $NCCLGEN_DIR/${1#@} ]]; then ncclgen_args+=("@$NCCLGEN_DIR/${1#@}"); else ncclgen_args+=("$1"); fi
+    shift
+  done
+  ncclgen_run=(bash)
+  [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
+  exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
+fi
 exec "$@"
+NCCLGEN_NODE_SH_EOF
+
+# the workload's setup: lines, run once per node
+IFS= read -r -d '' NCCLGEN_SETUP <<'NCCLGEN_SETUP_EOF' || true
+python3 -m pip install --no-deps verl==0.9.1
 NCCLGEN_SETUP_EOF
-)
-# preflight: what the plan relies on, checked on every node before the launch
-NCCLGEN_PREFLIGHT=$(cat <<'NCCLGEN_PREFLIGHT_EOF'
+
+# ncclgen/jobside/preflight.py
+IFS= read -r -d '' NCCLGEN_PREFLIGHT <<'NCCLGEN_PREFLIGHT_EOF' || true
+"""Preflight: check on this node what the plan relies on, before anything expensive starts.
+
+    python3 -c "$NCCLGEN_PREFLIGHT" SPEC       SPEC: the JSON object built at render time
+    python3 preflight.py @FILE                 (ncclgen/plan/preflight.py), or @FILE holding it
+
+Exit status: 0 every check passed; 6 at least one problem, one line each on stderr:
+    ncclgen: preflight FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
+2 the SPEC is not one this program understands (a job rendered by another ncclgen version).
+
+Why: NCCL falls back silently where a job would otherwise fail loudly (NCCL v2.30.7): an NCCL_IB_HCA
+entry that matches no device is dropped (src/transport/net_ib/init.cc), a net plugin that is not on
+the loader path is skipped (src/plugin/net.cc), a missing NCCL_TOPO_FILE is ignored (src/graph/xml.cc).
+The job then runs over sockets at a fraction of the fabric's speed. Other gaps fail late and cryptically:
+a bootstrap interface without an address, a small /dev/shm ("failed to extend /dev/shm/nccl-*"), a
+locked-memory limit that stops RDMA memory registration (NCCL's troubleshooting guide asks for
+`--shm-size=1g --ulimit memlock=-1`: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
+troubleshooting/runtime_and_mpi_issues.html). Each takes seconds to check here and minutes to find later.
+
+What each check reads (Linux):
+  hca       /sys/class/infiniband/DEV/ports/PORT/state is "4: ACTIVE" for every NCCL_IB_HCA entry
+            (NCCL's list syntax: '=' exact names, '^' exclusions, else name prefixes; DEV:PORT)
+  ifaces    /sys/class/net/NAME exists and the interface has an IPv4 address (SIOCGIFADDR ioctl),
+            for NCCL_SOCKET_IFNAME (same list syntax) and GLOO_SOCKET_IFNAME (exact names)
+  files     each plugin library and NCCL_TOPO_FILE opens for reading
+  gpus      /dev/nvidiaN device nodes, limited to CUDA_VISIBLE_DEVICES where that is set (Slurm sets
+            it for the step's GPUs; a Kubernetes pod sees only its own device nodes)
+  shm       statvfs(/dev/shm) total size
+  memlock   RLIMIT_MEMLOCK (RDMA fabrics: must be unlimited)
+  commands  each command is on PATH (numactl, where the rank binding runs through it)
+  gdr       where the descriptor declares GPUDirect RDMA on InfiniBand/RoCE: a peer-memory module is
+            loaded, as NCCL tests it (v2.30.7 src/transport/net_ib/gdr.cc:14-20: /sys/module/
+            nvidia_peermem/version, or the legacy /sys/kernel/mm/memory_peers/nv_mem{,_nc}/version), or
+            DMA-BUF can work: NVIDIA's open GPU kernel module (/proc/driver/nvidia/version says "Open
+            Kernel Module") on Linux 5.12 or later (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF":
+            https://docs.nvidia.com/cuda/gpudirect-rdma/). Without either NCCL runs every channel
+            through host memory without a word (channels "via NET/IB/N" instead of ".../GDRDMA")
+
+For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFLIGHT_PROC replace /sys,
+/dev and /proc, so tests can build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
+Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
+"""
+
 import errno
 import fcntl
 import json
@@ -134,13 +343,18 @@ import struct
 import sys
 import threading
 import time
+
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 6
 EXIT_USAGE = 2
-DEADLINE_S = 10.0
-SIOCGIFADDR = 0x8915
-ACTIVE = "ACTIVE"
+DEADLINE_S = 10.0  # a check blocked this long (a hung file system) counts as a failure
+SIOCGIFADDR = 0x8915  # linux/sockios.h
+ACTIVE = "ACTIVE"  # ib_verbs port state text: "4: ACTIVE"
+
+
 def parse_list(value):
+    """NCCL's list syntax (src/misc/utils.cc parseStringList/matchIfList): ('exact'|'prefix'|'exclude',
+    [(name, port or None)]). '^' excludes, '=' asks for exact names, else each name is a prefix."""
     mode = "prefix"
     if value.startswith("^"):
         mode, value = "exclude", value[1:]
@@ -152,29 +366,40 @@ def parse_list(value):
         if name:
             items.append((name, int(port) if sep and port.isdigit() else None))
     return mode, items
+
+
 def _matches(name, want, mode):
     return name == want if mode == "exact" else name.startswith(want)
+
+
 class Node:
+    """What the checks read from the machine; tests replace the parts a fake tree cannot hold."""
+
     def __init__(self, sysfs=None, dev=None, environ=None):
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
         self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
+
     def name(self):
         return self.environ.get("SLURMD_NODENAME") or socket.gethostname()
+
     def listdir(self, *parts):
         try:
             return sorted(os.listdir(os.path.join(self.sysfs, *parts)))
         except OSError:
             return []
+
     def read(self, *parts):
         try:
             with open(os.path.join(self.sysfs, *parts), encoding="ascii", errors="replace") as fh:
                 return fh.read().strip()
         except OSError:
             return None
+
     def ipv4(self, ifname):
+        """The interface's IPv4 address, or None."""
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         try:
             req = struct.pack("256s", ifname.encode()[:15])
@@ -185,7 +410,9 @@ class Node:
             raise
         finally:
             s.close()
+
     def gpus(self):
+        """(count, how it was counted)."""
         try:
             devs = [d for d in os.listdir(self.dev) if re.fullmatch(r"nvidia[0-9]+", d)]
         except OSError:
@@ -197,25 +424,35 @@ class Node:
             if n < len(devs):
                 return n, f"{found}, CUDA_VISIBLE_DEVICES={visible!r}"
         return len(devs), found
+
     def shm_bytes(self):
         st = os.statvfs(os.path.join(self.dev, "shm"))
         return st.f_blocks * st.f_frsize
+
     def memlock(self):
+        """RLIMIT_MEMLOCK soft limit in bytes, None when unlimited."""
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
+
     def exists(self, *parts):
         return os.path.exists(os.path.join(self.sysfs, *parts))
+
     def nvidia_version(self):
+        """/proc/driver/nvidia/version's first line, or None (no NVIDIA driver)."""
         try:
             with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
                 return fh.readline().strip()
         except OSError:
             return None
+
     def kernel(self):
         return os.uname().release
+
     def which(self, command):
         return shutil.which(command, path=self.environ.get("PATH", os.defpath))
+
     def readable(self, path):
+        """None when ``path`` opens for reading, else why not."""
         try:
             with open(path, "rb") as fh:
                 fh.read(1)
@@ -226,11 +463,15 @@ class Node:
             return "no such file"
         except OSError as exc:
             return exc.strerror or str(exc)
+
+
 def _size(n):
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n} B"
+
+
 def check_hca(node, var, value):
     mode, items = parse_list(value)
     devices = node.listdir("class", "infiniband")
@@ -256,18 +497,28 @@ def check_hca(node, var, value):
             yield from _check_prefix(node, item, name, port, matched)
         else:
             yield from _check_exact(node, item, matched[0], port)
+
+
 def _port_state(node, dev, port):
     return node.read("class", "infiniband", dev, "ports", str(port), "state")
+
+
 def _active_ports(node, dev, port):
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     return [p for p in ports if ACTIVE in (_port_state(node, dev, p) or "")]
+
+
 def _check_prefix(node, item, name, port, matched):
+    """A prefix stands for whatever matches: NCCL skips a matching port that is not ACTIVE (an uncabled
+    storage port), so only "nothing usable matches" is a problem."""
     if not any(_active_ports(node, d, port) for d in matched):
         yield (
             item,
             "an ACTIVE port on a device whose name starts with " + name,
             "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
         )
+
+
 def _check_exact(node, item, dev, port):
     if port is not None and _port_state(node, dev, port) is None:
         yield (
@@ -277,13 +528,18 @@ def _check_exact(node, item, dev, port):
         )
     elif not _active_ports(node, dev, port):
         yield (item, "state ACTIVE", _states(node, dev, port))
+
+
 def _states(node, dev, port):
+    """'port 1 DOWN' or 'port 1 DOWN, port 2 ACTIVE', from the ports' state files."""
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     states = []
     for p in ports:
         text = node.read("class", "infiniband", dev, "ports", p, "state") or "no state"
         states.append(f"port {p} {text.partition(': ')[2] or text}")
     return ", ".join(states) or "no ports"
+
+
 def check_ifaces(node, var, value):
     mode, items = parse_list(value)
     names = node.listdir("class", "net")
@@ -307,13 +563,18 @@ def check_ifaces(node, var, value):
             )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
+
+
 PEERMEM = (
     ("module", "nvidia_peermem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
 )
 DMABUF_KERNEL = (5, 12)
+
+
 def check_gdr(node):
+    """GPUDirect RDMA's driver support (see the module docstring): a peer-memory module or DMA-BUF."""
     if any(node.exists(*path) for path in PEERMEM):
         return
     driver = node.nvidia_version()
@@ -328,7 +589,10 @@ def check_gdr(node):
     else:
         why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
     yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
+
+
 def check(node, spec):
+    """Every problem as (item, expected, found)."""
     if spec.get("gdr"):
         yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
@@ -359,6 +623,8 @@ def check(node, spec):
     for command in spec.get("commands", []):
         if not node.which(command):
             yield (f"command {command}", "on PATH", "not found")
+
+
 def run(spec, node=None, out=sys.stdout, err=sys.stderr):
     node = node or Node()
     t0 = time.monotonic()
@@ -378,6 +644,8 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
         return EXIT_PROBLEMS
     print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
     return 0
+
+
 def _deadline(name):
     def fire():
         print(
@@ -387,9 +655,12 @@ def _deadline(name):
             flush=True,
         )
         os._exit(EXIT_PROBLEMS)
+
     timer = threading.Timer(DEADLINE_S, fire)
     timer.daemon = True
     timer.start()
+
+
 def main(argv):
     try:
         (text,) = argv
@@ -410,12 +681,20 @@ def main(argv):
     node = Node()
     _deadline(node.name())
     return run(spec, node)
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_PREFLIGHT_EOF
-)
-# binding wrapper: each local rank under numactl on its GPU's NUMA node
-NCCLGEN_BIND=$(cat <<'NCCLGEN_BIND_EOF'
+
+# ncclgen/plan/preflight.py: the checks, from the plan
+IFS= read -r -d '' NCCLGEN_PREFLIGHT_SPEC <<'NCCLGEN_PREFLIGHT_SPEC_EOF' || true
+{"v":1,"hca":{"NCCL_IB_HCA":"=mlx5_0:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_9:1,mlx5_10:1,mlx5_11:1"},"ifaces":{"NCCL_SOCKET_IFNAME":"=bond0","GLOO_SOCKET_IFNAME":"=bond0"},"gpus":8,"shm_bytes":1073741824,"memlock_unlimited":true,"commands":["numactl"],"gdr":true}
+NCCLGEN_PREFLIGHT_SPEC_EOF
+
+# ncclgen/plan/launch.py (bind_wrapper): each local rank under numactl on its GPU's NUMA node
+IFS= read -r -d '' NCCLGEN_BIND <<'NCCLGEN_BIND_EOF' || true
+#!/usr/bin/env bash
 set -euo pipefail
 rank="${LOCAL_RANK:?ncclgen-bind: LOCAL_RANK is not set}"
 case "$rank" in
@@ -425,6 +704,5 @@ case "$rank" in
 esac
 exec "$@"
 NCCLGEN_BIND_EOF
-)
 
 ncclgen_main

@@ -145,6 +145,12 @@ def _binding_section(p) -> list[str]:
     return out
 
 
+def _resize_line(la) -> str:
+    counts = f"{la.resize_min} or more" if la.resize_max is None else f"{la.resize_min} to {la.resize_max}"
+    why = "; ".join(la.resize_why) or "nothing in the plan depends on it"
+    return f"  Slurm node count: {counts} (a job resized at submission runs with the nodes it got; {why})"
+
+
 def _launch_section(p) -> list[str]:
     from ..plan import preflight
 
@@ -152,7 +158,9 @@ def _launch_section(p) -> list[str]:
     out = [
         "LAUNCH",
         f"  launcher: {la.launcher}, {la.nodes} node(s) x {la.gpus_per_node} GPUs",
-        f"  preflight (every node or pod, before setup and launch; exit {preflight.EXIT_PROBLEMS} on a "
+        "  Slurm " + launch.slurm_ports(p.cluster.slurm.exclusive).describe(la.launcher),
+        _resize_line(la),
+        f"  preflight (every node or pod, before the launch; exit {preflight.EXIT_PROBLEMS} on a "
         "problem, --no-preflight to leave out): " + "; ".join(preflight.describe(preflight.spec(p))),
     ]
     from ..plan import transport

@@ -12,8 +12,10 @@ import tokenize
 
 
 def source(name: str, compact: bool = False) -> str:
-    """The text of jobside module ``name`` (e.g. "raywait"), embedded into jobs at render time."""
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"), encoding="utf-8") as fh:
+    """The text of jobside module ``name`` (e.g. "raywait"; a file with its suffix, e.g. "node.sh"),
+    embedded into jobs at render time."""
+    file = name if "." in name else f"{name}.py"
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), file), encoding="utf-8") as fh:
         text = fh.read()
     return _compact(text) if compact else text
 

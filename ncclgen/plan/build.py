@@ -209,6 +209,7 @@ def build(
     _note_effective_values(env)
 
     command, per_run = launch.derive_command(workload, cluster, n, tuple(extra_args))
+    lo, hi, resize_why = launch.resize_range(ctx, tier, {s.name for s in cluster.vendor_env if s.omit})
     spec = launch.Launch(
         launcher=workload.launcher,
         command=command,
@@ -219,6 +220,9 @@ def build(
         bind=bind,
         bind_memory=cluster.node.bind_memory,
         ray_ready_timeout_s=workload.ray_ready_timeout_s,
+        resize_min=lo,
+        resize_max=hi,
+        resize_why=resize_why,
     )
     return Plan(
         cluster=cluster,

@@ -8,10 +8,11 @@ KubeRay's rayStartParams spelling, where a file lives) stay with each renderer.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import overrides
+from . import overrides, rules
 
 if TYPE_CHECKING:
     from ..load.descriptor import Descriptor
@@ -62,6 +63,11 @@ class Launch:
     ray_ready_timeout_s: int = RAY_READY_TIMEOUT_S
     ray_watch_interval_s: int = RAY_WATCH_INTERVAL_S
     per_run: tuple[str, ...] = ()  # how each `-- ARG` reached the command (plan/overrides.py), for explain
+    # The node counts the plan holds for unchanged (a job resized at submission runs within them), and
+    # the settings that bound them: resize_range().
+    resize_min: int = 1
+    resize_max: int | None = None
+    resize_why: tuple[str, ...] = ()
 
     def applied_binding(self) -> tuple[str, ...]:
         """What the binding really does under this launcher, one line each, for explain and diff.
@@ -129,6 +135,30 @@ class Launch:
         return ["watch", address, str(self.nodes), str(self.ray_watch_interval_s)]
 
 
+def resize_range(ctx: rules.Context, tier: int, omitted: set[str]) -> tuple[int, int | None, tuple[str, ...]]:
+    """(lowest, highest or None, why): the node counts for which this plan's environment is the same.
+
+    Only a tier rule with `nodes_min` looks at the count (ncclgen/data/rules.yaml). The launch takes the
+    count from the allocation (torchrun --nnodes, verl's trainer.nnodes, the Ray readiness check), as
+    verl's own Slurm example does (trainer.nnodes="$SLURM_JOB_NUM_NODES", volcengine/verl@c7bdc2358bb7
+    examples/slurm/dapo_multinode_slurm.slurm).
+    """
+    lo, hi, why = 1, None, []
+    for rule in rules.load_rules():
+        m = rule.when.nodes_min
+        if not m or rule.tier > tier or rule.var in omitted:
+            continue
+        if rules.evaluate(rule, dataclasses.replace(ctx, nodes=max(ctx.nodes, m))) is None:
+            continue  # it would not apply at any count
+        if m <= ctx.nodes:
+            lo = max(lo, m)
+            why.append(f"{rule.var} (rule {rule.id}) is planned from {m} nodes")
+        else:
+            hi = m - 1 if hi is None else min(hi, m - 1)
+            why.append(f"{rule.var} (rule {rule.id}) would be planned from {m} nodes")
+    return lo, hi, tuple(why)
+
+
 def derive_command(
     workload: Workload, cluster: Descriptor, nodes: int, extra: tuple[str, ...] = ()
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -180,6 +210,109 @@ def setup_program(lines: tuple[str, ...]) -> str:
     line stops the step (set -e) before its program starts.
     """
     return "\n".join(["set -euo pipefail", *lines, 'exec "$@"']) + "\n"
+
+
+def setup_lines(lines: tuple[str, ...]) -> str:
+    """The workload's setup lines as the file a Slurm node runs once per job (ncclgen/jobside/node.sh
+    sources it in a child bash with `set -euo pipefail`, then keeps what it exported for every step)."""
+    return "\n".join(lines) + "\n"
+
+
+# -- ports -----------------------------------------------------------------------------------------------
+# A job that holds its nodes exclusively uses the launchers' default ports. One that shares its nodes
+# (no --exclusive) takes them from its job id, as verl- and torchtitan-based Slurm scripts do
+# (MASTER_PORT=$((BASE + SLURM_JOB_ID % SPAN))): two jobs on one node then meet only when their ids are
+# SPAN apart. The range 20000-31999 lies above Ray's worker ports (10002-19999, `ray start`
+# --min/--max-worker-port) and below Linux's ephemeral ports (net.ipv4.ip_local_port_range 32768-60999).
+PORT_BASE, PORT_SPAN = 20000, 12000
+RAY_BLOCK = 100  # a Ray job's block: GCS, client server, then one dashboard agent port per node index
+RAY_CLIENT_PORT = 10001  # ray start --ray-client-server-port default (ray scripts.py)
+
+
+@dataclass(frozen=True)
+class Ports:
+    """The ports a Slurm job's launch listens on, as bash arithmetic on SLURM_JOB_ID (or fixed)."""
+
+    shared: bool  # the job does not hold its nodes exclusively: ports from the job id
+    rdzv: str  # torchrun's c10d store on the head
+    ray: str  # Ray GCS on the head
+    ray_client: str
+    agent: str  # dashboard agent port of node index 0; node i listens on agent + i
+
+    def describe(self, launcher: str) -> str:
+        """One line for explain."""
+        if not self.shared:
+            fixed = (
+                f"rendezvous {RDZV_PORT}"
+                if launcher == "torchrun"
+                else (
+                    f"Ray GCS {RAY_PORT}, client server {RAY_CLIENT_PORT}, dashboard agents {RAY_AGENT_PORT} + node index"
+                )
+            )
+            return f"ports: {fixed} (the job holds its nodes exclusively)"
+        if launcher == "torchrun":
+            which = f"rendezvous {self.rdzv}"
+        else:
+            which = f"Ray GCS {self.ray}, client server GCS + 1, dashboard agents GCS + 2 + node index"
+        return f"ports: {which}, from the job id (the job shares its nodes: two jobs on one node stay apart)"
+
+
+def slurm_ports(exclusive: bool) -> Ports:
+    if exclusive:
+        return Ports(False, str(RDZV_PORT), str(RAY_PORT), str(RAY_CLIENT_PORT), str(RAY_AGENT_PORT))
+    block = f"{PORT_BASE} + SLURM_JOB_ID % {PORT_SPAN // RAY_BLOCK} * {RAY_BLOCK}"
+    return Ports(True, f"{PORT_BASE} + SLURM_JOB_ID % {PORT_SPAN}", block, f"{block} + 1", f"{block} + 2")
+
+
+def ray_worker_program(launch: Launch) -> str:
+    """A Ray worker node (bash), so one step starts every worker: its dashboard agent port from its
+    index in the step (SLURM_NODEID counts the step's nodes, measured on Slurm 22.05; the head has
+    NCCLGEN_AGENT_PORT), since several Slurm nodes may share one host."""
+    flags = " ".join(launch.ray_start_flags())
+    return (
+        "set -euo pipefail\n"
+        "# node i of the workers' step listens on NCCLGEN_AGENT_PORT + 1 + i\n"
+        'exec ray start --address="$NCCLGEN_RAY_ADDR" '
+        "--dashboard-agent-listen-port=$((NCCLGEN_AGENT_PORT + 1 + SLURM_NODEID)) "
+        f"{flags} --block\n"
+    )
+
+
+def ray_driver_program(launch: Launch) -> str:
+    """The Ray driver step (bash): the readiness check, then the driver ("$@" after `--`) beside the
+    node watchdog, in one step on the head node. Exit 3: not ready; 5: the watchdog saw a node go;
+    otherwise the driver's status."""
+    wait = " ".join(launch.ray_wait_args('"$NCCLGEN_RAY_ADDR"'))
+    watch = " ".join(launch.ray_watch_args('"$NCCLGEN_RAY_ADDR"'))
+    return f"""set -uo pipefail
+[[ ${{1:-}} != -- ]] || shift
+# srun passes the clean-up's SIGTERM on; each program runs in the background so the trap runs at once.
+trap 'kill -TERM $(jobs -p) 2>/dev/null; exit 143' TERM
+python3 "$NCCLGEN_DIR/raywait.py" {wait} &
+status=0
+wait "$!" || status=$?
+if ((status != 0)); then
+  echo "ncclgen: ERROR: the Ray cluster is not ready (readiness check status $status)" >&2
+  exit 3
+fi
+# Watchdog: a raylet stopped by SIGTERM leaves its `ray start --block` running; only the node table
+# shows the loss.
+python3 "$NCCLGEN_DIR/raywait.py" {watch} &
+watchdog=$!
+# RAY_ADDRESS makes the driver's ray.init() join this cluster.
+RAY_ADDRESS=$NCCLGEN_RAY_ADDR "$@" &
+driver=$!
+wait -n
+if kill -0 "$driver" 2>/dev/null; then
+  echo "ncclgen: ERROR: the Ray watchdog ended (a Ray node is gone); stopping the driver" >&2
+  kill -TERM "$driver"
+  exit 5
+fi
+status=0
+wait "$driver" || status=$?
+kill -TERM "$watchdog" 2>/dev/null
+exit "$status"
+"""
 
 
 def gpu_cpu_map(binds: tuple[RankBinding, ...]) -> str:

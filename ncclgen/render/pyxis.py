@@ -12,11 +12,19 @@ ncclgen rewrites the Docker form to pyxis's and says so on stderr: the intent is
 refusal would only make the user retype what ncclgen already knows. Whether the first path component
 is a registry follows Docker's own rule (github.com/distribution/reference, normalize.go
 splitDockerDomain): it is a registry host when it contains `.` or `:`, or is `localhost`.
+
+Container handling for srun stays in this module (container_options): a second runtime (Apptainer)
+slots in beside it as its own module with the same function.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    pass
 
 PASS_THROUGH_SCHEMES = ("dockerd://", "podman://")  # local daemon images: enroot takes the name as is
 

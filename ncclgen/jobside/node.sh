@@ -1,0 +1,108 @@
+# ncclgen-node: runs first in every step of an ncclgen sbatch script, on every node, then becomes the
+# step's program. It keeps one private folder per node and job, writes the node programs there once,
+# runs the workload's setup once per node (the first step on the node runs it, later steps wait for it
+# under a lock and take what it exported), and never splices setup text into a command line: the
+# lines are a file, run by a child bash.
+#
+# Usage (the batch script's ncclgen_step): bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node [--host] PROGRAM [ARG...]
+#   --host    a step outside any container (the GPU monitor): its own folder, no setup
+#   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
+#             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
+# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
+# not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
+# file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
+# pythonpath/, executables under bin/). The program does not see these variables.
+set -euo pipefail
+ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
+ncclgen_where=node
+if [[ ${1:-} == --host ]]; then
+  ncclgen_where=host
+  shift
+fi
+ncclgen_fail() {
+  echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
+  exit "${2:-1}"
+}
+
+# The folder: made by mktemp -d (mode 0700, random name), found by later steps through a link whose
+# name holds the job's random key; the first step to create the link wins.
+ncclgen_base=${TMPDIR:-/tmp}
+[[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
+ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
+if [[ ! -L $ncclgen_link ]]; then
+  ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
+  ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null || rmdir "$ncclgen_new"
+fi
+NCCLGEN_DIR=$(readlink "$ncclgen_link")
+if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
+  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+fi
+
+# Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
+exec 9>>"$NCCLGEN_DIR/lock"
+flock 9
+if [[ -e $NCCLGEN_DIR/failed ]]; then
+  exit 1 # the first step on this node already said why
+fi
+if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_name=${ncclgen_spec%%=*}
+    ncclgen_var=${ncclgen_spec#*=}
+    [[ $ncclgen_name != */* ]] || mkdir -p -m 0700 "$NCCLGEN_DIR/${ncclgen_name%/*}"
+    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/$ncclgen_name"
+    [[ $ncclgen_name != bin/* ]] || chmod 0700 "$NCCLGEN_DIR/$ncclgen_name"
+  done
+  if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.sh ]]; then
+    echo "ncclgen: setup on node $ncclgen_node"
+    env -0 >"$NCCLGEN_DIR/env.before"
+    ncclgen_status=0
+    # shellcheck disable=SC2016  # expanded by the child bash
+    bash -c 'set -euo pipefail; source "$1"; env -0 >"$2"' ncclgen-setup "$NCCLGEN_DIR/setup.sh" \
+      "$NCCLGEN_DIR/env.after" </dev/null || ncclgen_status=$?
+    if ((ncclgen_status != 0)); then
+      touch "$NCCLGEN_DIR/failed"
+      ncclgen_fail "the workload's setup failed (status $ncclgen_status; its output is above); the job stops"
+    fi
+    [[ -f $NCCLGEN_DIR/env.after ]] || cp "$NCCLGEN_DIR/env.before" "$NCCLGEN_DIR/env.after" # it ran `exit 0`
+    # What the setup exported or changed, for every step on this node (PWD, SHLVL, _ aside).
+    declare -A ncclgen_before=() ncclgen_after=()
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
+    while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
+    for ncclgen_name in "${!ncclgen_after[@]}"; do
+      [[ $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && ! $ncclgen_name =~ ^(PWD|OLDPWD|SHLVL|_)$ ]] || continue
+      if [[ -z ${ncclgen_before[$ncclgen_name]+set} || ${ncclgen_before[$ncclgen_name]} != "${ncclgen_after[$ncclgen_name]}" ]]; then
+        printf 'export %s=%q\n' "$ncclgen_name" "${ncclgen_after[$ncclgen_name]}"
+      fi
+    done >"$NCCLGEN_DIR/setup.env"
+    for ncclgen_name in "${!ncclgen_before[@]}"; do
+      [[ -n ${ncclgen_after[$ncclgen_name]+set} || ! $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || echo "unset $ncclgen_name"
+    done >>"$NCCLGEN_DIR/setup.env"
+  fi
+  touch "$NCCLGEN_DIR/ready"
+fi
+exec 9>&-
+
+# The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
+if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
+  # shellcheck disable=SC1091  # written above
+  source "$NCCLGEN_DIR/setup.env"
+fi
+[[ ! -d $NCCLGEN_DIR/pythonpath ]] || export PYTHONPATH="$NCCLGEN_DIR/pythonpath${PYTHONPATH:+:$PYTHONPATH}"
+[[ ! -d $NCCLGEN_DIR/bin ]] || export PATH="$NCCLGEN_DIR/bin:$PATH"
+export NCCLGEN_DIR
+for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
+unset NCCLGEN_FILES NCCLGEN_NODE_SH
+
+ncclgen_program=${1:?ncclgen-node: no program}
+if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_DIR/$ncclgen_program ]]; then
+  shift
+  ncclgen_args=()
+  while (($#)) && [[ $1 != -- ]]; do
+    if [[ $1 == @* && -f $NCCLGEN_DIR/${1#@} ]]; then ncclgen_args+=("@$NCCLGEN_DIR/${1#@}"); else ncclgen_args+=("$1"); fi
+    shift
+  done
+  ncclgen_run=(bash)
+  [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
+  exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
+fi
+exec "$@"
