@@ -23,6 +23,8 @@ name) when that is set:
                             version=X (another NCCL version), noplugin (the plugin is not found),
                             warn (one WARN line, as NCCL writes it)
   NCCLGEN_STANDIN_AFTER_S   seconds to stay alive after init (default 0.5): "training"
+  NCCLGEN_STANDIN_STAMP     a file to which a rank with a fault appends "NODE EPOCH" once its lines are
+                            written (tests measure from it how soon the job ended)
 Exit status 0, or 1 where NCCL would fail init.
 """
 
@@ -151,6 +153,11 @@ def init(o: argparse.Namespace, log: Log, fault: dict[str, str]) -> int:
         f"nvmlDev {o.local_rank} busId {0x1B000 + 0x10000 * o.local_rank:x} commId 0x7e1d3c5b2a190f00 - Init COMPLETE",
     )
     channels(o, log, chosen, fault, nnodes)
+    stamp = os.environ.get("NCCLGEN_STANDIN_STAMP")
+    if stamp and fault:
+        node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        with open(stamp, "a", encoding="utf-8") as fh:
+            fh.write(f"{node} {time.time():.3f}\n")
     return 0
 
 

@@ -30,7 +30,9 @@ export NCCL_NET='IB'  # tier 1, net-ib
 export NCCL_SOCKET_IFNAME='=bond0'  # tier 1, socket-ifname
 export GLOO_SOCKET_IFNAME='bond0'  # tier 1, gloo-ifname
 export CUDA_DEVICE_ORDER='PCI_BUS_ID'  # tier 1, cuda-device-order
-export NCCL_DEBUG='WARN'  # tier 1, nccl-debug
+export NCCL_DEBUG='INFO'  # tier 1, nccl-debug-transport-check
+export NCCL_DEBUG_SUBSYS='INIT'  # tier 1, nccl-debug-subsys-transport-check
+export NCCL_DEBUG_FILE='/tmp/ncclgen-nccl/%h.%p.log'  # tier 1, nccl-debug-file-transport-check
 export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'  # tier 1, torch-async-error-handling
 export NCCL_CUMEM_ENABLE='0'  # tier 1, verl-cumem
 export NCCL_IB_QPS_PER_CONNECTION='4'  # tier 2, ib-qps
@@ -93,7 +95,7 @@ ncclgen_main() {
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each
   # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).
-  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- \
+  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- ncclgen-transport \
     ray start --head --port="$NCCLGEN_RAY_PORT" --num-gpus=8 --num-cpus=224 --disable-usage-stats \
     --node-ip-address="$HEAD_ADDR" --ray-client-server-port="$NCCLGEN_RAY_CLIENT_PORT" \
     --dashboard-agent-listen-port="$NCCLGEN_AGENT_PORT" --include-dashboard=false --block &
@@ -102,7 +104,7 @@ ncclgen_main() {
   NCCLGEN_RAY_WORKERS=""
   if ((SLURM_JOB_NUM_NODES > 1)); then
     ncclgen_step --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks=$((SLURM_JOB_NUM_NODES - 1)) --ntasks-per-node=1 \
-      --exclude="$HEAD" --kill-on-bad-exit=1 -- ray-worker.sh &
+      --exclude="$HEAD" --kill-on-bad-exit=1 -- ncclgen-transport ray-worker.sh &
     NCCLGEN_RAY_WORKERS=$!
     NCCLGEN_PIDS+=("$NCCLGEN_RAY_WORKERS")
   fi
@@ -156,9 +158,9 @@ ncclgen_main() {
 # TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_* and FI_* variable the plan does not set goes (a line each).
 ncclgen_scrub() {
   local keep=(
-    GLOO_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_DEBUG NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION
-    NCCL_IB_TIMEOUT NCCL_IGNORE_CPU_AFFINITY NCCL_MIN_CTAS NCCL_NET NCCL_SOCKET_IFNAME
-    TORCH_NCCL_ASYNC_ERROR_HANDLING
+    GLOO_SOCKET_IFNAME NCCL_CUMEM_ENABLE NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS NCCL_IB_HCA
+    NCCL_IB_QPS_PER_CONNECTION NCCL_IB_TIMEOUT NCCL_IGNORE_CPU_AFFINITY NCCL_MIN_CTAS NCCL_NET
+    NCCL_SOCKET_IFNAME TORCH_NCCL_ASYNC_ERROR_HANDLING
   ) name
   while read -r name; do
     case $name in
@@ -181,10 +183,13 @@ ncclgen_programs() {
   NCCLGEN_FILES='
     setup.sh=NCCLGEN_SETUP preflight.py=NCCLGEN_PREFLIGHT preflight.json=NCCLGEN_PREFLIGHT_SPEC
     raywait.py=NCCLGEN_RAY_WAIT ray-worker.sh=NCCLGEN_RAY_WORKER ray-driver.sh=NCCLGEN_RAY_DRIVER
-    pythonpath/ncclgen_raybind.py=NCCLGEN_RAY_HOOK'
+    pythonpath/ncclgen_raybind.py=NCCLGEN_RAY_HOOK nccllines.py=NCCLGEN_NCCLLINES
+    transport.py=NCCLGEN_TRANSPORT transport.json=NCCLGEN_TRANSPORT_SPEC bin/ncclgen-
+    transport=NCCLGEN_TRANSPORT_BIN'
   export NCCLGEN_JOB_KEY NCCLGEN_FILES \
     NCCLGEN_NODE_SH NCCLGEN_SETUP NCCLGEN_PREFLIGHT NCCLGEN_PREFLIGHT_SPEC NCCLGEN_RAY_WAIT \
-    NCCLGEN_RAY_WORKER NCCLGEN_RAY_DRIVER NCCLGEN_RAY_HOOK
+    NCCLGEN_RAY_WORKER NCCLGEN_RAY_DRIVER NCCLGEN_RAY_HOOK NCCLGEN_NCCLLINES NCCLGEN_TRANSPORT \
+    NCCLGEN_TRANSPORT_SPEC NCCLGEN_TRANSPORT_BIN
 }
 
 # Every step: srun with the job's options, then ncclgen/jobside/node.sh (below) on each node before
@@ -1056,5 +1061,745 @@ def hook():
 def _warn(message):
     print(f"{_PREFIX} {message}", file=sys.stderr, flush=True)
 NCCLGEN_RAY_HOOK_EOF
+
+# ncclgen/jobside/nccllines.py
+IFS= read -r -d '' NCCLGEN_NCCLLINES <<'NCCLGEN_NCCLLINES_EOF' || true
+"""NCCL's debug-log lines, parsed: the formats the transport check reads, from NCCL's source.
+
+Standard library only and imports nothing from ncclgen: the transport check (ncclgen/jobside/transport.py)
+embeds it on the nodes, and `ncclgen triage` and the test stand-in (tests/nccl_standin.py) reuse it.
+
+How NCCL writes a line (NVIDIA/nccl v2.30.7-1 src/debug.cc; the same in every release below):
+- the prefix is "HOST:PID:TID " (`prefix`), then "[CUDADEV] NCCL INFO MESSAGE" (`info`) or, for a WARN,
+  a blank line, an optional timestamp ("[%F %T] " by default, NCCL_DEBUG_TIMESTAMP_LEVELS=WARN), the prefix
+  and "[CUDADEV] FILE:LINE (FUNC) NCCL WARN MESSAGE" (`warn`; "(FUNC)" from 2.30.7);
+- HOST is gethostname() cut at the first '.', with '%' and '/' replaced by '-' (src/misc/utils.cc:73-82,
+  src/debug.cc:113-126 getHostNameForLog);
+- NCCL_DEBUG_FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
+  is opened "w" and line-buffered (`linebuf`: setlinebuf), so each line is in the file once written.
+  Without NCCL_DEBUG_FILE the lines go to the C stdout, block-buffered in a batch job. The file is
+  created only when NCCL_DEBUG is above VERSION; a folder that does not exist makes fopen fail and NCCL
+  writes to stdout instead;
+- a line is printed when its level is at most NCCL_DEBUG (VERSION 1 < WARN 2 < INFO 3 < ABORT 4 < TRACE 5,
+  src/include/nccl_common.h:25-32) and its subsystem flags meet NCCL_DEBUG_SUBSYS (`subsys`; default
+  INIT,BOOTSTRAP,ENV; a leading '^' inverts the list). The version line is printed with NCCL_ALL, so
+  every mask shows it.
+
+Which subsystem each line needs: the version line any; "Using network" (`net`), "Init COMPLETE"
+(`complete`), "comm ... nRanks" (`comm`) and "Connected all rings" (`rings`) INIT only; the plugin, IB
+and Socket device lines and the NET channel lines INIT or NET; P2P channel lines INIT or P2P; SHM channel
+lines INIT or SHM. So INIT alone shows every line the check reads, and NET alone hides "Using network"
+and "Init COMPLETE".
+
+Formats, file:line under src/ per release of ncclgen's knowledge base (ncclgen/data/kb/nccl-releases.tsv;
+generated by tools/nccl_line_formats.py from NVIDIA/nccl's tags):
+"""
+
+# v2.28.3-1: prefix debug.cc:344; info debug.cc:358; warn debug.cc:355; file%h debug.cc:233; linebuf
+#   debug.cc:257; subsys debug.cc:68; version init.cc:588; net init.cc:390; plugin
+#   plugin/net/net_v10.cc:111,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
+#   transport/net_ib.cc:793; ibdev transport/net_ib.cc:789; socket transport/net_socket.cc:76; send
+#   transport/net.cc:313; recv transport/net.cc:359; gdr
+#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
+#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
+#   transport/shm.cc:128; comm init.cc:1074; complete init.cc:1548,init.cc:1553; rings
+#   transport/generic.cc:37
+# v2.28.7-1: prefix debug.cc:349; info debug.cc:363; warn debug.cc:360; file%h debug.cc:238; linebuf
+#   debug.cc:262; subsys debug.cc:73; version init.cc:608; net init.cc:428; plugin
+#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
+#   transport/net_ib.cc:839; ibdev transport/net_ib.cc:835; socket transport/net_socket.cc:76; send
+#   transport/net.cc:313; recv transport/net.cc:359; gdr
+#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
+#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
+#   transport/shm.cc:128; comm init.cc:1170; complete init.cc:1593,init.cc:1598; rings
+#   transport/generic.cc:37
+# v2.28.9-1: prefix debug.cc:349; info debug.cc:363; warn debug.cc:360; file%h debug.cc:238; linebuf
+#   debug.cc:262; subsys debug.cc:73; version init.cc:608; net init.cc:428; plugin
+#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
+#   transport/net_ib.cc:839; ibdev transport/net_ib.cc:835; socket transport/net_socket.cc:76; send
+#   transport/net.cc:313; recv transport/net.cc:359; gdr
+#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
+#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
+#   transport/shm.cc:128; comm init.cc:1170; complete init.cc:1593,init.cc:1598; rings
+#   transport/generic.cc:37
+# v2.29.2-1: prefix debug.cc:368; info debug.cc:382; warn debug.cc:379; file%h debug.cc:257; linebuf
+#   debug.cc:281; subsys debug.cc:92; version init.cc:638; net init.cc:451; plugin
+#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
+#   transport/net_ib/init.cc:357; ibdev transport/net_ib/init.cc:353; socket transport/net_socket.cc:77;
+#   send transport/net.cc:316; recv transport/net.cc:362; gdr
+#   transport/net.cc:317,transport/net.cc:322,transport/net.cc:363; p2p
+#   transport/p2p.cc:389,transport/p2p.cc:396,transport/p2p.cc:401,transport/p2p.cc:409; shm
+#   transport/shm.cc:129; comm init.cc:1220; complete init.cc:1687,init.cc:1692; rings
+#   transport/generic.cc:39
+# v2.29.3-1: prefix debug.cc:368; info debug.cc:382; warn debug.cc:379; file%h debug.cc:257; linebuf
+#   debug.cc:281; subsys debug.cc:92; version init.cc:638; net init.cc:451; plugin
+#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
+#   transport/net_ib/init.cc:357; ibdev transport/net_ib/init.cc:353; socket transport/net_socket.cc:77;
+#   send transport/net.cc:316; recv transport/net.cc:362; gdr
+#   transport/net.cc:317,transport/net.cc:322,transport/net.cc:363; p2p
+#   transport/p2p.cc:389,transport/p2p.cc:396,transport/p2p.cc:401,transport/p2p.cc:409; shm
+#   transport/shm.cc:129; comm init.cc:1220; complete init.cc:1687,init.cc:1692; rings
+#   transport/generic.cc:39
+# v2.29.7-1: prefix debug.cc:372; info debug.cc:386; warn debug.cc:383; file%h debug.cc:259; linebuf
+#   debug.cc:283; subsys debug.cc:94; version init.cc:655; net init.cc:457; plugin
+#   plugin/net/net_v10.cc:119,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:108; ib
+#   transport/net_ib/init.cc:385; ibdev transport/net_ib/init.cc:375; socket transport/net_socket.cc:78;
+#   send transport/net.cc:317; recv transport/net.cc:363; gdr
+#   transport/net.cc:318,transport/net.cc:323,transport/net.cc:364; p2p
+#   transport/p2p.cc:406,transport/p2p.cc:413,transport/p2p.cc:418,transport/p2p.cc:426; shm
+#   transport/shm.cc:130; comm init.cc:1252; complete init.cc:1722,init.cc:1727; rings
+#   transport/generic.cc:40
+# v2.30.3-1: prefix debug.cc:377; info debug.cc:391; warn debug.cc:388; file%h debug.cc:260; linebuf
+#   debug.cc:285; subsys debug.cc:93; version init.cc:677; net init.cc:481; plugin
+#   plugin/net/net_v10.cc:123,plugin/net/net_v11.cc:85,plugin/net/net_v12.cc:18; nofile
+#   plugin/plugin_open.cc:122; ib transport/net_ib/init.cc:437; ibdev transport/net_ib/init.cc:427; socket
+#   transport/net_socket.cc:76; send transport/net.cc:321; recv transport/net.cc:368; gdr
+#   transport/net.cc:322,transport/net.cc:327,transport/net.cc:369; p2p
+#   transport/p2p.cc:410,transport/p2p.cc:417,transport/p2p.cc:422,transport/p2p.cc:430; shm
+#   transport/shm.cc:130; comm init.cc:1375; complete init.cc:1860,init.cc:1865; rings
+#   transport/generic.cc:40
+# v2.30.4-1: prefix debug.cc:377; info debug.cc:391; warn debug.cc:388; file%h debug.cc:260; linebuf
+#   debug.cc:285; subsys debug.cc:93; version init.cc:677; net init.cc:481; plugin
+#   plugin/net/net_v10.cc:123,plugin/net/net_v11.cc:85,plugin/net/net_v12.cc:18; nofile
+#   plugin/plugin_open.cc:122; ib transport/net_ib/init.cc:437; ibdev transport/net_ib/init.cc:427; socket
+#   transport/net_socket.cc:76; send transport/net.cc:321; recv transport/net.cc:368; gdr
+#   transport/net.cc:322,transport/net.cc:327,transport/net.cc:369; p2p
+#   transport/p2p.cc:410,transport/p2p.cc:417,transport/p2p.cc:422,transport/p2p.cc:430; shm
+#   transport/shm.cc:130; comm init.cc:1375; complete init.cc:1860,init.cc:1865; rings
+#   transport/generic.cc:40
+# v2.30.7-1: prefix debug.cc:330; info debug.cc:354; warn debug.cc:345,debug.cc:348; file%h debug.cc:215;
+#   linebuf debug.cc:240; subsys debug.cc:55; version init.cc:702; net init.cc:486; plugin
+#   plugin/net/net_v10.cc:124,plugin/net/net_v11.cc:86,plugin/net/net_v12.cc:18; nofile
+#   plugin/plugin_open.cc:124; ib transport/net_ib/init.cc:513; ibdev transport/net_ib/init.cc:494; socket
+#   transport/net_socket.cc:77; send transport/net.cc:324; recv transport/net.cc:377; gdr
+#   transport/net.cc:326,transport/net.cc:330,transport/net.cc:379; p2p
+#   transport/p2p.cc:416,transport/p2p.cc:423,transport/p2p.cc:429,transport/p2p.cc:437; shm
+#   transport/shm.cc:116; comm init.cc:1422; complete init.cc:1945; rings transport/generic.cc:40
+# v2.31.2-1: no such tag in NVIDIA/nccl's clone; formats not read from source
+# v2.32.3-1: no such tag in NVIDIA/nccl's clone; formats not read from source
+#
+# The net plugin's own lines come from the plugin: aws-ofi-nccl prefixes "NET/OFI " to every message
+# (aws/aws-ofi-nccl v1.19.2 include/nccl_ofi_log.h:19-26) and logs "Initializing " PACKAGE_STRING at init
+# (src/nccl_ofi_net.cpp:148; PACKAGE_STRING is "aws-ofi-nccl VERSION", configure.ac:12 AC_INIT).
+
+import re
+
+LEVELS = {"VERSION": 1, "WARN": 2, "INFO": 3, "ABORT": 4, "TRACE": 5}  # src/include/nccl_common.h:25-32
+SUBSYS = {  # src/include/nccl_common.h:34-53
+    "INIT": 0x1,
+    "COLL": 0x2,
+    "P2P": 0x4,
+    "SHM": 0x8,
+    "NET": 0x10,
+    "GRAPH": 0x20,
+    "TUNING": 0x40,
+    "ENV": 0x80,
+    "ALLOC": 0x100,
+    "CALL": 0x200,
+    "PROXY": 0x400,
+    "NVLS": 0x800,
+    "BOOTSTRAP": 0x1000,
+    "REG": 0x2000,
+    "PROFILE": 0x4000,
+    "RAS": 0x8000,
+    "DESTROY": 0x10000,
+    "ALLOC_HOST": 0x20000,
+    "ALL": 0xFFFFFFFFFFFFFFFF,
+}
+DEFAULT_SUBSYS = SUBSYS["INIT"] | SUBSYS["BOOTSTRAP"] | SUBSYS["ENV"]  # src/debug.cc:55-56
+# The subsystems each line the check reads is printed under (the INFO call's flags; see the table).
+LINE_SUBSYS = {
+    "version": SUBSYS["ALL"],
+    "net": SUBSYS["INIT"],
+    "comm": SUBSYS["INIT"],
+    "complete": SUBSYS["INIT"],
+    "rings": SUBSYS["INIT"],
+    "plugin": SUBSYS["INIT"] | SUBSYS["NET"],
+    "nofile": SUBSYS["INIT"] | SUBSYS["NET"],
+    "plugin_version": SUBSYS["INIT"] | SUBSYS["NET"],
+    "ib": SUBSYS["INIT"] | SUBSYS["NET"],
+    "socket": SUBSYS["INIT"] | SUBSYS["NET"],
+    "channel_net": SUBSYS["INIT"] | SUBSYS["NET"],
+    "channel_p2p": SUBSYS["INIT"] | SUBSYS["P2P"],
+    "channel_shm": SUBSYS["INIT"] | SUBSYS["SHM"],
+}
+
+# "HOST:PID:TID [DEV] NCCL INFO " (`prefix`, `info`), after an optional timestamp.
+INFO = re.compile(r"(?P<host>[^\s:]+):(?P<pid>[0-9]+):(?P<tid>[0-9]+) \[(?P<dev>-?[0-9]+)\] NCCL INFO ")
+WARN_MARK = " NCCL WARN "  # `warn`: "[DEV] FILE:LINE (FUNC) NCCL WARN MESSAGE"
+
+_CH = r"(?P<src>[0-9]+)\[(?P<srcdev>[0-9]+)\] -> (?P<dst>[0-9]+)\[(?P<dstdev>[0-9]+)\]"
+MESSAGES = (
+    ("version", re.compile(r"NCCL version (?P<version>[0-9]+\.[0-9]+\.[0-9]+)(?P<suffix>[^+\s]*)\+cuda(?P<cuda>\S+)$")),
+    ("net", re.compile(r"Using network (?P<name>.+)$")),
+    ("plugin", re.compile(r"NET/Plugin: Loaded net plugin (?P<name>.+) \(v(?P<api>[0-9]+)\)$")),
+    ("nofile", re.compile(r"NET/Plugin: Could not find:(?P<names>.*)$")),
+    ("plugin_version", re.compile(r"NET/OFI Initializing (?P<package>\S+) (?P<version>\S+)$")),
+    ("ib", re.compile(r"NET/IB : Using(?P<devices>.*?) (?:\[RO\])?; OOB ")),
+    ("socket", re.compile(r"NET/Socket : Using(?P<devices>.*)$")),
+    (
+        "channel_net",
+        re.compile(
+            r"Channel (?P<channel>[0-9]+)/(?P<conn>[0-9]+) : " + _CH + r" \[(?P<dir>send|receive)\] via "
+            r"NET/(?P<name>.+?)/(?P<dev>[0-9]+)(?:\((?P<proxy>[0-9]+)\))?(?P<gdr>/GDRDMA)?(?:\(PCI\))?(?:/Shared)?$"
+        ),
+    ),
+    ("channel_p2p", re.compile(r"Channel (?P<channel>[0-9]+)/(?P<conn>[0-9]+) : " + _CH + r" via P2P/(?P<how>.+)$")),
+    ("channel_shm", re.compile(r"Channel (?P<channel>[0-9]+) : " + _CH + r" via SHM/(?P<how>.+)$")),
+    (
+        "comm",
+        re.compile(
+            r"comm (?P<comm>\S+) rank (?P<rank>[0-9]+) nRanks (?P<nranks>[0-9]+) nNodes (?P<nnodes>[0-9]+) "
+            r"localRanks (?P<localranks>[0-9]+) localRank (?P<localrank>[0-9]+)"
+        ),
+    ),
+    (
+        "complete",
+        re.compile(
+            r"comm (?P<comm>\S+) rank (?P<rank>[0-9]+) nranks (?P<nranks>[0-9]+) cudaDev (?P<cudadev>-?[0-9]+) "
+            r"nvmlDev (?P<nvmldev>-?[0-9]+) busId (?P<busid>[0-9a-fA-F]+) "
+            r"(?:commId 0x(?P<commid>[0-9a-fA-F]+)|parent (?P<parent>\S+) \w+ (?P<split>-?[0-9]+) color "
+            r"(?P<color>-?[0-9]+) key (?P<key>-?[0-9]+)) - Init COMPLETE$"
+        ),
+    ),
+    ("rings", re.compile(r"Connected all rings")),
+)
+_FIRST_WORDS = {  # a cheap first test before any regex: what each message starts with (or holds)
+    "NCCL version ": "version",
+    "Using network ": "net",
+    "NET/Plugin: ": None,
+    "NET/OFI Initializing ": "plugin_version",
+    "NET/IB : Using": "ib",
+    "NET/Socket : Using": "socket",
+    "Channel ": None,
+    "comm ": "comm",
+    "Connected all rings": "rings",
+}
+_BY_KIND = dict(MESSAGES)
+# " [0]mlx5_0:1/IB", " [0]mlx5_0:1:2/IB" (rail, 2.30), " [0]mlx5_0:1::3/RoCE" (plane): `ibdev`
+IB_DEVICE = re.compile(r"\[(?P<index>[0-9]+)\](?P<name>[^\s:\[\]]+):(?P<port>[0-9]+)[:0-9]*/(?P<link>\w+)")
+SOCKET_DEVICE = re.compile(r"\[(?P<index>[0-9]+)\](?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+
+
+def split(line):
+    """(level, host, pid, message) of one NCCL line, or None for a line NCCL's logger did not write.
+    level is "INFO" or "WARN"; a WARN's message is the text after "NCCL WARN "."""
+    if WARN_MARK in line:
+        head, _, message = line.partition(WARN_MARK)
+        m = re.search(r"(?P<host>[^\s:]+):(?P<pid>[0-9]+):(?P<tid>[0-9]+) \[-?[0-9]+\] ", head)
+        return ("WARN", m["host"], int(m["pid"]), message) if m else ("WARN", "", 0, message)
+    m = INFO.search(line)
+    if m is None:
+        return None
+    return "INFO", m["host"], int(m["pid"]), line[m.end() :]
+
+
+def message(text):
+    """(kind, fields) for an INFO message the check reads (a kind of LINE_SUBSYS), else None."""
+    kind = None
+    for start, k in _FIRST_WORDS.items():
+        if text.startswith(start):
+            kind = k
+            break
+    else:
+        if text.endswith("- Init COMPLETE"):
+            kind = "complete"
+        else:
+            return None
+    kinds = [kind] if kind else _candidates(text)
+    for k in kinds:
+        m = _BY_KIND[k].search(text) if k in ("ib", "complete") else _BY_KIND[k].match(text)
+        if m:
+            return k, m.groupdict()
+    return None
+
+
+def _candidates(text):
+    if text.startswith("NET/Plugin: "):
+        return ["plugin", "nofile"]
+    if " via NET/" in text:
+        return ["channel_net"]
+    if " via P2P/" in text:
+        return ["channel_p2p"]
+    if " via SHM/" in text:
+        return ["channel_shm"]
+    return []
+
+
+def ib_devices(devices):
+    """[(name, port, link)] of the "NET/IB : Using" list, in NCCL's order."""
+    return [(m["name"], int(m["port"]), m["link"]) for m in IB_DEVICE.finditer(devices)]
+
+
+def socket_devices(devices):
+    """[interface name] of the "NET/Socket : Using" list."""
+    return [m["name"] for m in SOCKET_DEVICE.finditer(devices)]
+
+
+def log_hostname(name):
+    """The HOST NCCL prints and puts in %h: cut at the first '.', '%' and '/' made '-'."""
+    return name.split(".", 1)[0].replace("%", "-").replace("/", "-")
+
+
+def expand_debug_file(pattern, hostname, pid):
+    """NCCL_DEBUG_FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        out.append({"%": "%", "h": log_hostname(hostname), "p": str(pid)}.get(nxt, "%" + nxt))
+        i += 2
+    return "".join(out)
+
+
+def file_pattern(pattern, hostname):
+    """A regex matching the names NCCL_DEBUG_FILE ``pattern`` gives on ``hostname``; group 'pid'
+    (the first %p) where the pattern has one."""
+    out, i, seen_pid = [], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        nxt = pattern[i + 1] if i + 1 < len(pattern) else ""
+        if c != "%":
+            out.append(re.escape(c))
+            i += 1
+            continue
+        if nxt == "p":
+            out.append("[0-9]+" if seen_pid else "(?P<pid>[0-9]+)")
+            seen_pid = True
+        else:
+            out.append(re.escape({"%": "%", "h": log_hostname(hostname)}.get(nxt, "%" + nxt)))
+        i += 2
+    return re.compile("".join(out) + "$")
+
+
+def debug_level(value):
+    """NCCL_DEBUG's level (0 when unset or unknown: nothing is printed)."""
+    return LEVELS.get((value or "").strip().upper(), 0)
+
+
+def debug_mask(value):
+    """NCCL_DEBUG_SUBSYS as a bit mask: comma-separated names, '^' first inverts; unset: the default."""
+    if value is None:
+        return DEFAULT_SUBSYS
+    invert = value.startswith("^")
+    mask = SUBSYS["ALL"] if invert else 0
+    for name in (value[1:] if invert else value).split(","):
+        bits = SUBSYS.get(name.strip().upper(), 0)
+        mask = mask & ~bits if invert else mask | bits
+    return mask
+
+
+def shows(kind, mask):
+    """True when a line of ``kind`` passes NCCL_DEBUG_SUBSYS ``mask``."""
+    return bool(LINE_SUBSYS[kind] & mask)
+NCCLGEN_NCCLLINES_EOF
+
+# ncclgen/jobside/transport.py
+IFS= read -r -d '' NCCLGEN_TRANSPORT <<'NCCLGEN_TRANSPORT_EOF' || true
+"""Transport check: what NCCL chose at init on this node, against the plan; the job ends on a mismatch.
+
+    python3 transport.py SPEC -- COMMAND [ARG...]    run COMMAND (the node's launch) under the check
+    python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
+
+SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
+check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
+(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_FILE=FOLDER/%h.%p.log: one file per process,
+line-buffered by NCCL, see nccllines.py), copies every NCCL WARN line to stderr unchanged (NCCL's
+output now goes to the file, so nothing it says is hidden), and once the node's ranks have initialised
+prints one line:
+    ncclgen: transport: node NODE: NCCL 2.30.7, net IB, plugin -, HCAs mlx5_0:1,... (8 of 8 planned),
+    NET channels 16 GDRDMA / 0 without, P2P 8, SHM 0, 8 processes
+Each difference from the plan prints one line on stderr, as soon as NCCL's line is read:
+    ncclgen: transport FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
+ITEMs: NCCL version (against the descriptor's software.nccl: every node is held to the same version),
+net (NCCL's "Using network"), plugin version (the plugin's own init line, against the minimum the
+plan needs), HCAs (NCCL's "NET/IB : Using" list against the planned NCCL_IB_HCA ports), GPUDirect RDMA
+(every NET channel line ends in /GDRDMA where the descriptor declares GPUDirect RDMA).
+
+Mode "on" then stops COMMAND (SIGTERM to its process group, SIGKILL 1 s later) and exits 7, so the
+job ends within a second or two of NCCL's line (polled every 0.25 s); mode "warn" prints the lines and
+lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N ended it); 2 the SPEC
+is not one this program understands.
+
+Whose files: NCCL names them by host and PID, so on a node shared by jobs (or several Slurm nodes on
+one test machine) the folder can hold other processes' files. A file counts when its PID, alive, is
+COMMAND or a descendant of it; the check then leaves FILE.claimed beside it. A file whose process has
+already ended (a rank that failed at once, whose WARN lines matter most) counts when it was written
+after the check started and no other check claimed it. With --for (no COMMAND), every file written
+after the check started counts.
+
+Standard library only, imports nothing from ncclgen but nccllines.py: beside this file on the node
+(a pod's ConfigMap), or its text before this one's in one program (`python3 -c "$NCCLGEN_TRANSPORT"`
+in the sbatch script).
+"""
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+try:
+    from . import nccllines
+except ImportError:
+    try:  # run as a file on the node, nccllines.py beside it (Kubernetes: the ConfigMap's files)
+        import nccllines  # type: ignore[no-redef]
+    except ImportError:  # run as one program whose text starts with nccllines.py's (the sbatch script)
+        nccllines = sys.modules[__name__]
+
+SPEC_VERSION = 1
+EXIT_PROBLEMS = 7
+EXIT_USAGE = 2
+POLL_S = 0.25
+KILL_GRACE_S = 1.0
+READ_MAX = 1 << 20  # bytes read from one file per poll
+CLAIM = ".claimed"  # beside a debug file: a check has seen its process alive under its COMMAND
+MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
+
+
+def release(version):
+    """'1.13.2-aws' -> (1, 13, 2); () when it does not start with a number ('git-6e504db')."""
+    parts = []
+    for p in version.split("-", 1)[0].split("."):
+        if not p.isdigit():
+            break
+        parts.append(int(p))
+    return tuple(parts)
+
+
+class Proc:
+    """What one NCCL process (one debug file) said."""
+
+    def __init__(self, path, pid):
+        self.path, self.pid, self.offset, self.rest = path, pid, 0, b""
+        self.version = self.net = self.plugin = self.plugin_version = None
+        self.hcas = None
+        self.local_ranks = 0
+        self.complete = self.connected = False
+        self.multi_node = False
+        self.channels = {"gdr": 0, "nogdr": 0, "p2p": 0, "shm": 0}
+
+
+class Check:
+    """The check's state on one node; ``emit`` writes a line of output (stderr by default)."""
+
+    def __init__(self, spec, node, host, root_pid=None, emit=None, start=None):
+        self.spec, self.node, self.root_pid = spec, node, root_pid
+        self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.start_ns = time.time_ns() if start is None else int(start * 1e9)
+        pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+        self.folder = os.path.dirname(pattern) or "."
+        self.names = nccllines.file_pattern(os.path.basename(pattern), host)
+        self.procs, self.ignored = {}, set()
+        self.problems, self.summarised = [], False
+
+    # files
+    def poll(self):
+        """Read what NCCL wrote since the last poll; True when there is a new problem."""
+        before = len(self.problems)
+        self._scan()
+        for proc in list(self.procs.values()):
+            self._read(proc)
+        if not self.summarised and self._initialised():
+            self.summary()
+        return len(self.problems) > before
+
+    def _scan(self):
+        try:
+            entries = os.listdir(self.folder)
+        except OSError:
+            return
+        for name in entries:
+            if name in self.procs or name in self.ignored:
+                continue
+            m = self.names.match(name)
+            path = os.path.join(self.folder, name)
+            pid = int(m.group("pid")) if m and "pid" in m.groupdict() else None
+            if m and self._ours(path, pid):
+                self.procs[name] = Proc(path, pid)
+            else:
+                self.ignored.add(name)
+
+    def _ours(self, path, pid):
+        if pid is not None and self.root_pid is not None:
+            chain = ancestry(pid)
+            if chain is not None:  # alive: ours when COMMAND is an ancestor; say so to other checks
+                if self.root_pid not in chain:
+                    return False
+                with contextlib.suppress(OSError):
+                    os.close(os.open(path + CLAIM, os.O_CREAT | os.O_WRONLY, 0o644))
+                return True
+            if os.path.exists(path + CLAIM):
+                return False  # gone, and another check saw it alive as its own
+        try:
+            return os.stat(path).st_mtime_ns >= self.start_ns
+        except OSError:
+            return False
+
+    def _read(self, proc):
+        try:
+            with open(proc.path, "rb") as fh:
+                fh.seek(proc.offset)
+                data = fh.read(READ_MAX)
+        except OSError:
+            return
+        if not data:
+            return
+        proc.offset += len(data)
+        lines = (proc.rest + data).split(b"\n")
+        proc.rest = lines.pop()
+        for raw in lines:
+            self.line(proc, raw.decode("utf-8", "replace"))
+
+    # lines
+    def line(self, proc, text):
+        parts = nccllines.split(text)
+        if parts is None:
+            return
+        if parts[0] == "WARN":
+            self.emit(text)
+            return
+        parsed = nccllines.message(parts[3])
+        if parsed is not None:
+            handler = getattr(self, "_on_" + parsed[0], None)
+            if handler is not None:
+                handler(proc, parsed[1], parts[3])
+
+    def _on_version(self, proc, f, _text):
+        proc.version = f["version"] + f["suffix"]
+        want = self.spec.get("nccl")
+        if want and f["version"] != want:
+            self.problem("NCCL version", f"{want} (the descriptor's software.nccl)", proc.version)
+
+    def _on_net(self, proc, f, _text):
+        proc.net = f["name"]
+        want = self.spec.get("net")
+        if want and f["name"].lower() != want.lower():
+            self.problem("net", want, f"{f['name']} (NCCL's 'Using network {f['name']}')")
+
+    def _on_plugin(self, proc, f, _text):
+        proc.plugin = f["name"]
+
+    def _on_plugin_version(self, proc, f, _text):
+        proc.plugin_version = f"{f['package']} {f['version']}"
+        want = self.spec.get("plugin") or {}
+        need = release(want.get("min", ""))
+        have = release(f["version"])
+        if want.get("package") == f["package"] and need and have and have < need:
+            self.problem("plugin version", f"{f['package']} >= {want['min']}", f["version"])
+
+    def _on_ib(self, proc, f, _text):
+        opened = [f"{name}:{port}" for name, port, _link in nccllines.ib_devices(f["devices"])]
+        proc.hcas = opened
+        missing = [h for h in self.spec.get("hcas", []) if h not in opened]
+        if missing:
+            self.problem(
+                "HCAs",
+                ",".join(self.spec["hcas"]),
+                f"{','.join(opened) or 'none'} (not opened: {','.join(missing)})",
+            )
+
+    def _on_channel_net(self, proc, f, text):
+        proc.channels["gdr" if f["gdr"] else "nogdr"] += 1
+        if not f["gdr"] and self.spec.get("gdr"):
+            self.problem("GPUDirect RDMA", "every NET channel via .../GDRDMA", f"'{text}'")
+
+    def _on_channel_p2p(self, proc, _f, _text):
+        proc.channels["p2p"] += 1
+
+    def _on_channel_shm(self, proc, _f, _text):
+        proc.channels["shm"] += 1
+
+    def _on_comm(self, proc, f, _text):
+        proc.local_ranks = max(proc.local_ranks, int(f["localranks"]))
+        proc.multi_node = proc.multi_node or int(f["nnodes"]) > 1
+
+    def _on_complete(self, proc, _f, _text):
+        proc.complete = True
+
+    def _on_rings(self, proc, _f, _text):
+        proc.connected = True
+
+    # verdicts
+    def problem(self, item, expected, found):
+        if any(p[0] == item for p in self.problems):
+            return  # one line per item and node: the first instance says it
+        self.problems.append((item, expected, found))
+        self.emit(f"ncclgen: transport FAILED: node {self.node}: {item}: expected {expected}, found {found}")
+
+    def _initialised(self):
+        procs = list(self.procs.values())
+        want = max((p.local_ranks for p in procs), default=0)
+        done = [p for p in procs if p.complete and (p.connected or not p.multi_node)]
+        return want > 0 and len(done) >= want
+
+    def summary(self, partial=False):
+        self.summarised = True
+        procs = list(self.procs.values())
+        if not procs:
+            self.emit(f"ncclgen: transport: node {self.node}: no NCCL process wrote {self.folder} (nothing checked)")
+            return
+
+        def seen(attr):
+            values = sorted({getattr(p, attr) for p in procs if getattr(p, attr)})
+            return ",".join(values) if values else "-"
+
+        hcas = sorted({h for p in procs for h in (p.hcas or [])})
+        plugin = seen("plugin") + (f" ({seen('plugin_version')})" if seen("plugin_version") != "-" else "")
+        planned = self.spec.get("hcas", [])
+        ch = {k: sum(p.channels[k] for p in procs) for k in ("gdr", "nogdr", "p2p", "shm")}
+        hca_text = ",".join(hcas) or "-"
+        if planned:
+            hca_text += f" ({sum(1 for h in planned if h in hcas)} of {len(planned)} planned)"
+        self.emit(
+            f"ncclgen: transport: node {self.node}{' (before init finished)' if partial else ''}: "
+            f"NCCL {seen('version')}, net {seen('net')}, plugin {plugin}, "
+            f"HCAs {hca_text}, NET channels {ch['gdr']} GDRDMA / {ch['nogdr']} without, "
+            f"P2P {ch['p2p']}, SHM {ch['shm']}, {len(procs)} processes"
+        )
+
+
+def ancestry(pid):
+    """The PIDs from ``pid`` up to init (/proc/PID/stat's ppid field), or None once ``pid`` is gone."""
+    chain: list[int] = []
+    while pid > 1 and len(chain) < MAX_DEPTH:
+        chain.append(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            return None if len(chain) == 1 else chain
+        pid = int(stat.rsplit(b")", 1)[1].split()[1])
+    return chain
+
+
+def node_name():
+    return os.environ.get("SLURMD_NODENAME") or os.environ.get("NCCLGEN_NODE") or socket.gethostname()
+
+
+def load_spec(arg):
+    if arg.startswith("@"):
+        with open(arg[1:], encoding="utf-8") as fh:
+            arg = fh.read()
+    spec = json.loads(arg)
+    if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
+        raise ValueError(f"a transport spec of version {SPEC_VERSION}")
+    return spec
+
+
+def prepare(spec):
+    """Create the debug file folder (sticky and world-writable like /tmp, so jobs of several users
+    can share a node) and say when NCCL's settings hide the lines the check reads."""
+    pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+    folder = os.path.dirname(pattern)
+    if folder and not os.path.isdir(folder):
+        try:
+            os.makedirs(folder, exist_ok=True)
+            os.chmod(folder, 0o1777)
+        except OSError:
+            pass
+    level = nccllines.debug_level(os.environ.get("NCCL_DEBUG"))
+    mask = nccllines.debug_mask(os.environ.get("NCCL_DEBUG_SUBSYS"))
+    if level < nccllines.LEVELS["INFO"] or not nccllines.shows("complete", mask):
+        return "NCCL_DEBUG/NCCL_DEBUG_SUBSYS hide NCCL's INIT lines (INFO and INIT needed)"
+    if not os.environ.get("NCCL_DEBUG_FILE"):
+        return "NCCL_DEBUG_FILE is not set, so NCCL's lines go to stdout"
+    return None
+
+
+def _forward(child, sig):
+    with contextlib.suppress(OSError):
+        os.killpg(child.pid, sig)
+
+
+def stop(child):
+    """SIGTERM to the command's process group, SIGKILL after KILL_GRACE_S."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, sig)
+        except OSError:
+            return
+        try:
+            child.wait(KILL_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(spec, command, watch_s=None):
+    """Run ``command`` (or only watch for ``watch_s`` seconds) under the check; the exit status."""
+    node, warn_only = node_name(), spec.get("mode") == "warn"
+    hidden = prepare(spec)
+    if hidden:
+        print(f"ncclgen: transport: node {node}: not checked: {hidden}", file=sys.stderr, flush=True)
+    child = subprocess.Popen(command, start_new_session=True) if command else None
+    if child is not None:
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda s, _f: _forward(child, s))
+    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=child.pid if child else None)
+    failed = watch(check, child, time.monotonic() + (watch_s or 0.0), stop_on_problem=not warn_only)
+    if failed:
+        return EXIT_PROBLEMS
+    if child is None:
+        return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
+    rc = child.returncode
+    return 128 - rc if rc < 0 else rc
+
+
+def watch(check, child, deadline, stop_on_problem):
+    """Poll until ``child`` ends (or ``deadline`` without one); True when a problem stopped it."""
+    while True:
+        done = child.poll() is not None if child else time.monotonic() >= deadline
+        if check is not None and check.poll() and stop_on_problem:
+            if not check.summarised:
+                check.summary(partial=True)
+            if child is not None:
+                stop(child)
+            return True
+        if done:
+            break
+        time.sleep(POLL_S)
+    if check is not None and not check.summarised:
+        check.summary(partial=True)
+    return False
+
+
+def main(argv):
+    try:
+        spec = load_spec(argv[0])
+        rest = argv[1:]
+        if rest[:1] == ["--"] and len(rest) > 1:
+            return run(spec, rest[1:])
+        if rest[:1] == ["--for"] and len(rest) == 2:
+            return run(spec, None, float(rest[1]))
+        raise ValueError("'-- COMMAND...' or '--for SECONDS' after the spec")
+    except (IndexError, ValueError, OSError, KeyError) as e:
+        print(f"ncclgen: transport: usage: transport.py SPEC|@FILE -- COMMAND...: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+NCCLGEN_TRANSPORT_EOF
+
+# ncclgen/plan/transport.py: what the check compares, from the plan
+IFS= read -r -d '' NCCLGEN_TRANSPORT_SPEC <<'NCCLGEN_TRANSPORT_SPEC_EOF' || true
+{"v":1,"mode":"on","debug_file":"/tmp/ncclgen-nccl/%h.%p.log","net":"IB","hcas":["mlx5_0:1","mlx5_3:1","mlx5_4:1","mlx5_5:1","mlx5_6:1","mlx5_9:1","mlx5_10:1","mlx5_11:1"],"gdr":true,"nccl":"2.30.7"}
+NCCLGEN_TRANSPORT_SPEC_EOF
+
+# the transport check's entry: runs its arguments (the node's launch) under transport.py
+IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
+#!/usr/bin/env bash
+# The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..
+ncclgen_dir=$(cd "$(dirname "$0")/.." && pwd)
+exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"
+NCCLGEN_TRANSPORT_BIN_EOF
 
 ncclgen_main

@@ -38,9 +38,9 @@ def plan_options(f):
         type=click.Choice(TRANSPORT_CHECKS),
         default="on",
         show_default=True,
-        help="Check in every Kubernetes pod what NCCL chose at init (net, plugin, HCAs, GPUDirect RDMA, "
-        "version) against the plan: on ends the pod (exit 7) on a difference, warn prints it and runs on, "
-        "off leaves the check and its NCCL_DEBUG settings out. Slurm jobs do not run it yet.",
+        help="Check on every node (Slurm step or pod) what NCCL chose at init (net, plugin, HCAs, GPUDirect "
+        "RDMA, version) against the plan: on ends the job (the check exits 7) on a difference, warn prints "
+        "it and runs on, off leaves the check and its NCCL_DEBUG settings out.",
     )(f)
     f = click.option(
         "--set",

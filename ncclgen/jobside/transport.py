@@ -24,11 +24,15 @@ lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N 
 is not one this program understands.
 
 Whose files: NCCL names them by host and PID, so on a node shared by jobs (or several Slurm nodes on
-one test machine) the folder can hold other processes' files: a file counts when its PID is COMMAND
-or a descendant of it, or, for a PID already gone, when it was written after the check started.
+one test machine) the folder can hold other processes' files. A file counts when its PID, alive, is
+COMMAND or a descendant of it; the check then leaves FILE.claimed beside it. A file whose process has
+already ended (a rank that failed at once, whose WARN lines matter most) counts when it was written
+after the check started and no other check claimed it. With --for (no COMMAND), every file written
+after the check started counts.
 
-Standard library only, imports nothing from ncclgen but nccllines.py, which must sit beside this
-file on the node (the renderers put both there).
+Standard library only, imports nothing from ncclgen but nccllines.py: beside this file on the node
+(a pod's ConfigMap), or its text before this one's in one program (`python3 -c "$NCCLGEN_TRANSPORT"`
+in the sbatch script).
 """
 
 import contextlib
@@ -42,8 +46,11 @@ import time
 
 try:
     from . import nccllines
-except ImportError:  # run as a file on the node, nccllines.py beside it
-    import nccllines  # type: ignore[no-redef]
+except ImportError:
+    try:  # run as a file on the node, nccllines.py beside it (Kubernetes: the ConfigMap's files)
+        import nccllines  # type: ignore[no-redef]
+    except ImportError:  # run as one program whose text starts with nccllines.py's (the sbatch script)
+        nccllines = sys.modules[__name__]
 
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 7
@@ -51,6 +58,7 @@ EXIT_USAGE = 2
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
+CLAIM = ".claimed"  # beside a debug file: a check has seen its process alive under its COMMAND
 MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
 
 
@@ -120,8 +128,14 @@ class Check:
     def _ours(self, path, pid):
         if pid is not None and self.root_pid is not None:
             chain = ancestry(pid)
-            if chain is not None:
-                return self.root_pid in chain
+            if chain is not None:  # alive: ours when COMMAND is an ancestor; say so to other checks
+                if self.root_pid not in chain:
+                    return False
+                with contextlib.suppress(OSError):
+                    os.close(os.open(path + CLAIM, os.O_CREAT | os.O_WRONLY, 0o644))
+                return True
+            if os.path.exists(path + CLAIM):
+                return False  # gone, and another check saw it alive as its own
         try:
             return os.stat(path).st_mtime_ns >= self.start_ns
         except OSError:

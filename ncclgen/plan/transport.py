@@ -2,7 +2,8 @@
 pure data from the Plan. The renderers embed :func:`encode` of :func:`spec` next to the program.
 
 - ``net``: the name NCCL prints in "Using network NAME": the plan's NCCL_NET (IB on InfiniBand/RoCE,
-  Socket on TCP, the plugin's registered name); not checked where the plan pins none (rdma-sharp's
+  Socket on TCP, the plugin's registered name), or, where the plan pins none (a vendor_env `omit`),
+  the one the fabric or plugin means; not checked for a plugin without a fixed name (rdma-sharp's
   IBext_v<N> changes with the plugin release);
 - ``plugin``: the plugin's package and the minimum version the plan needs (ncclgen/data/plugins.yaml
   min_version), compared with the plugin's own init line;
@@ -29,9 +30,12 @@ SPEC_VERSION = 1  # ncclgen/jobside/transport.py SPEC_VERSION
 EXIT_PROBLEMS = 7  # ncclgen/jobside/transport.py EXIT_PROBLEMS: the job's exit status too
 MODULE = "ncclgen_transport.py"  # the program's file name on the node; nccllines.py beside it
 PARSER = "nccllines.py"
-# Where a renderer runs the check: Kubernetes pods. The sbatch script does not run it yet, so a host plan
-# leaves the check's NCCL_DEBUG settings out (explain says so).
-TARGETS = ("pod",)
+# Where a renderer runs the check: Kubernetes pods (the launch under it, after preflight and setup) and
+# Slurm jobs (each node's torchrun agent or `ray start --block` step under it).
+TARGETS = ("pod", "host")
+# The net NCCL uses on a fabric without a plugin (NCCL v2.30.7 net_ib/common.cc:194 "IB", net_socket.cc:804
+# "Socket"): what "Using network" must say even where the plan does not pin NCCL_NET.
+FABRIC_NET = {"infiniband": "IB", "roce": "IB", "tcp": "Socket"}
 
 
 def enabled(plan: Plan) -> bool:
@@ -63,10 +67,10 @@ def spec(plan: Plan) -> dict[str, Any]:
     """The check's input for every node of ``plan`` (its view: host or pod)."""
     env = plan.env_dict()
     out: dict[str, Any] = {"v": SPEC_VERSION, "mode": _mode(plan), "debug_file": env.get("NCCL_DEBUG_FILE", "")}
-    net = env.get("NCCL_NET")
+    plugin = views.plugin_of(plan.cluster)
+    net = env.get("NCCL_NET") or (plugin.net_name if plugin else FABRIC_NET.get(plan.cluster.network.fabric))
     if net:
         out["net"] = net
-    plugin = views.plugin_of(plan.cluster)
     if plugin is not None and plugin.min_version:
         out["plugin"] = {"package": plugin.package, "min": plugin.min_version}
     hca = env.get("NCCL_IB_HCA", "")
@@ -86,7 +90,7 @@ def encode(checks: dict[str, Any]) -> str:
 def describe(checks: dict[str, Any]) -> list[str]:
     """One line per comparison, for `ncclgen explain`."""
     lines = [f"NCCL version {checks['nccl']} (software.nccl) on every node"]
-    lines.append(f"net {checks['net']} ('Using network')" if "net" in checks else "net: not checked (no NCCL_NET)")
+    lines.append(f"net {checks['net']} ('Using network')" if "net" in checks else "net: not checked (no fixed name)")
     if "plugin" in checks:
         lines.append(f"{checks['plugin']['package']} >= {checks['plugin']['min']}")
     if "hcas" in checks:
@@ -107,8 +111,6 @@ def explain_line(plan: Plan) -> str:
             f"  transport check: off: the program sets NCCL_DEBUG={forced['value']} at import ({forced['where']}), "
             "so NCCL's init lines cannot be read; nothing compares what NCCL chose with this plan"
         )
-    if plan.target not in TARGETS and _mode(plan) != "off":
-        return "  transport check: not in Slurm jobs yet (`ncclgen k8s` runs it in every pod); NCCL_DEBUG=WARN"
     if not enabled(plan):
         return (
             "  transport check: off (--transport-check off): nothing compares what NCCL chose at init with "

@@ -1,0 +1,58 @@
+"""The transport check in the rendered sbatch script: each node's launch step (torchrun agent, or `ray start
+--block` on the head and the workers) runs under the check; the Ray readiness, watchdog and driver steps do
+not; --transport-check off leaves it out; the embedded program runs as `python3 -c` with nothing from
+ncclgen importable (the job runs it so)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ncclgen import pipeline
+from ncclgen.plan import transport as transportmod
+from ncclgen.render import slurm
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIX = "-- ncclgen-transport"
+
+
+def script(workload, check="on", cluster="h100-ib"):
+    plan = pipeline.make_plan(pipeline.request(cluster, 1, workload, transport_check=check))
+    return slurm.render_plan(plan, slurm.Options())
+
+
+def test_torchrun_step_runs_under_the_check():
+    text = script("bench")
+    (line,) = [ln for ln in text.splitlines() if PREFIX in ln]
+    assert "--kill-on-bad-exit=1" in line and "ncclgen_step" in line
+    plan = pipeline.make_plan(pipeline.request("h100-ib", 1, "bench"))
+    spec = transportmod.spec(plan)
+    assert spec["hcas"][0] == "mlx5_0:1" and spec["gdr"] is True and spec["net"] == "IB"
+    assert transportmod.encode(spec) in text  # the node file transport.json
+    for name in ("nccllines.py", "transport.py", "transport.json"):
+        assert f"{name}=NCCLGEN_" in text, name
+    assert 'exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"' in text
+    assert "export NCCL_DEBUG='INFO'" in text
+
+
+def test_ray_start_steps_run_under_the_check_and_nothing_else():
+    lines = [ln for ln in script("verl-grpo-qwen2-7b").splitlines() if PREFIX in ln]
+    assert len(lines) == 2  # the head's `ray start --block` step and the workers' step
+    assert all("ray-driver.sh" not in ln for ln in lines)
+
+
+@pytest.mark.parametrize("workload", ["bench", "verl-grpo-qwen2-7b"])
+def test_off_leaves_it_out(workload):
+    text = script(workload, check="off")
+    assert "ncclgen-transport" not in text and "NCCL_DEBUG_FILE" not in text
+    assert "export NCCL_DEBUG='WARN'" in text
+    assert "--transport-check off" in text  # the Regenerate: line repeats it
+
+
+def test_shellcheck_clean(tmp_path):
+    out = tmp_path / "job.sh"
+    out.write_text(script("bench"))
+    r = subprocess.run(["shellcheck", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout
