@@ -28,6 +28,9 @@ from ncclgen.render import k8s as render_k8s
 
 PREFLIGHT = ["bash", f"{render_k8s.CONFIG_DIR}/{render_k8s.PREFLIGHT_SCRIPT}"]
 PREFLIGHT_KEYS = [render_k8s.PREFLIGHT_MODULE, render_k8s.PREFLIGHT_SPEC, render_k8s.PREFLIGHT_SCRIPT]
+# The transport check's files, and the prefix that runs the launch under it (tests/test_transport_k8s.py)
+TRANSPORT_KEYS = ["ncclgen_transport.py", "nccllines.py", "transport.json"]
+CHECK = ["python3", "/etc/ncclgen/ncclgen_transport.py", "@/etc/ncclgen/transport.json", "--"]
 
 
 def embedded(name: str) -> str:
@@ -276,7 +279,7 @@ def test_ray_workload_as_pytorchjob():
     master = specs["Master"]["template"]["spec"]["containers"][0]
     worker = specs["Worker"]["template"]["spec"]["containers"][0]
     assert specs["Worker"]["replicas"] == 2
-    setup = [*PREFLIGHT, "bash", "/etc/ncclgen/setup.sh"]
+    setup = [*PREFLIGHT, "bash", "/etc/ncclgen/setup.sh", *CHECK]
     assert master["command"] == [*setup, "bash", "/etc/ncclgen/ray-head.sh", *p.launch.command]
     assert worker["command"] == [*setup, "bash", "/etc/ncclgen/ray-worker.sh"]
     assert master["ports"][0] == {"name": "pytorchjob-port", "containerPort": 6379, "protocol": "TCP"}
@@ -302,7 +305,9 @@ def test_rayjob_groups_entrypoint_and_env():
     p = plan_for("h100-ib", 2, "verl-grpo-qwen3-235b-megatron")
     docs = render_k8s.documents(p)
     assert [d["kind"] for d in docs] == ["RayJob", "ConfigMap"]  # driver's argv and the setup lines
-    assert sorted(config_of(docs)["data"]) == sorted([render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS])
+    assert sorted(config_of(docs)["data"]) == sorted(
+        [render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS, *TRANSPORT_KEYS]
+    )
     job = job_of(docs)
     spec = job["spec"]
     assert driver_argv(docs) == list(p.launch.command)
@@ -320,6 +325,7 @@ def test_rayjob_groups_entrypoint_and_env():
         assert kubelet_expand(c["args"][0]) == (
             "ulimit -n 65536; exec bash /etc/ncclgen/preflight.sh "
             "bash /etc/ncclgen/setup.sh "
+            "python3 /etc/ncclgen/ncclgen_transport.py @/etc/ncclgen/transport.json -- "
             '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
         )
     assert "runtimeEnvYAML" not in spec
@@ -340,7 +346,7 @@ def test_rayjob_tier3_binding_hook():
     assert config_of(docs)["data"]["ncclgen_raybind.py"] == embedded("raybind")
     assert config_of(docs)["data"]["setup.sh"] == launch.setup_program(p.workload.setup)
     assert sorted(config_of(docs)["data"]) == sorted(
-        ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS]
+        ["ncclgen_raybind.py", render_k8s.RAY_DRIVER_SCRIPT, "setup.sh", *PREFLIGHT_KEYS, *TRANSPORT_KEYS]
     )
     for _path, t in kv.pod_templates(job_of(docs)):
         assert t["metadata"]["annotations"]["ray.io/overwrite-container-cmd"] == "true"
@@ -352,7 +358,9 @@ def test_rayjob_tier3_binding_hook():
         script = kubelet_expand(c["args"][0])
         assert script.startswith('export PYTHONPATH="/etc/ncclgen${PYTHONPATH:+:$PYTHONPATH}";')
         assert script.endswith(
-            'exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh /bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
+            "exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh python3 "
+            "/etc/ncclgen/ncclgen_transport.py @/etc/ncclgen/transport.json -- "
+            '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
         )
         subprocess.run(["bash", "-n", "-c", script], check=True)
 

