@@ -314,7 +314,9 @@ def test_diff_tier_1_vs_3_shows_the_tier_2_and_3_additions(capsys):
     assert lines[qps + 2] == "    source: " + by_id["ib-qps"].source
     assert "+ NCCL_MIN_CTAS=16    [tier 3, rule min-ctas]" in lines
     assert "~ binding: off -> on" in out
-    assert lines[-1] == "0 changed, 4 added, 0 removed, 8 unchanged"  # 8: NCCL_NET=IB (issue 21) is tier 1
+    assert (
+        lines[-1] == "0 changed, 4 added, 0 removed, 10 unchanged"
+    )  # 10: NCCL_NET=IB (issue 21), NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE (transport check) are tier 1
 
 
 def test_diff_the_other_way_lists_removals_with_the_reason_of_the_side_that_has_them(capsys):
