@@ -108,6 +108,10 @@ SHIMS = {
     # ncclgen's node programs (python3 FOLDER/NAME.py ARGS, from ncclgen/jobside/node.sh) are recorded
     # under their own name: preflight, raywait, monitor; anything else is the workload's program.
     "python3": """
+        # The transport check (transport.py @SPEC -- LAUNCH...) runs the launch it wraps.
+        if [[ $1 == */transport.py && $3 == -- ]]; then
+            NAME=transport; . "$SHIM_DIR/act.sh"; record "$@"; shift 3; exec "$@"
+        fi
         NAME=python3
         case $1 in */preflight.py) NAME=preflight ;; */raywait.py) NAME=raywait ;; */monitor.py) NAME=monitor ;; esac
         . "$SHIM_DIR/act.sh"; record "$@"

@@ -94,6 +94,9 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     sruns = [a for a, _ in run.calls("srun")]
     launch = [a for a in sruns if "torchrun" in a]
     node = ["bash", "-c", 'eval "$NCCLGEN_NODE_SH"', "ncclgen-node"]
+    # the launch runs under the transport check's entry (bin/ncclgen_transport in the node's folder)
+    assert all(a[a.index("ncclgen-node") + 1] == "ncclgen_transport" for a in launch), launch
+    launch = [[x for x in a if x != "ncclgen_transport"] for a in launch]
     assert launch == [
         [
             "--export=ALL",

@@ -15,7 +15,7 @@ from ncclgen.plan import transport as transportmod
 from ncclgen.render import slurm
 
 ROOT = Path(__file__).resolve().parent.parent
-PREFIX = "-- ncclgen-transport"
+PREFIX = "-- ncclgen_transport"
 
 
 def script(workload, check="on", cluster="h100-ib"):
@@ -46,7 +46,7 @@ def test_ray_start_steps_run_under_the_check_and_nothing_else():
 @pytest.mark.parametrize("workload", ["bench", "verl-grpo-qwen2-7b"])
 def test_off_leaves_it_out(workload):
     text = script(workload, check="off")
-    assert "ncclgen-transport" not in text and "NCCL_DEBUG_FILE" not in text
+    assert "ncclgen_transport" not in text and "NCCL_DEBUG_FILE" not in text
     assert "export NCCL_DEBUG='WARN'" in text
     assert "--transport-check off" in text  # the Regenerate: line repeats it
 

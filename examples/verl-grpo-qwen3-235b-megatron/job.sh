@@ -97,7 +97,7 @@ ncclgen_main() {
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each
   # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).
-  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- ncclgen-transport \
+  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- ncclgen_transport \
     ray start --head --port="$NCCLGEN_RAY_PORT" --num-gpus=8 --num-cpus=224 --disable-usage-stats \
     --node-ip-address="$HEAD_ADDR" --ray-client-server-port="$NCCLGEN_RAY_CLIENT_PORT" \
     --dashboard-agent-listen-port="$NCCLGEN_AGENT_PORT" --include-dashboard=false --block &
@@ -106,7 +106,7 @@ ncclgen_main() {
   NCCLGEN_RAY_WORKERS=""
   if ((SLURM_JOB_NUM_NODES > 1)); then
     ncclgen_step --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks=$((SLURM_JOB_NUM_NODES - 1)) --ntasks-per-node=1 \
-      --exclude="$HEAD" --kill-on-bad-exit=1 -- ncclgen-transport ray-worker.sh &
+      --exclude="$HEAD" --kill-on-bad-exit=1 -- ncclgen_transport ray-worker.sh &
     NCCLGEN_RAY_WORKERS=$!
     NCCLGEN_PIDS+=("$NCCLGEN_RAY_WORKERS")
   fi
@@ -203,8 +203,8 @@ ncclgen_programs() {
     setup.sh=NCCLGEN_SETUP preflight.py=NCCLGEN_PREFLIGHT preflight.json=NCCLGEN_PREFLIGHT_SPEC
     raywait.py=NCCLGEN_RAY_WAIT ray-worker.sh=NCCLGEN_RAY_WORKER ray-driver.sh=NCCLGEN_RAY_DRIVER
     pythonpath/ncclgen_raybind.py=NCCLGEN_RAY_HOOK nccllines.py=NCCLGEN_NCCLLINES
-    transport.py=NCCLGEN_TRANSPORT transport.json=NCCLGEN_TRANSPORT_SPEC bin/ncclgen-
-    transport=NCCLGEN_TRANSPORT_BIN'
+    transport.py=NCCLGEN_TRANSPORT transport.json=NCCLGEN_TRANSPORT_SPEC
+    bin/ncclgen_transport=NCCLGEN_TRANSPORT_BIN'
   export NCCLGEN_JOB_KEY NCCLGEN_FILES \
     NCCLGEN_NODE_SH NCCLGEN_SETUP NCCLGEN_PREFLIGHT NCCLGEN_PREFLIGHT_SPEC NCCLGEN_RAY_WAIT \
     NCCLGEN_RAY_WORKER NCCLGEN_RAY_DRIVER NCCLGEN_RAY_HOOK NCCLGEN_NCCLLINES NCCLGEN_TRANSPORT \
@@ -1094,9 +1094,9 @@ How NCCL writes a line (NVIDIA/nccl v2.30.7-1 src/debug.cc; the same in every re
   and "[CUDADEV] FILE:LINE (FUNC) NCCL WARN MESSAGE" (`warn`; "(FUNC)" from 2.30.7);
 - HOST is gethostname() cut at the first '.', with '%' and '/' replaced by '-' (src/misc/utils.cc:73-82,
   src/debug.cc:113-126 getHostNameForLog);
-- NCCL_DEBUG_FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
+- NCCL_DEBUG_ FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
   is opened "w" and line-buffered (`linebuf`: setlinebuf), so each line is in the file once written.
-  Without NCCL_DEBUG_FILE the lines go to the C stdout, block-buffered in a batch job. The file is
+  Without NCCL_DEBUG_ FILE the lines go to the C stdout, block-buffered in a batch job. The file is
   created only when NCCL_DEBUG is above VERSION; a folder that does not exist makes fopen fail and NCCL
   writes to stdout instead;
 - a line is printed when its level is at most NCCL_DEBUG (VERSION 1 < WARN 2 < INFO 3 < ABORT 4 < TRACE 5,
@@ -1361,7 +1361,7 @@ def log_hostname(name):
 
 
 def expand_debug_file(pattern, hostname, pid):
-    """NCCL_DEBUG_FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
+    """NCCL_DEBUG_ FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
     out, i = [], 0
     while i < len(pattern):
         c = pattern[i]
@@ -1376,7 +1376,7 @@ def expand_debug_file(pattern, hostname, pid):
 
 
 def file_pattern(pattern, hostname):
-    """A regex matching the names NCCL_DEBUG_FILE ``pattern`` gives on ``hostname``; group 'pid'
+    """A regex matching the names NCCL_DEBUG_ FILE ``pattern`` gives on ``hostname``; group 'pid'
     (the first %p) where the pattern has one."""
     out, i, seen_pid = [], 0, False
     while i < len(pattern):
@@ -1426,7 +1426,7 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT <<'NCCLGEN_TRANSPORT_EOF' || true
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
-(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_FILE=FOLDER/%h.%p.log: one file per process,
+(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_ FILE=FOLDER/%h.%p.log: one file per process,
 line-buffered by NCCL, see nccllines.py), copies every NCCL WARN line to stderr unchanged (NCCL's
 output now goes to the file, so nothing it says is hidden), and once the node's ranks have initialised
 prints one line:
@@ -1816,11 +1816,12 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT_SPEC <<'NCCLGEN_TRANSPORT_SPEC_EOF' || true
 {"v":1,"mode":"on","debug_file":"/tmp/ncclgen-nccl/%h.%p.log","net":"IB","hcas":["mlx5_0:1","mlx5_3:1","mlx5_4:1","mlx5_5:1","mlx5_6:1","mlx5_9:1","mlx5_10:1","mlx5_11:1"],"gdr":true,"nccl":"2.30.7"}
 NCCLGEN_TRANSPORT_SPEC_EOF
 
-# the transport check's entry: runs its arguments (the node's launch) under transport.py
+# ncclgen/render/slurmtransport.py: the launch's entry into the transport check
 IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
 #!/usr/bin/env bash
 # The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..
-ncclgen_dir=$(cd "$(dirname "$0")/.." && pwd)
+ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
 exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"
 NCCLGEN_TRANSPORT_BIN_EOF
 

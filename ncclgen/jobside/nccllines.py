@@ -9,9 +9,9 @@ How NCCL writes a line (NVIDIA/nccl v2.30.7-1 src/debug.cc; the same in every re
   and "[CUDADEV] FILE:LINE (FUNC) NCCL WARN MESSAGE" (`warn`; "(FUNC)" from 2.30.7);
 - HOST is gethostname() cut at the first '.', with '%' and '/' replaced by '-' (src/misc/utils.cc:73-82,
   src/debug.cc:113-126 getHostNameForLog);
-- NCCL_DEBUG_FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
+- NCCL_DEBUG_ FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
   is opened "w" and line-buffered (`linebuf`: setlinebuf), so each line is in the file once written.
-  Without NCCL_DEBUG_FILE the lines go to the C stdout, block-buffered in a batch job. The file is
+  Without NCCL_DEBUG_ FILE the lines go to the C stdout, block-buffered in a batch job. The file is
   created only when NCCL_DEBUG is above VERSION; a folder that does not exist makes fopen fail and NCCL
   writes to stdout instead;
 - a line is printed when its level is at most NCCL_DEBUG (VERSION 1 < WARN 2 < INFO 3 < ABORT 4 < TRACE 5,
@@ -276,7 +276,7 @@ def log_hostname(name):
 
 
 def expand_debug_file(pattern, hostname, pid):
-    """NCCL_DEBUG_FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
+    """NCCL_DEBUG_ FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
     out, i = [], 0
     while i < len(pattern):
         c = pattern[i]
@@ -291,7 +291,7 @@ def expand_debug_file(pattern, hostname, pid):
 
 
 def file_pattern(pattern, hostname):
-    """A regex matching the names NCCL_DEBUG_FILE ``pattern`` gives on ``hostname``; group 'pid'
+    """A regex matching the names NCCL_DEBUG_ FILE ``pattern`` gives on ``hostname``; group 'pid'
     (the first %p) where the pattern has one."""
     out, i, seen_pid = [], 0, False
     while i < len(pattern):

@@ -5,7 +5,7 @@
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
-(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_FILE=FOLDER/%h.%p.log: one file per process,
+(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_ FILE=FOLDER/%h.%p.log: one file per process,
 line-buffered by NCCL, see nccllines.py), copies every NCCL WARN line to stderr unchanged (NCCL's
 output now goes to the file, so nothing it says is hidden), and once the node's ranks have initialised
 prints one line:

@@ -25,7 +25,7 @@ from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan import transport as transportmod
 from ..plan.build import prepends
-from . import containers, options, pluginnote, sbatchopts, shell
+from . import containers, options, pluginnote, sbatchopts, shell, slurmtransport
 from .options import SlurmOptions as Options
 from .shell import Raw
 
@@ -116,7 +116,7 @@ class SlurmScript:
     resize: tuple[int, int | None, str]  # node counts the plan holds for, and why
     version: str
     preflight: bool = True
-    transport: bool = False  # each node's launch runs under bin/ncclgen-transport
+    transport: bool = False  # each node's launch runs under bin/ncclgen_transport (slurmtransport.py)
     preflight_exit: int = preflightmod.EXIT_PROBLEMS
     requeue: sbatchopts.Requeue | None = None
     monitor: bool = False  # NCCLGEN_MONITOR_OUT is set beside the job's log
@@ -256,32 +256,8 @@ def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
     if opts.monitor:
         files.append(NodeFile(JOBSIDE + "monitor.py", "monitor.py", "NCCLGEN_MONITOR", jobside.source("monitor")))
     if transportmod.enabled(plan):
-        files += [
-            NodeFile(JOBSIDE + "nccllines.py", "nccllines.py", "NCCLGEN_NCCLLINES", jobside.source("nccllines")),
-            NodeFile(JOBSIDE + "transport.py", "transport.py", "NCCLGEN_TRANSPORT", jobside.source("transport")),
-            NodeFile(
-                "ncclgen/plan/transport.py: what the check compares, from the plan",
-                "transport.json",
-                "NCCLGEN_TRANSPORT_SPEC",
-                transportmod.encode(transportmod.spec(plan)),
-            ),
-            NodeFile(
-                "the transport check's entry: runs its arguments (the node's launch) under transport.py",
-                f"bin/{TRANSPORT_BIN}",
-                "NCCLGEN_TRANSPORT_BIN",
-                TRANSPORT_WRAPPER,
-            ),
-        ]
+        files += [NodeFile(*f) for f in slurmtransport.node_files(plan, JOBSIDE)]
     return files
-
-
-TRANSPORT_BIN = "ncclgen-transport"
-TRANSPORT_WRAPPER = (
-    "#!/usr/bin/env bash\n"
-    "# The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..\n"
-    'ncclgen_dir=$(cd "$(dirname "$0")/.." && pwd)\n'
-    'exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"\n'
-)
 
 
 def build(plan: Plan, opts: Options) -> SlurmScript:
