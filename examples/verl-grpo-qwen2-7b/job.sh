@@ -302,15 +302,29 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
     declare -A ncclgen_before=() ncclgen_after=()
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
+    # A name the plan owns (ncclgen/load/patterns.py PLAN_PREFIXES) that the setup set, changed or unset
+    # would override the plan unchecked: one line each, and the job stops.
+    ncclgen_owned='^(NCCL_|TORCH_NCCL_|TORCH_DIST|TORCH_FR_|GLOO_|UCX_|FI_)'
+    ncclgen_changed=()
     for ncclgen_name in "${!ncclgen_after[@]}"; do
       [[ $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ && ! $ncclgen_name =~ ^(PWD|OLDPWD|SHLVL|_)$ ]] || continue
       if [[ -z ${ncclgen_before[$ncclgen_name]+set} || ${ncclgen_before[$ncclgen_name]} != "${ncclgen_after[$ncclgen_name]}" ]]; then
+        [[ ! $ncclgen_name =~ $ncclgen_owned ]] || ncclgen_changed+=("$ncclgen_name")
         printf 'export %s=%q\n' "$ncclgen_name" "${ncclgen_after[$ncclgen_name]}"
       fi
     done >"$NCCLGEN_DIR/setup.env"
     for ncclgen_name in "${!ncclgen_before[@]}"; do
-      [[ -n ${ncclgen_after[$ncclgen_name]+set} || ! $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || echo "unset $ncclgen_name"
+      [[ -z ${ncclgen_after[$ncclgen_name]+set} && $ncclgen_name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+      [[ ! $ncclgen_name =~ $ncclgen_owned ]] || ncclgen_changed+=("$ncclgen_name")
+      echo "unset $ncclgen_name"
     done >>"$NCCLGEN_DIR/setup.env"
+    if ((${#ncclgen_changed[@]})); then
+      touch "$NCCLGEN_DIR/failed"
+      for ncclgen_name in "${ncclgen_changed[@]}"; do
+        echo "ncclgen: ERROR: node $ncclgen_node: the workload's setup changed $ncclgen_name, a name the plan owns (set it with --set $ncclgen_name=VALUE or in the descriptor's env:)" >&2
+      done
+      exit 1
+    fi
   fi
   touch "$NCCLGEN_DIR/ready"
 fi

@@ -23,6 +23,11 @@ TORCH_VERSION = (
     VERSION + r"((a|b|rc)[0-9]{1,6})?(\.post[0-9]{1,6})?(\.dev[0-9]{1,9})?(\+[A-Za-z0-9]+([._][A-Za-z0-9]+)*)?"
 )
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+# The names whose values the plan owns: NCCL reads NCCL_* (src/misc/param.cc ncclGetEnv), PyTorch
+# TORCH_NCCL_*, TORCH_DISTRIBUTED_* and TORCH_FR_* (torch/csrc/distributed/c10d), gloo GLOO_*, UCX and
+# libfabric (the NCCL net plugins' transports) UCX_* and FI_*. The Slurm script removes the unplanned ones
+# from the submitting environment, and a workload's setup may not set or unset any of them.
+PLAN_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DIST", "TORCH_FR_", "GLOO_", "UCX_", "FI_")
 IFNAME = r"[A-Za-z0-9_.:@-]{1,15}"  # Linux IFNAMSIZ is 16 with the NUL
 HCA = r"[A-Za-z0-9_.-]{1,63}"
 # An #SBATCH value (partition, account, qos, constraint): printable ASCII without spaces. A newline would

@@ -12,6 +12,7 @@ from .. import datapaths
 from ..errors import UserError, did_you_mean, shown
 from . import verl as verlkb
 from .descriptor import DNS1123, IMAGE, IMAGE_DOC, EnvSetting, check_env, with_locations
+from .patterns import PLAN_PREFIXES
 from .schema import field, json_schema, load_dataclass
 from .yamlio import load_file
 
@@ -69,8 +70,10 @@ class Workload:
     )
     setup: tuple[str, ...] = field(
         (),
-        doc="shell lines run on every node before the launch, in order "
-        "(module load, activating a venv, pip install --no-deps verl==X)",
+        doc="shell lines run once on every node before the launch, in order "
+        "(module load, activating a venv, pip install --no-deps verl==X); they may not set, change "
+        "or unset a name the plan owns (NCCL_*, TORCH_NCCL_*, TORCH_DIST*, TORCH_FR_*, GLOO_*, UCX_*, "
+        "FI_*): use --set or the descriptor's env: (a sourced file that does stops the job)",
     )
     ray_ready_timeout_s: int = field(
         300,
@@ -97,6 +100,21 @@ def check_overrides(wl: Workload, extra=()) -> list[tuple[int | None, str]]:
     return verlkb.check_command(wl.command, wl.verl or "", derived=derived_keys(wl), extra=extra)
 
 
+# A setup line that assigns, exports with a value, or unsets a name the plan owns (load/patterns.py):
+# `NCCL_ALGO=Tree`, `export NCCL_ALGO=Tree`, `declare -x NCCL_ALGO=Tree`, `unset NCCL_DEBUG`. A name set
+# by a sourced file is caught on the node (ncclgen/jobside/node.sh, the pods' setup program).
+_PLAN_NAME = "(?:" + "|".join(re.escape(p) for p in PLAN_PREFIXES) + r")[A-Za-z0-9_]*"
+_SETS_PLAN_NAME = re.compile(
+    rf"(?:^|[\s;&|(){{}}`])(?:(?P<set>{_PLAN_NAME})\+?=|(?:unset|export\s+-n)(?:\s+-[fvn])*\s+(?:\w+\s+)*?(?P<unset>{_PLAN_NAME})\b)"
+)
+
+
+def plan_name_set(line: str) -> str | None:
+    """The first plan-owned name a setup line sets or unsets, if any."""
+    m = _SETS_PLAN_NAME.search(line)
+    return (m.group("set") or m.group("unset")) if m else None
+
+
 def load(path: str) -> Workload:
     doc = load_file(path)
     wl = load_dataclass(doc, doc.data, Workload)
@@ -115,6 +133,13 @@ def load(path: str) -> Workload:
             raise doc.error(("setup", i), "one shell line per entry, without newline or other control characters")
         if re.fullmatch(r"NCCLGEN_\w*_EOF", line.strip()):
             raise doc.error(("setup", i), f"{line.strip()!r} would end the job script's quoted heredoc")
+        owned = plan_name_set(line)
+        if owned:
+            raise doc.error(
+                ("setup", i),
+                f"sets {owned}, a name the plan owns (the job would run with a value nothing checks or "
+                f"explains): set it with --set {owned}=VALUE or in the descriptor's env:",
+            )
     if wl.timeout_s is not None:
         raise doc.error(
             ("timeout_s",),

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..load.patterns import PLAN_PREFIXES
 from . import overrides, rules
 
 if TYPE_CHECKING:
@@ -38,11 +39,8 @@ BIND_ARGV0 = "ncclgen-bind"  # $0 of the per-rank binding wrapper
 SETUP_ARGV0 = "ncclgen-setup"  # $0 of the workload's setup program
 
 # The job environment is the plan: a variable with one of these prefixes that the plan does not set
-# is removed from what the scheduler hands the job (sbatch exports the submitting shell). NCCL reads
-# NCCL_* (src/misc/param.cc ncclGetEnv), PyTorch TORCH_NCCL_*, TORCH_DISTRIBUTED_* and TORCH_FR_*
-# (torch/csrc/distributed/c10d), gloo GLOO_*, UCX and libfabric (the NCCL net plugins' transports)
-# UCX_* and FI_*.
-SCRUBBED_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_DIST", "TORCH_FR_", "GLOO_", "UCX_", "FI_")
+# is removed from what the scheduler hands the job (sbatch exports the submitting shell).
+SCRUBBED_PREFIXES = PLAN_PREFIXES
 
 # verl derives these from the plan; typing them in a workload would say the count twice (checked with
 # every other override by ncclgen/load/verl.py, which holds the same tuple as DERIVED).
@@ -207,9 +205,30 @@ def setup_program(lines: tuple[str, ...]) -> str:
 
     Renderers pass it as an argument (`bash -c "$PROGRAM" ncclgen-setup CMD...`), so the lines reach
     the node byte for byte and run in the same step, container and environment as CMD. A failing
-    line stops the step (set -e) before its program starts.
+    line stops the step (set -e) before its program starts, and so does a setup that set, changed or
+    unset a name the plan owns (a sourced file's export: the loader refuses the lines that do it).
     """
-    return "\n".join(["set -euo pipefail", *lines, 'exec "$@"']) + "\n"
+    owned = "^(" + "|".join(PLAN_PREFIXES) + ")"
+    before = [
+        "declare -A ncclgen_plan=()",
+        f"for ncclgen_n in $(compgen -e); do [[ ! $ncclgen_n =~ {owned} ]] || ncclgen_plan[$ncclgen_n]=${{!ncclgen_n}}; done",
+    ]
+    after = [
+        "ncclgen_changed=()",
+        "for ncclgen_n in $(compgen -e); do",
+        f"  [[ $ncclgen_n =~ {owned} ]] || continue",
+        '  [[ -n ${ncclgen_plan[$ncclgen_n]+set} && ${ncclgen_plan[$ncclgen_n]} == "${!ncclgen_n}" ]] || ncclgen_changed+=("$ncclgen_n")',
+        "  unset 'ncclgen_plan[$ncclgen_n]'",
+        "done",
+        'for ncclgen_n in "${!ncclgen_plan[@]}"; do ncclgen_changed+=("$ncclgen_n"); done',
+        'for ncclgen_n in "${ncclgen_changed[@]}"; do',
+        "  echo \"ncclgen: ERROR: the workload's setup changed $ncclgen_n, a name the plan owns"
+        " (set it with --set $ncclgen_n=VALUE or in the descriptor's env:)\" >&2",
+        "done",
+        "((${#ncclgen_changed[@]} == 0)) || exit 1",
+        "unset ncclgen_n ncclgen_plan ncclgen_changed",
+    ]
+    return "\n".join(["set -euo pipefail", *before, *lines, *after, 'exec "$@"']) + "\n"
 
 
 def setup_lines(lines: tuple[str, ...]) -> str:
