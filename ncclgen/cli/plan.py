@@ -168,17 +168,25 @@ def _launch_section(p) -> list[str]:
     out.append(transport.explain_line(p))
     cmd = shell.comment_line(la.command)
     if la.launcher == "torchrun":
-        bind = shlex.join(["bash", "-c", "<binding wrapper>", launch.BIND_ARGV0]) + " " if la.bind else ""
+        bind = launch.BIND_ARGV0 + " " if la.bind else ""
         out.append(
             f"  per node: torchrun --nnodes={la.nodes} {' '.join(la.torchrun_options())} "
             f"--rdzv-endpoint=<head-address>:{la.rdzv_port} --rdzv-id=<job-id> {bind}{cmd}"
         )
+        if la.bind:
+            out.append(
+                f"  {launch.BIND_ARGV0}: runs each rank under numactl on its GPU's NUMA node (Slurm: a file in"
+                " the node's private folder, on PATH; pods: bash /etc/ncclgen/bind.sh)"
+            )
     else:
         out += _ray_lines(p, cmd)
     out += [f"  per-run (-- ARGS): {note}" for note in la.per_run]
     out.append("  " + _backend_line(p))
     if p.workload.setup:
-        out.append("  setup (every node, before the launch): " + "; ".join(p.workload.setup))
+        out.append(
+            "  setup (once per node, before the launch; it may not change a name the plan owns): "
+            + "; ".join(p.workload.setup)
+        )
     return out + _pods_lines(p) + _verl_lines(p)
 
 
