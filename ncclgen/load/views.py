@@ -104,7 +104,9 @@ def _pod(desc: Descriptor) -> Descriptor:
     plugin = plugins.get(net.net_plugin)
     lib_dir, elements = _pod_plugin(desc, plugin, where)
     volumes = elements.volumes + volumes  # the plugin's first, as the flavour lists them
-    annotations = {**elements.annotations, **_network_annotations(desc, boot), **kube.annotations}
+    annotations = _annotations(
+        where, kube.annotations, ("net plugin", elements.annotations), ("network", _network_annotations(desc, boot))
+    )
     loaded = plugin is not None and lib_dir is not None
     network = replace(
         net,
@@ -145,6 +147,22 @@ def _pod_bootstrap(desc: Descriptor, where: str) -> tuple[tuple[str, ...], Match
         f"({', '.join(net.bootstrap_interfaces)}); declare kubernetes.bootstrap_interfaces "
         "(the names inside the pod) or host_network: true"
     )
+
+
+def _annotations(where: str, own: dict[str, str], *made: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """ncclgen's pod annotations (the plugin's devices, the multi-network ones) with the descriptor's; a
+    descriptor key that would replace one of ncclgen's with another value is refused, not applied
+    silently (the pod would lose its devices or networks without a word)."""
+    out: dict[str, str] = {}
+    for what, theirs in made:
+        out.update(theirs)
+        for key, value in theirs.items():
+            if key in own and own[key] != value:
+                raise UserError(
+                    f"{where}.annotations.{key}: ncclgen sets this annotation for the {what} ({value!r}); "
+                    "remove it from the descriptor or give the same value"
+                )
+    return {**out, **own}
 
 
 def _pod_topo(desc: Descriptor, where: str) -> tuple[str | None, list[Volume]]:
