@@ -47,6 +47,15 @@ DECLARERS = frozenset(("export", "declare", "typeset", "readonly", "local"))
 LAUNCHERS = frozenset(("srun", "sbatch", "salloc"))
 SHELLS = frozenset(("bash", "sh", "dash", "zsh", "ksh"))
 SBATCH_LINE = re.compile(r"^[ \t]*#SBATCH[ \t]+(.*)$", re.M)
+# ncclgen's own sbatch script starts every step with `bash -c 'eval "$NCCLGEN_NODE_SH"'`, the node program
+# ncclgen/jobside/node.sh read into the variable from a quoted heredoc. That eval is read as checked when
+# the heredoc holds this ncclgen's node.sh byte for byte and nothing else assigns the variable: node.sh
+# sets only ncclgen's own names, PATH and PYTHONPATH, and stops the job where the workload's setup changed a
+# name the plan owns (NCCL_*, TORCH_NCCL_*, ...), so the eval adds no NCCL or PyTorch setting.
+NODE_EVAL = ("eval", "$NCCLGEN_NODE_SH")
+NODE_HEREDOC = re.compile(
+    r"^IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' \|\| true\n(.*?)^NCCLGEN_NODE_SH_EOF$", re.S | re.M
+)
 
 Pair = tuple[str, "str | None", "int | None"]
 
@@ -54,9 +63,10 @@ Pair = tuple[str, "str | None", "int | None"]
 class Reading:
     """The assignments of one environment, in order, and the notes on what could not be read."""
 
-    def __init__(self) -> None:
+    def __init__(self, node_program: bool = False) -> None:
         self.pairs: list[Pair] = []
         self.notes: list[tuple[int, str | None, str]] = []  # (line, variable or None, what)
+        self.node_program = node_program  # the text holds ncclgen's node.sh as it ships (NODE_EVAL)
 
     def set(self, key: str, value: str | None, line: int, dynamic: bool, how: str = "") -> None:
         self.pairs.append((key, None if dynamic else value, line))
@@ -84,9 +94,20 @@ class Reading:
         return False
 
 
-def parse_shell(text: str, name: str) -> Reading:
+def _holds_node_program(text: str) -> bool:
+    """True when ``text`` reads ncclgen's node.sh, unchanged, into NCCLGEN_NODE_SH and assigns it nowhere else."""
+    if "NCCLGEN_NODE_SH" not in text:
+        return False
+    from ..jobside import source
+
+    found = NODE_HEREDOC.findall(text)
+    others = re.findall(r"\bNCCLGEN_NODE_SH\+?=|\bread\b[^\n]*\bNCCLGEN_NODE_SH\b", text)
+    return found == [source("node.sh")] and len(others) == 1
+
+
+def parse_shell(text: str, name: str, node_program: bool | None = None) -> Reading:
     """Every assignment that reaches an environment in ``text``, and notes on the forms not read."""
-    out = Reading()
+    out = Reading(_holds_node_program(text) if node_program is None else node_program)
     for line, words in Scanner(text, name).lines():
         for command in _commands(words):
             _command(command, line, out, name)
@@ -142,7 +163,7 @@ def _command(words: list[tuple[str, bool]], line: int, out: Reading, name: str) 
     elif head in (".", "source"):
         what = rest[1][0] if len(rest) > 1 else ""
         out.notes.append((line, None, f"'{head} {what}': a sourced file is not read"))
-    elif head == "eval":
+    elif head == "eval" and not (out.node_program and tuple(w for w, _ in rest) == NODE_EVAL):
         out.notes.append((line, None, "eval: the text it runs is built at run time"))
     elif head in SHELLS:
         _shell_c(rest, line, out, name)
@@ -223,7 +244,7 @@ def _shell_c(words: list[tuple[str, bool]], line: int, out: Reading, name: str) 
         out.notes.append((line, None, f"{words[0][0]} -c: the command string is built from an expansion"))
         return
     try:
-        inner = parse_shell(flags[k], name)
+        inner = parse_shell(flags[k], name, out.node_program)
     except UserError:
         out.notes.append((line, None, f"{words[0][0]} -c: the command string is not valid shell"))
         return
