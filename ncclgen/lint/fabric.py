@@ -258,7 +258,7 @@ def _legacy_level(info: kb.VarInfo, value: str, t: _Target) -> list[tuple]:
                     "NG021",
                     "warning",
                     f"{name}={value} is past the last legacy level: NCCL clamps it to "
-                    f"{level} without a warning (src/graph/paths.cc:262-266)",
+                    f"{level} without a warning ({t.cite('NCCL', 'src/graph/paths.cc:262-266')})",
                     f"{name}={level}",
                 )
             )

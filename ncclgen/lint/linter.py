@@ -121,7 +121,7 @@ def lint_pairs(
         Finding(f.code, f.severity, f.variable, f.message, f.fix, f.line, file)
         for f in two._socket_product(values, lines)
         + two._combination_findings(values, lines, t)
-        + two._cta_clamps(values, lines)
+        + two._cta_clamps(values, lines, t)
         + two._backend_findings(values, lines, t)
     ]
     return sorted(out, key=_order)

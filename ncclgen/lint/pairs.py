@@ -9,13 +9,16 @@ from .findings import Finding
 from .rules import BUFFSIZE_DEFAULT, MAX_SOCKETS, MAX_THREADS, _deliberate, _size, _Target
 
 NCCL_STEPS = 8  # NCCL v2.30.7 src/include/device.h:26
+BLOCKING_WAIT_SOURCE = (
+    "PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, NO watchdog thread is created'"
+)
 
 
 def _combination_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
     """Two settings of one environment where one cancels or caps the other."""
     return (
         _chunk_over_buffsize(values, lines, t)
-        + _blocking_wait_findings(values, lines)
+        + _blocking_wait_findings(values, lines, t)
         + _alias_conflicts(values, lines)
     )
 
@@ -39,7 +42,7 @@ def _chunk_over_buffsize(values: dict, lines: dict, t: _Target) -> list[Finding]
             "NCCL_P2P_NET_CHUNKSIZE",
             f"NCCL_P2P_NET_CHUNKSIZE={chunk_text} is capped at NCCL_BUFFSIZE/{NCCL_STEPS}: with "
             f"{whose} of {_size(buff)}, {cap} ({_size(cap)}) takes effect "
-            f"(NCCL v2.30.7 src/init.cc:841-843); for the larger chunk, NCCL_BUFFSIZE must be at "
+            f"({t.cite('NCCL', 'NCCL v2.30.7 src/init.cc:841-843')}); for the larger chunk, NCCL_BUFFSIZE must be at "
             f"least {chunk * NCCL_STEPS}",
             f"NCCL_P2P_NET_CHUNKSIZE={cap}",
             lines.get("NCCL_P2P_NET_CHUNKSIZE"),
@@ -47,7 +50,7 @@ def _chunk_over_buffsize(values: dict, lines: dict, t: _Target) -> list[Finding]
     ]
 
 
-def _blocking_wait_findings(values: dict, lines: dict) -> list[Finding]:
+def _blocking_wait_findings(values: dict, lines: dict, t: _Target) -> list[Finding]:
     """Blocking wait on: PyTorch creates no watchdog, so async error handling has no effect."""
     blocking = kb.lookup("TORCH_NCCL_BLOCKING_WAIT")
     if blocking is None:
@@ -67,8 +70,7 @@ def _blocking_wait_findings(values: dict, lines: dict) -> list[Finding]:
                     f"{wait}={values[wait]} makes wait() block and throw on timeout, and PyTorch then creates "
                     f"no watchdog thread, so {handling}={h} (line {lines.get(handling)}) has no "
                     "effect: a hung collective is no longer torn down by the watchdog "
-                    "(PyTorch 2.13.0 ProcessGroupNCCL.cpp: 'TORCH_NCCL_BLOCKING_WAIT is enabled, "
-                    "NO watchdog thread is created')",
+                    f"({t.cite('PyTorch', BLOCKING_WAIT_SOURCE)})",
                     f"remove {wait} and keep {handling}",
                     lines.get(wait),
                 )
@@ -159,7 +161,7 @@ def planned_min_ctas(t: _Target) -> int | None:
     return None
 
 
-def _cta_clamps(values: dict, lines: dict) -> list[Finding]:
+def _cta_clamps(values: dict, lines: dict, t: _Target) -> list[Finding]:
     """A minimum above the maximum in one environment: NCCL lowers the minimum to the maximum."""
     low, high = _bound(values, CTA_BOUNDS[0]), _bound(values, CTA_BOUNDS[1])
     if low is None or high is None or low[1] <= high[1]:
@@ -171,7 +173,8 @@ def _cta_clamps(values: dict, lines: dict) -> list[Finding]:
             "warning",
             lo_name,
             f"{lo_name}={lo} is above {hi_name}={hi} (line {lines.get(hi_name)}): NCCL sets both to {hi} "
-            f"('minCTAs {lo} is larger than maxCTAs {hi}', {CTA_CLAMP_SOURCE}), so the minimum is not applied",
+            f"('minCTAs {lo} is larger than maxCTAs {hi}', {t.cite('NCCL', CTA_CLAMP_SOURCE)}), "
+            "so the minimum is not applied",
             f"{lo_name}={hi}, or raise {hi_name} to {lo}",
             lines.get(lo_name),
         )

@@ -49,6 +49,17 @@ class _Target:
         self.where = f"{cluster.name} (NCCL {self.nccl})" if cluster else f"NCCL {self.nccl}"
         self.torch_where = f"{cluster.name} (PyTorch {self.torch})" if cluster else f"PyTorch {self.torch}"
 
+    def cite(self, product: str, source: str) -> str:
+        """``source`` (read at one NCCL or PyTorch release), with the release the cluster in hand declares
+        where that differs: the behaviour is the cited release's, and the reader should know it was not
+        read at theirs."""
+        if self.cluster is None:
+            return source
+        version = self.nccl if product == "NCCL" else self.torch
+        if re.search(rf"{product} v?{re.escape(version)}\b", source):
+            return source
+        return f"{source}; the cluster {self.cluster.name} declares {product} {version}"
+
     def release(self, info: kb.VarInfo) -> tuple[str, str, str] | None:
         """(product, version, where) of the release that reads ``info``, for NCCL's and PyTorch's names."""
         if info.reader == "nccl":
