@@ -152,3 +152,17 @@ def test_every_rendered_output_has_the_header_the_readme_promises(capsys):
         assert main([command, "--cluster", "h100-ib"]) == 0
         head = capsys.readouterr().out.split("\n---\n")[0].split("\nset -euo")[0]
         assert f"# Regenerate: ncclgen {command} " in head and "ncclgen explain " in head
+
+
+def test_the_transport_check_section_quotes_the_program():
+    """The README's transport check: its exit status, its FAILED line and the debug file are the code's."""
+    from ncclgen.jobside import transport
+
+    section = README[README.index("**The transport check.**") : README.index("**The job environment is the plan.**")]
+    assert f"**exit status {transport.EXIT_PROBLEMS}**" in section.replace("\n", " ")
+    source = (ROOT / "ncclgen" / "jobside" / "transport.py").read_text(encoding="utf-8")
+    assert "ncclgen: transport FAILED: node NODE: ITEM: expected ..., found ..." in section
+    assert "ncclgen: transport FAILED: node NODE: ITEM: expected EXPECTED, found FOUND" in source
+    rules = (ROOT / "ncclgen" / "data" / "rules.yaml").read_text(encoding="utf-8")
+    assert "NCCL_DEBUG_FILE=/tmp/ncclgen-nccl/%h.%p.log" in section
+    assert "value: /tmp/ncclgen-nccl/%h.%p.log" in rules
