@@ -65,7 +65,13 @@ def env_entry(group: str, name: str, value: str = "x", extra: str = "") -> str:
 
 # -- 1. variable names that run code ----------------------------------------------------------------------
 
-REFUSED = [e["name"] for e in POLICY["refuse"]] + ["LD_PRELOAD", "LD_AUDIT", "LD_DEBUG_OUTPUT", "BASH_FUNC_x"]
+REFUSED = [e["name"] for e in POLICY["refuse"]] + [
+    "LD_PRELOAD",
+    "LD_AUDIT",
+    "LD_DEBUG_OUTPUT",
+    "BASH_FUNC_x",
+    "LUA_INIT_5_4",
+]
 PATHS = [e["name"] for e in POLICY["paths"]]
 
 
@@ -74,6 +80,8 @@ def test_policy_data_cites_a_source_and_reason_for_every_name():
         for entry in POLICY[section]:
             assert entry["reason"] and entry["source"], entry
     assert {"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PYTHONSTARTUP", "PYTHONINSPECT"} <= set(REFUSED)
+    # other interpreters a job may start (a Ray dashboard's node, a JVM tool, perl in a setup script)
+    assert {"PERL5OPT", "RUBYOPT", "NODE_OPTIONS", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "ZDOTDIR"} <= set(REFUSED)
     assert {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "NCCL_NET_PLUGIN"} <= set(PATHS)
 
 
@@ -87,7 +95,9 @@ def test_descriptor_refuses_names_that_run_code(tmp_path, capsys, name, group):
     assert out == ""
 
 
-@pytest.mark.parametrize("name", ["BASH_ENV", "LD_PRELOAD", "PYTHONSTARTUP", "PS4"])
+@pytest.mark.parametrize(
+    "name", ["BASH_ENV", "LD_PRELOAD", "PYTHONSTARTUP", "PS4", "NODE_OPTIONS", "PERL5OPT", "LUA_INIT_5_4"]
+)
 def test_workload_and_set_refuse_names_that_run_code(tmp_path, capsys, name):
     wl = workload(tmp_path, env_entry("env", name, "/tmp/x", "    unchecked: true\n"))
     rc, out, err = run(capsys, "k8s", "--cluster", "local-ci", "--workload", wl)
