@@ -50,3 +50,21 @@ def test_a_changed_node_program_is_not_checked(script, edit):
 def test_an_eval_of_anything_else_stays_not_checked():
     r = _ncclgen("lint", "-", stdin='#!/bin/bash\neval "$NCCLGEN_NODE_SH"\nexport NCCL_DEBUG=INFO\n')
     assert r.returncode == 3
+
+
+@pytest.mark.parametrize(
+    ("line", "checked"),
+    [
+        ('export TORCH_FR_DUMP_TEMP_FILE="/lustre/fr/${SLURM_JOB_ID:-local}/nccl_trace_rank_"', True),
+        ('export TORCH_FR_DUMP_TEMP_FILE="/lustre/fr/${SLURM_JOB_ID:-local}/$(id -u)/p"', False),
+        ('export TORCH_FR_DUMP_TEMP_FILE="/lustre/fr/${SLURM_JOB_ID}/p"', False),
+        ('export NCCL_DEBUG_FILE="/lustre/${SLURM_JOB_ID:-local}/%h.%p"', False),
+    ],
+    ids=["job-folder", "other-expansion", "other-job-form", "not-a-job-path"],
+)
+def test_only_the_flight_recorders_job_folder_is_read_through_its_expansion(line, checked):
+    """The plan's TORCH_FR_DUMP_TEMP_FILE holds ${SLURM_JOB_ID:-local} (one folder per job, plan/flightrec.py):
+    lint reads that one form of that path as written; any other expansion stays 'not checked' (exit 3)."""
+    r = _ncclgen("lint", "-", stdin=line + "\n")
+    assert (r.returncode == 0) is checked, r.stdout + r.stderr
+    assert ("not checked" in r.stdout) is not checked

@@ -166,3 +166,21 @@ def test_the_transport_check_section_quotes_the_program():
     rules = (ROOT / "ncclgen" / "data" / "rules.yaml").read_text(encoding="utf-8")
     assert "NCCL_DEBUG_FILE=/tmp/ncclgen-nccl/%h.%p.log" in section
     assert "value: /tmp/ncclgen-nccl/%h.%p.log" in rules
+
+
+def test_the_flight_recorder_section_is_what_the_plan_and_script_do(capsys):
+    """The README's flight recorder: the variables, the folders and the exit line are the plan's and the script's."""
+    section = README[README.index("**The flight recorder.**") : README.index("**The job environment is the plan.**")]
+    flat = " ".join(section.split())
+    assert main(["env", "--cluster", "h100-ib"]) == 0
+    env = capsys.readouterr().out
+    assert "export TORCH_NCCL_DUMP_ON_TIMEOUT=1\n" in env and "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in flat
+    assert 'export TORCH_FR_DUMP_TEMP_FILE="/tmp/ncclgen-fr-${SLURM_JOB_ID:-local}/nccl_trace_rank_"\n' in env
+    assert "/tmp/ncclgen-fr-JOB_ID" in flat and "slurm.dump_dir/JOB_ID" in flat
+    assert main(["slurm", "--cluster", "h100-ib"]) == 0
+    script = " ".join(capsys.readouterr().out.replace('" \\\n', "").replace('"', "").split())
+    said = "ncclgen: flight recorder: ranks dumped their last collectives to $fr on $(hostname), one folder per node;"
+    assert said in script and "read them with python3 -m torch.distributed.flight_recorder.fr_trace -j $fr" in script
+    assert "read them with python3 -m torch.distributed.flight_recorder.fr_trace -j FOLDER" in flat
+    assert main(["k8s", "--cluster", "h100-ib"]) == 0
+    assert "mountPath: /tmp/ncclgen-fr\n" in capsys.readouterr().out and "`/tmp/ncclgen-fr`" in flat

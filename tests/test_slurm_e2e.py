@@ -28,6 +28,7 @@ import yaml
 
 from ncclgen.load import cpuset, descriptor
 from ncclgen.pipeline import make_plan, request
+from ncclgen.plan import flightrec
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
@@ -119,7 +120,8 @@ def _cpus(plan, gpu: int) -> list[int]:
 
 
 def _assert_env(seen: dict[str, str], plan, who: str) -> None:
-    want = plan.env_dict()
+    # the flight recorder's folder is the job's own (${SLURM_JOB_ID:-local} expanded by the batch script)
+    want = {k: v.replace(flightrec.JOB, seen.get("SLURM_JOB_ID", "local")) for k, v in plan.env_dict().items()}
     got = {name: seen.get(name) for name in want}
     assert got == want, f"{who}: environment differs from the plan"
 

@@ -94,7 +94,9 @@ def test_hang_in_init_names_the_ranks_without_init_complete(tmp_path):
     data = triage(tmp_path, log)
     assert data["status"] == "hang"
     assert data["hang"]["init_incomplete"] == ["gpu2 rank 1"]
-    assert "TORCH_NCCL_TRACE_BUFFER_SIZE" in data["hang"]["collect_next"]
+    assert (
+        "TORCH_FR_DUMP_TEMP_FILE" in data["hang"]["collect_next"] and "ncclgen explain" in data["hang"]["collect_next"]
+    )
 
 
 def test_watchdog_only_names_the_last_collective_and_the_flight_recorder(tmp_path):

@@ -34,6 +34,8 @@ export NCCL_DEBUG='INFO'  # tier 1, nccl-debug-transport-check
 export NCCL_DEBUG_SUBSYS='INIT'  # tier 1, nccl-debug-subsys-transport-check
 export NCCL_DEBUG_FILE='/tmp/ncclgen-nccl/%h.%p.log'  # tier 1, nccl-debug-file-transport-check
 export TORCH_NCCL_ASYNC_ERROR_HANDLING='3'  # tier 1, torch-async-error-handling
+export TORCH_NCCL_DUMP_ON_TIMEOUT='1'  # tier 1, fr-dump-on-timeout
+export TORCH_FR_DUMP_TEMP_FILE="/tmp/ncclgen-fr-${SLURM_JOB_ID:-local}/nccl_trace_rank_"  # tier 1, fr-dump-file
 export CUDA_DEVICE_MAX_CONNECTIONS='1'  # tier 1, megatron-max-connections
 export NCCL_CUMEM_ENABLE='0'  # tier 1, verl-cumem
 export NCCL_BUFFSIZE='8388608'  # tier 2, buffsize-large-model
@@ -179,7 +181,8 @@ ncclgen_scrub() {
   local keep=(
     GLOO_SOCKET_IFNAME NCCL_BUFFSIZE NCCL_CUMEM_ENABLE NCCL_DEBUG NCCL_DEBUG_FILE NCCL_DEBUG_SUBSYS
     NCCL_IB_HCA NCCL_IB_QPS_PER_CONNECTION NCCL_IB_TIMEOUT NCCL_IGNORE_CPU_AFFINITY NCCL_MIN_CTAS
-    NCCL_NET NCCL_SOCKET_IFNAME TORCH_NCCL_ASYNC_ERROR_HANDLING
+    NCCL_NET NCCL_SOCKET_IFNAME TORCH_FR_DUMP_TEMP_FILE TORCH_NCCL_ASYNC_ERROR_HANDLING
+    TORCH_NCCL_DUMP_ON_TIMEOUT
   ) name
   while read -r name; do
     case $name in
@@ -243,6 +246,10 @@ ncclgen_cleanup() {
   trap - EXIT
   local i
   for ((i = ${#NCCLGEN_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${NCCLGEN_PIDS[i]}" 2>/dev/null || true; done
+  # the flight recorder dumps of ranks whose collective timed out or failed
+  local fr="/tmp/ncclgen-fr-${SLURM_JOB_ID:-local}"
+  ! compgen -G "$fr/*" >/dev/null || echo "ncclgen: flight recorder: ranks dumped their last collectives to" \
+    "$fr on $(hostname), one folder per node; read them with python3 -m torch.distributed.flight_recorder.fr_trace -j $fr" >&2
 }
 
 # ==== Programs the launch runs on the nodes (ncclgen 0.1.0), each under one line naming
@@ -343,6 +350,14 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
         echo "ncclgen: ERROR: node $ncclgen_node: the workload's setup changed $ncclgen_name, a name the plan owns (set it with --set $ncclgen_name=VALUE or in the descriptor's env:)" >&2
       done
       exit 1
+    fi
+  fi
+  # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
+  # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
+  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
+    if ! (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || [[ ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+      touch "$NCCLGEN_DIR/failed"
+      ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
     fi
   fi
   touch "$NCCLGEN_DIR/ready"

@@ -12,7 +12,7 @@ import click
 from .. import __version__
 from ..errors import UserError
 from ..output import emit
-from ..plan import launch
+from ..plan import flightrec, launch
 from ..plan.build import prepends
 from ..render import shell
 from .common import make_plan, plan_options, request_from, target_option
@@ -47,7 +47,8 @@ def format_env(p, fmt: str) -> str:
                 f"{e.name}: the value holds a line break, which a dotenv file cannot carry on one line "
                 "(readers differ on quoting): use --format shell or --format json"
             )
-        value = shell.comment_quote(e.value)  # $'...' where a control character is: one line per variable
+        # $'...' where a control character is (one line per variable); "..." where ${SLURM_JOB_ID} expands
+        value = flightrec.shell_word(e.value) or shell.comment_quote(e.value)
         if fmt == "shell" and prepends(e, p.target):
             value += f'"${{{e.name}:+:${e.name}}}"'  # in front of the loader path the shell already has
         lines.append(f"{prefix}{e.name}={value}")
@@ -166,6 +167,7 @@ def _launch_section(p) -> list[str]:
     from ..plan import transport
 
     out.append(transport.explain_line(p))
+    out.append(flightrec.explain_line(p))
     cmd = shell.comment_line(la.command)
     if la.launcher == "torchrun":
         bind = launch.BIND_ARGV0 + " " if la.bind else ""

@@ -92,6 +92,14 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       exit 1
     fi
   fi
+  # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
+  # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
+  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
+    if ! (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || [[ ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+      touch "$NCCLGEN_DIR/failed"
+      ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
+    fi
+  fi
   touch "$NCCLGEN_DIR/ready"
 fi
 exec 9>&-

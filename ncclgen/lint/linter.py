@@ -127,6 +127,12 @@ def lint_pairs(
     return sorted(out, key=_order)
 
 
+# Names container images set as labels of what they install, which nothing reads: NVIDIA's CUDA images
+# export NCCL_VERSION beside the libnccl2 package (gitlab.com/nvidia/container-images/cuda, dist/*/runtime/
+# Dockerfile: ENV NCCL_VERSION); seen in the environment of a real H200 node (tests/data/device/check-h200.log).
+IMAGE_LABELS = {"NCCL_VERSION": "NVIDIA's CUDA container images set it to name the libnccl2 they install"}
+
+
 def _unknown_finding(name: str, t: _Target) -> tuple:
     """NG001 for a name the knowledge base does not hold, judged against the releases in hand: beyond the
     releases the knowledge base read it is a warning that says so and how to refresh, never 'not read'."""
@@ -143,6 +149,13 @@ def _unknown_finding(name: str, t: _Target) -> tuple:
             f"{name} is unknown to ncclgen's knowledge (covers {product} {covers[0]} to {covers[-1]}; "
             f"{t.cluster.name if t.cluster else 'the target'} declares {product} {version}), so it is not checked",
             kb.REFRESH[reader] + f", or check {product} {version}'s release notes",
+        )
+    if name in IMAGE_LABELS:
+        return (
+            "NG001",
+            "info",
+            f"{name} is read by no NCCL release ncclgen knows: {IMAGE_LABELS[name]}",
+            "nothing: it is harmless",
         )
     sug = kb.suggest(name)
     who = f"NCCL {t.nccl}, PyTorch {t.torch} or any plugin ncclgen knows"

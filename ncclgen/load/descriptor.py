@@ -235,6 +235,13 @@ class Slurm:
     container_mounts: tuple[str, ...] = field(
         (), doc="container mounts SRC:DST[:FLAGS] (pyxis --container-mounts; Apptainer --bind, FLAGS ro or rw)"
     )
+    dump_dir: str | None = field(
+        None,
+        doc="a folder on a filesystem every node mounts (Lustre, GPFS, NFS): each job's PyTorch flight-recorder "
+        "dumps go to DUMP_DIR/<job id>/; default: /tmp/ncclgen-fr/<job id> on each node",
+        pattern=r"/[A-Za-z0-9._/-]{0,200}",
+        pattern_doc="an absolute path of letters, digits and . _ / -",
+    )
     extra_sbatch: dict[str, bool | int | str] = field(
         factory=dict,
         doc="more #SBATCH options, name -> value (true for a "

@@ -198,7 +198,9 @@ def build(
         raise UserError(f"--nodes {n}: expected at least 1")
     bind = tier >= BIND_TIER
     transport = transportmod.wanted(request, target, workload)
-    ctx = rules.Context(cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind, transport=transport)
+    ctx = rules.Context(
+        cluster=cluster, workload=workload, nodes=n, debug=debug, bind=bind, transport=transport, target=target
+    )
     env: dict[str, EnvVar] = {}
     for t in TIERS[:tier]:
         _apply_tier(env, t, ctx, target)

@@ -89,6 +89,7 @@ class Context:
     debug: bool
     bind: bool
     transport: bool = True  # the in-job transport check is on (--transport-check on or warn)
+    target: str = "host"  # the view: host (Slurm, env, explain) or pod (Kubernetes)
 
 
 def version(v: str) -> tuple[int, ...]:
@@ -222,7 +223,15 @@ def _min_ctas(ctx: Context) -> str | None:
     return str(min(32, 2 * rails)) if rails else None
 
 
+def _fr_dump_file(ctx: Context) -> str:
+    """The job's flight-recorder folder and file prefix (plan/flightrec.py)."""
+    from . import flightrec
+
+    return flightrec.dump_file(ctx.cluster, ctx.target)
+
+
 DERIVATIONS: dict[str, Callable[[Context], Any]] = {
+    "fr_dump_file": _fr_dump_file,
     "ib_hca": _ib_hca,
     "nccl_socket_ifname": _nccl_socket_ifname,
     "gloo_socket_ifname": _gloo_socket_ifname,

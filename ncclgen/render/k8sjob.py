@@ -11,6 +11,7 @@ import re
 from .. import jobside
 from ..errors import UserError
 from ..load import podspec
+from ..plan import flightrec
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan import transport as transportmod
@@ -23,6 +24,7 @@ SETUP_SCRIPT = "setup.sh"
 # The preflight (ncclgen/jobside/preflight.py), its spec from the plan, and the script that runs it
 # before exec'ing the launch: in every pod, before setup and launch.
 PREFLIGHT_SCRIPT = "preflight.sh"
+FR_VOLUME = "ncclgen-fr"  # the flight recorder's dumps (plan/flightrec.py POD_DIR)
 PREFLIGHT_MODULE = "ncclgen_preflight.py"
 PREFLIGHT_SPEC = "preflight.json"
 # The transport check (ncclgen/jobside/transport.py, its parser beside it, its spec): it runs the pod's
@@ -318,6 +320,8 @@ class Job:
         if kube.privileged:
             security["privileged"] = True
         mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        if env and flightrec.folder(self.plan):  # an emptyDir: kubelet makes the folder torch writes to
+            mounts.append({"name": FR_VOLUME, "mountPath": flightrec.POD_DIR})
         if self.files:
             mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
         # The descriptor's (pod view: the platform's too) and --volume's volumes; a volume only a
@@ -344,6 +348,8 @@ class Job:
         meta_annotations.update(annotations or {})
         meta_annotations["ncclgen.io/explain"] = explain_command(self.plan)
         volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": kube.shm_size}}]
+        if flightrec.folder(self.plan):
+            volumes.append({"name": FR_VOLUME, "emptyDir": {}})
         if self.files:
             volumes.append({"name": "ncclgen", "configMap": {"name": self.config_name}})
         volumes += [v.volume() for v in self.pod.volumes]

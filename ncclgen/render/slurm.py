@@ -7,7 +7,6 @@ wrapper and the Ray hook) comes from ncclgen/plan/launch.py, shared with the Kub
 
 The script reads top to bottom: #SBATCH lines, a header, one line per exported variable, the launch
 (a function), then the programs the launch runs on the nodes, and the call of the launch function.
-
 Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login nodes.
 """
 
@@ -20,7 +19,7 @@ from dataclasses import dataclass
 from .. import __version__, datapaths, jobside
 from ..errors import UserError
 from ..load import envnames
-from ..plan import Plan
+from ..plan import Plan, flightrec
 from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan import transport as transportmod
@@ -40,11 +39,10 @@ class Export:
 
 
 def _export_value(e, plan: Plan) -> str:
-    """The value to export: quoted, except a plugin's loader-path folder, which goes in front of the
-    job's own loader path (plan.build.prepends)."""
+    """Quoted, except a plugin's loader-path folder (before the job's own: build.prepends) and ${SLURM_JOB_ID}."""
     if prepends(e, plan.target):
         return Raw(shell.quote(e.value) + f'"${{{e.name}:+:${e.name}}}"')
-    return e.value
+    return Raw(flightrec.shell_word(e.value)) if flightrec.shell_word(e.value) else e.value
 
 
 @dataclass(frozen=True)
@@ -122,6 +120,7 @@ class SlurmScript:
     monitor: bool = False  # NCCLGEN_MONITOR_OUT is set beside the job's log
     notes: tuple[str, ...] = ()  # one-line notes for stderr (an image rewritten ...)
     keep: tuple[str, ...] = ()  # lines of names the environment scrub keeps (planned or --pass-env)
+    fr: tuple[str, str] = ("", "")  # the flight recorder's folder (a shell word) and on which node(s)
 
     @property
     def scrub_patterns(self) -> str:
@@ -330,6 +329,7 @@ def build(plan: Plan, opts: Options) -> SlurmScript:
         monitor=opts.monitor,
         notes=tuple(notes),
         keep=_keep_lines([e.name for e in plan.env] + [n for n, _ in pass_env]),
+        fr=flightrec.script_folder(plan),
     )
 
 

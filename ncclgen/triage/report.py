@@ -17,10 +17,11 @@ WHY = {
 }
 # What to collect next when the logs do not name the rank that stopped first.
 COLLECT = (
-    "turn on PyTorch's flight recorder and rerun: TORCH_NCCL_TRACE_BUFFER_SIZE=2000 (TORCH_FR_BUFFER_SIZE in "
-    "torch >= 2.7) and TORCH_NCCL_DUMP_ON_TIMEOUT=1 write /tmp/nccl_trace_rank_N on a timeout "
-    "(TORCH_NCCL_DEBUG_INFO_TEMP_FILE / TORCH_FR_DUMP_TEMP_FILE move them); `ncclgen triage` on the dumps names "
-    "the ranks that never joined; NCCL_DEBUG=INFO shows each rank's last NCCL setup line"
+    "read the flight recorder's dumps (the last collectives of every rank): a job ncclgen rendered writes them to "
+    "the folder `ncclgen explain` names (TORCH_FR_DUMP_TEMP_FILE); otherwise PyTorch writes "
+    "$HOME/.cache/torch/comm_lib_trace_rank_N on a timeout (seen with PyTorch 2.11; set "
+    "TORCH_NCCL_DUMP_ON_TIMEOUT=1 where it is off); `ncclgen triage` on the dumps names the ranks that never "
+    "joined; NCCL_DEBUG=INFO shows each rank's last NCCL setup line"
 )
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 

@@ -1,0 +1,75 @@
+"""The flight recorder's settings in every view (plan/flightrec.py): one folder per job, the names fr_trace
+reads, the emptyDir in pods, and a descriptor's dump_dir checked like every other path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ncclgen.cli import main
+from ncclgen.load import descriptor
+from ncclgen.pipeline import make_plan, request
+
+
+def _env(cluster: str, target: str = "host") -> dict[str, str]:
+    plan = make_plan(request(cluster, 1, None, None, (), False))
+    if target == "pod":
+        from ncclgen.plan.build import build
+
+        plan = build(descriptor.load(descriptor.resolve(cluster)), plan.workload, 1, target="pod")
+    return plan.env_dict()
+
+
+def test_host_folder_is_per_job_on_each_node_without_a_dump_dir():
+    env = _env("h100-ib")
+    assert env["TORCH_NCCL_DUMP_ON_TIMEOUT"] == "1"
+    assert env["TORCH_FR_DUMP_TEMP_FILE"] == "/tmp/ncclgen-fr-${SLURM_JOB_ID:-local}/nccl_trace_rank_"
+    assert "TORCH_FR_BUFFER_SIZE" not in env  # PyTorch's default (2000) already records
+
+
+def test_pod_folder_is_the_emptydir(capsys):
+    assert _env("h100-ib", "pod")["TORCH_FR_DUMP_TEMP_FILE"] == "/tmp/ncclgen-fr/nccl_trace_rank_"
+    assert main(["k8s", "--cluster", "h100-ib", "--kind", "rayjob"]) == 0
+    docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+    pods = [
+        g["template"]["spec"]
+        for d in docs
+        if d["kind"] == "RayJob"
+        for g in [d["spec"]["rayClusterSpec"]["headGroupSpec"], *d["spec"]["rayClusterSpec"]["workerGroupSpecs"]]
+    ]
+    assert pods
+    for spec in pods:
+        assert {"name": "ncclgen-fr", "emptyDir": {}} in spec["volumes"]
+        mounts = spec["containers"][0]["volumeMounts"]
+        assert {"name": "ncclgen-fr", "mountPath": "/tmp/ncclgen-fr"} in mounts
+
+
+def _with_dump_dir(tmp_path: Path, value: str) -> Path:
+    data = yaml.safe_load(Path(descriptor.resolve("local-ci")).read_text(encoding="utf-8"))
+    data.setdefault("slurm", {})["dump_dir"] = value
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def test_a_dump_dir_puts_the_jobs_folder_there(tmp_path, capsys):
+    path = _with_dump_dir(tmp_path, "/lustre/scratch/fr")
+    assert main(["slurm", "--cluster", str(path), "--workload", "bench"]) == 0
+    out = capsys.readouterr().out
+    assert 'export TORCH_FR_DUMP_TEMP_FILE="/lustre/scratch/fr/${SLURM_JOB_ID:-local}/nccl_trace_rank_"' in out
+    assert "one folder per node" not in out  # shared: the exit line names one folder
+    assert main(["explain", "--cluster", str(path), "--workload", "bench"]) == 0
+    assert (
+        "FOLDER: /lustre/scratch/fr/${SLURM_JOB_ID:-local}, on slurm.dump_dir (every node)" in capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("bad", ["relative/fr", "/fr/$(id)", "/fr dir", "/fr;rm"])
+def test_a_dump_dir_that_is_no_plain_absolute_path_is_refused(tmp_path, capsys, bad):
+    path = _with_dump_dir(tmp_path, bad)
+    rc = main(["slurm", "--cluster", str(path), "--workload", "bench"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "slurm.dump_dir" in err and "c.yaml:" in err, err
