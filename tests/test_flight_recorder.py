@@ -3,6 +3,7 @@ reads, the emptyDir in pods, and a descriptor's dump_dir checked like every othe
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -73,3 +74,34 @@ def test_a_dump_dir_that_is_no_plain_absolute_path_is_refused(tmp_path, capsys, 
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and "slurm.dump_dir" in err and "c.yaml:" in err, err
+
+
+def test_a_pod_says_where_its_dumps_are_when_the_launch_ends(tmp_path, capsys, monkeypatch):
+    """The pod's transport check (spec 'fr': the emptyDir) names the dumps a rank left, after the launch."""
+    from ncclgen.jobside import transport
+    from ncclgen.plan import transport as plan_transport
+    from ncclgen.plan.build import build
+
+    pod = build(descriptor.load(descriptor.resolve("h100-ib")), _plan_workload(), 1, target="pod")
+    assert plan_transport.spec(pod)["fr"] == "/tmp/ncclgen-fr"
+    assert "fr" not in plan_transport.spec(make_plan(request("h100-ib", 1, None, None, (), False)))  # Slurm: the script
+    folder = tmp_path / "fr"
+    folder.mkdir()
+    spec = {
+        "v": 1,
+        "mode": "on",
+        "debug_file": str(tmp_path / "nccl" / "%h.%p.log"),
+        "nccl": "2.30.7",
+        "fr": str(folder),
+    }
+    monkeypatch.setenv("NCCL_DEBUG", "WARN")  # nothing to check: only the dump line is tested here
+    rank = f"open({str(folder / 'nccl_trace_rank_3')!r}, 'w').write('x'); raise SystemExit(1)"
+    assert transport.run(spec, [sys.executable, "-c", rank]) == 1
+    err = capsys.readouterr().err
+    assert (
+        f"ncclgen: flight recorder: node {transport.node_name()}: 1 dump(s) in {folder} (nccl_trace_rank_3...)" in err
+    )
+
+
+def _plan_workload():
+    return make_plan(request("h100-ib", 1, None, None, (), False)).workload

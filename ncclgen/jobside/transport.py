@@ -18,6 +18,9 @@ net (NCCL's "Using network"), plugin version (the plugin's own init line, agains
 plan needs), HCAs (NCCL's "NET/IB : Using" list against the planned NCCL_IB_HCA ports), GPUDirect RDMA
 (every NET channel line ends in /GDRDMA where the descriptor declares GPUDirect RDMA).
 
+In a pod (the spec's "fr" folder), once COMMAND has ended, a line names the flight recorder's dumps there,
+if a rank wrote any: no batch script outlives a pod's launch to say it.
+
 Mode "on" then stops COMMAND (SIGTERM to its process group, SIGKILL 1 s later) and exits 7, so the
 job ends within a second or two of NCCL's line (polled every 0.25 s); mode "warn" prints the lines and
 lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N ended it); 2 the SPEC
@@ -350,8 +353,25 @@ def run(spec, command, watch_s=None):
         return EXIT_PROBLEMS
     if child is None:
         return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
+    report_dumps(spec.get("fr"), node)
     rc = child.returncode
     return 128 - rc if rc < 0 else rc
+
+
+def report_dumps(folder, node):
+    """In a pod, where no batch script outlives the launch: say where the flight recorder's dumps are
+    (a rank whose collective timed out or failed wrote one; the folder is the pod's emptyDir)."""
+    try:
+        names = sorted(os.listdir(folder)) if folder else []
+    except OSError:
+        return
+    if names:
+        print(
+            f"ncclgen: flight recorder: node {node}: {len(names)} dump(s) in {folder} ({names[0]}...); copy them "
+            f"out (kubectl cp POD:{folder} .) and read them with python3 -m torch.distributed.flight_recorder.fr_trace -j",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def watch(check, child, deadline, stop_on_problem):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..load import views
 from ..load.workload import Workload
+from . import flightrec
 
 if TYPE_CHECKING:
     from . import Plan
@@ -79,6 +80,8 @@ def spec(plan: Plan) -> dict[str, Any]:
     if plan.cluster.network.gpudirect_rdma:
         out["gdr"] = True
     out["nccl"] = plan.cluster.software.nccl
+    if plan.target == "pod" and flightrec.folder(plan):  # Slurm: the batch script's exit line says it
+        out["fr"] = flightrec.folder(plan)
     return out
 
 
