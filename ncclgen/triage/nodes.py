@@ -24,6 +24,12 @@ from .events import NCCL_PREFIX, Event
 from .reader import Line
 
 VERSION = re.compile(r"NCCL INFO NCCL version (?P<v>\d+\.\d+\.\d+)")
+# The banner NCCL prints with printf on stdout, without the host:pid:tid prefix (v2.19.3-1 src/init.cc:478-487,
+# showVersion: printf("%s\n", VERSION_STRING) once per process at NCCL_DEBUG=VERSION or above): it belongs to
+# the process whose prefixed line came just before it in the same stream.
+# A launcher's label may come first (srun -l "0: ", mpirun "[1,0]<stdout>:"); a sentence that ends in a version
+# ("..., NCCL version 2.18.1" in PyTorch's errors) is not the banner.
+BARE_VERSION = re.compile(r"^(?:\S*[:>\]]\s*)?NCCL version (?P<v>\d+\.\d+\.\d+)\S*\s*$")
 NETWORK = re.compile(r"NCCL INFO Using network (?P<net>\S+)")
 # "Bootstrap : Using [0]eth0:10.0.0.1<0>" (2.4 on; src/bootstrap.cc), "NET : Using interface eth0:...<0>" (before
 # 2.4), or the Socket transport's list when no Bootstrap line was printed: the first interface listed.
@@ -75,14 +81,17 @@ class Facts:
         self.hosts: dict[str, Host] = {}
         self.seqs: dict[Line, int] = {}  # reading order of the lines a fact keeps
         self.success = False  # a line that only a finished run prints
+        self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
         if any(k in text for k in SUCCESS):
             self.success = True
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
+            self._bare_version(line, seq)
             return
         name = m.group("host")
+        self.last = (line.file, name)
         host = self.hosts.get(name)
         if host is None:
             if len(self.hosts) >= MAX_HOSTS:
@@ -93,6 +102,17 @@ class Facts:
         if found is None or not _apply(host, found[0], found[1], line):
             _read(host, text, line)
         if any(kept is line for kept in host.lines.values()):
+            self.seqs[line] = seq
+
+    def _bare_version(self, line: Line, seq: int) -> None:
+        """The unprefixed `NCCL version X` banner, to the host whose NCCL line came just before in that file."""
+        m = BARE_VERSION.match(line.text) if "NCCL version" in line.text else None
+        if m is None or self.last is None or self.last[0] != line.file:
+            return
+        host = self.hosts.get(self.last[1])
+        if host is not None and host.version is None:
+            host.version = m.group("v")
+            host.lines["version"] = line
             self.seqs[line] = seq
 
 
