@@ -458,3 +458,16 @@ def test_init_from_discover_with_name_writes_a_valid_descriptor_or_refuses(tmp_p
         assert rc == 0 and "renamed" in out, err
     else:
         assert "--name: cannot rename" in one_line_error(rc, err) and not (tmp_path / "repo").exists()
+
+
+@pytest.mark.parametrize(
+    "name", ["NVTX_INJECTION64_PATH", "PYTHONPYCACHEPREFIX", "OPENSSL_CONF", "PERL5LIB", "NODE_PATH"]
+)
+def test_code_loading_paths_need_the_opt_in_and_the_refusal_claims_no_plugin(capsys, name):
+    """Names that make a library or interpreter load code from a folder (like PYTHONPATH) need --set-unchecked;
+    the refusal says ncclgen's plugin data sets a name only where it does (LD_LIBRARY_PATH, the plugins)."""
+    rc, out, err = run(capsys, "slurm", "--cluster", "local-ci", "--set", f"{name}=/tmp/x")
+    line = one_line_error(rc, err)
+    assert f"--set-unchecked {name}=VALUE" in line and "plugin data" not in line and out == ""
+    rc, out, err = run(capsys, "slurm", "--cluster", "local-ci", "--set", "LD_LIBRARY_PATH=/tmp/x")
+    assert "ncclgen's own plugin data sets it" in one_line_error(rc, err)

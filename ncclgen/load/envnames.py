@@ -99,6 +99,11 @@ def refused(name: str) -> str | None:
     return None
 
 
+# The names ncclgen/data/plugins.yaml and plan/build.py set for a net or tuner plugin (the loader path and
+# the plugin libraries); for the other search paths the refusal does not claim ncclgen sets them.
+PLUGIN_SET = frozenset({"LD_LIBRARY_PATH", "NCCL_NET_PLUGIN", "NCCL_TUNER_PLUGIN"})
+
+
 def needs_opt_in(name: str, value: str | None = None) -> str | None:
     """Why ``name`` needs the explicit opt-in, or None when it does not.
 
@@ -109,7 +114,8 @@ def needs_opt_in(name: str, value: str | None = None) -> str | None:
     if name in p.paths:
         if value is not None and value in p.safe[name]:
             return None
-        return f"{p.paths[name]}; ncclgen's own plugin data sets it where a plugin needs it"
+        plugin = "; ncclgen's own plugin data sets it where a plugin needs it" if name in PLUGIN_SET else ""
+        return p.paths[name] + plugin
     if name not in known_names() and not name.startswith("NCCL_"):
         return (
             "no NCCL, PyTorch or plugin variable in ncclgen's knowledge base has this name, so ncclgen "
