@@ -108,6 +108,7 @@ SHIMS = {
     # ncclgen's node programs (python3 FOLDER/NAME.py ARGS, from ncclgen/jobside/node.sh) are recorded
     # under their own name: preflight, raywait, monitor; anything else is the workload's program.
     "python3": """
+        [[ $1 != -S ]] || shift  # an interpreter option before the program (node programs run with -S)
         # The transport check (transport.py @SPEC -- LAUNCH...) runs the launch it wraps.
         if [[ $1 == */transport.py && $3 == -- ]]; then
             NAME=transport; . "$SHIM_DIR/act.sh"; record "$@"; shift 3; exec "$@"

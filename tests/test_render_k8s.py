@@ -30,7 +30,7 @@ PREFLIGHT = ["bash", f"{render_k8s.CONFIG_DIR}/{render_k8s.PREFLIGHT_SCRIPT}"]
 PREFLIGHT_KEYS = [render_k8s.PREFLIGHT_MODULE, render_k8s.PREFLIGHT_SPEC, render_k8s.PREFLIGHT_SCRIPT]
 # The transport check's files, and the prefix that runs the launch under it (tests/test_transport_k8s.py)
 TRANSPORT_KEYS = ["ncclgen_transport.py", "nccllines.py", "transport.json"]
-CHECK = ["python3", "/etc/ncclgen/ncclgen_transport.py", "@/etc/ncclgen/transport.json", "--"]
+CHECK = ["python3", "-S", "/etc/ncclgen/ncclgen_transport.py", "@/etc/ncclgen/transport.json", "--"]
 
 
 def embedded(name: str) -> str:
@@ -325,7 +325,7 @@ def test_rayjob_groups_entrypoint_and_env():
         assert kubelet_expand(c["args"][0]) == (
             "ulimit -n 65536; exec bash /etc/ncclgen/preflight.sh "
             "bash /etc/ncclgen/setup.sh "
-            "python3 /etc/ncclgen/ncclgen_transport.py @/etc/ncclgen/transport.json -- "
+            "python3 -S /etc/ncclgen/ncclgen_transport.py @/etc/ncclgen/transport.json -- "
             '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
         )
     assert "runtimeEnvYAML" not in spec
@@ -358,7 +358,7 @@ def test_rayjob_tier3_binding_hook():
         script = kubelet_expand(c["args"][0])
         assert script.startswith('export PYTHONPATH="/etc/ncclgen${PYTHONPATH:+:$PYTHONPATH}";')
         assert script.endswith(
-            "exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh python3 "
+            "exec bash /etc/ncclgen/preflight.sh bash /etc/ncclgen/setup.sh python3 -S "
             "/etc/ncclgen/ncclgen_transport.py @/etc/ncclgen/transport.json -- "
             '/bin/bash -c "$KUBERAY_GEN_RAY_START_CMD"'
         )

@@ -19,7 +19,7 @@ from ncclgen.render import k8s as render_k8s
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests/nccl_standin.py"
-CHECK = ["python3", "/etc/ncclgen/ncclgen_transport.py", "@/etc/ncclgen/transport.json", "--"]
+CHECK = ["python3", "-S", "/etc/ncclgen/ncclgen_transport.py", "@/etc/ncclgen/transport.json", "--"]
 
 CASES = [
     ("h100-ib", "bench", "pytorchjob"),

@@ -366,6 +366,8 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   done
   ncclgen_run=(bash)
   [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
+  # The preflight needs only the standard library: -S skips reading the image's site-packages at start.
+  [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
 exec "$@"
@@ -1852,7 +1854,9 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
 # The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..
 ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
-exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"
+# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files) are
+# not read at every node's start
+exec python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"
 NCCLGEN_TRANSPORT_BIN_EOF
 
 ncclgen_main

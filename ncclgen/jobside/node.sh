@@ -125,6 +125,8 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   done
   ncclgen_run=(bash)
   [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
+  # The preflight needs only the standard library: -S skips reading the image's site-packages at start.
+  [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
 exec "$@"

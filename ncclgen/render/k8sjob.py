@@ -201,7 +201,7 @@ class Job:
         return (
             f"# ncclgen preflight: what the plan relies on, checked in this pod before the launch; a problem\n"
             f"# prints one line each and ends the container with status {preflightmod.EXIT_PROBLEMS}.\n"
-            f"python3 {CONFIG_DIR}/{PREFLIGHT_MODULE} @{CONFIG_DIR}/{PREFLIGHT_SPEC} || exit\n"
+            f"python3 -S {CONFIG_DIR}/{PREFLIGHT_MODULE} @{CONFIG_DIR}/{PREFLIGHT_SPEC} || exit\n"
             'exec "$@"\n'
         )
 
@@ -209,7 +209,7 @@ class Job:
     def start(self) -> list[str]:
         """What runs before every launch command: the preflight (first: setup may be expensive), then setup,
         then the transport check, which runs the launch as its child (exit 7 on a difference)."""
-        check = ["python3", f"{CONFIG_DIR}/{TRANSPORT_MODULE}", f"@{CONFIG_DIR}/{TRANSPORT_SPEC}", "--"]
+        check = ["python3", "-S", f"{CONFIG_DIR}/{TRANSPORT_MODULE}", f"@{CONFIG_DIR}/{TRANSPORT_SPEC}", "--"]
         return (
             (["bash", f"{CONFIG_DIR}/{PREFLIGHT_SCRIPT}"] if self.preflight else [])
             + self.setup

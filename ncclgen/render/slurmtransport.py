@@ -14,7 +14,9 @@ TRANSPORT_WRAPPER = (
     "# The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..\n"
     'ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}\n'
     'if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi\n'
-    'exec python3 "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"\n'
+    "# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files) are\n"
+    "# not read at every node's start\n"
+    'exec python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"\n'
 )
 
 
