@@ -105,3 +105,13 @@ def test_a_pod_says_where_its_dumps_are_when_the_launch_ends(tmp_path, capsys, m
 
 def _plan_workload():
     return make_plan(request("h100-ib", 1, None, None, (), False)).workload
+
+
+def test_a_set_folder_is_quoted_as_data_and_gets_no_emptydir(capsys):
+    """--set TORCH_FR_DUMP_TEMP_FILE moves the dumps: the exit line names that folder (quoted, no job id),
+    and a pod gets no emptyDir at /tmp/ncclgen-fr, which nothing would write to."""
+    assert main(["slurm", "--cluster", "h100-ib", "--set", "TORCH_FR_DUMP_TEMP_FILE=/scratch/my fr/p_"]) == 0
+    out = capsys.readouterr().out
+    assert "  local fr='/scratch/my fr'\n" in out and "one folder per node" not in out
+    assert main(["k8s", "--cluster", "h100-ib", "--set", "TORCH_FR_DUMP_TEMP_FILE=/data/fr/x_"]) == 0
+    assert "ncclgen-fr" not in capsys.readouterr().out

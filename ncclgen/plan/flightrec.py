@@ -11,6 +11,7 @@ by the batch script (export "..."); node.sh makes the folder on every node befor
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING
 
 from ..load.descriptor import Descriptor
@@ -48,8 +49,11 @@ def shell_word(value: str) -> str:
 
 def script_folder(plan: Plan) -> tuple[str, str]:
     """For the batch script's exit message: the folder as a shell word, and where it is ('' when shared)."""
-    word = shell_word(folder(plan) or "")
-    return (word, "" if shared(plan) else " on $(hostname), one folder per node") if word else ("", "")
+    where = folder(plan)
+    if not where:
+        return ("", "")
+    word = shell_word(where) or shlex.quote(where)  # a --set value holds no ${SLURM_JOB_ID}: quoted as data
+    return (word, "" if shared(plan) or JOB not in where else " on $(hostname), one folder per node")
 
 
 def shared(plan: Plan) -> bool:
