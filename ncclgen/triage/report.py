@@ -67,8 +67,8 @@ def as_data(
 ) -> dict:
     data: dict = {"status": result.status, "files": files, "lines_kept": result.lines_kept}
     hang = _hang(result)
-    if hang and result.status == "clean":
-        data["status"] = "hang"
+    if result.status == "clean" and (hang or (fr and fr.get("collectives"))):
+        data["status"] = "hang"  # the logs or a rank's flight recorder show a collective left waiting
     data["fabric"] = {"name": fabric, "from": ("the plan" if plan else "the logs' HCA link layer") if fabric else None}
     if result.first is not None:
         data["first"] = event_data(result.first)
