@@ -5,8 +5,12 @@ a job resized at submission, and the monitor's log folder read whole. Issue 28 i
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -147,3 +151,44 @@ def test_the_monitor_folder_is_read_whole_from_a_log_path_with_spaces(capsys, tm
 def test_a_program_line_that_starts_with_the_delimiter_gets_another_delimiter():
     f = NodeFile("src", "setup.sh", "NCCLGEN_SETUP", "NCCLGEN_SETUP_EOF)\nNCCLGEN_SETUP_EOF_1\n")
     assert f.delimiter == "NCCLGEN_SETUP_EOF_2"
+
+
+def test_a_later_jobs_first_step_removes_the_folders_of_finished_jobs(capsys, tmp_path):
+    """Private folders were never removed (issue 28): a job's first step on a node removes this user's folders
+    from earlier jobs there once no step of theirs runs (their `alive` lock is free) and their setup ended
+    NCCLGEN_TIDY_AFTER_S (default an hour) ago; the running job's own folders, on any node, stay."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    script = _script(capsys, tmp_path, "torchrun", ["true"])
+
+    def job(name: str, **env: str) -> set[str]:
+        (tmp_path / name).mkdir()
+        run = Run(tmp_path / name, script, TMPDIR=str(shared), **env).finish()
+        assert run.rc == 0, run.stderr
+        return {p.name for p in shared.glob("ncclgen.*")}
+
+    first = job("a")
+    assert len(first) == 2  # node1 and node2 share this host's TMPDIR here
+    second = job("b")
+    assert first < second  # within the hour: kept
+    third = job("c", NCCLGEN_TIDY_AFTER_S="0")
+    assert len(third) == 2 and not third & second  # only the running job's two folders are left
+    links = list(shared.glob(".ncclgen-*"))
+    assert len(links) == 2 and all(link.resolve().name in third for link in links)
+
+
+def test_a_folder_whose_step_still_runs_is_kept(tmp_path):
+    """The tidy-up's test of 'in use': a shared lock on `alive`, held by a live step, refuses the exclusive one."""
+    folder = tmp_path / "ncclgen.AbCdEfGhIj"
+    folder.mkdir(mode=0o700)
+    (folder / "ready").touch()
+    holder = subprocess.Popen(["flock", "-s", str(folder / "alive"), "sleep", "30"], start_new_session=True)
+    try:
+        time.sleep(0.3)
+        r = subprocess.run(["flock", "-n", "-x", str(folder / "alive"), "rm", "-rf", "--", str(folder)], check=False)
+        assert r.returncode != 0 and folder.is_dir()
+    finally:
+        os.killpg(holder.pid, signal.SIGKILL)  # flock and the sleep that holds its descriptor
+        holder.wait()
+    r = subprocess.run(["flock", "-n", "-x", str(folder / "alive"), "rm", "-rf", "--", str(folder)], check=False)
+    assert r.returncode == 0 and not folder.exists()

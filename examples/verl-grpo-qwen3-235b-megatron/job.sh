@@ -360,9 +360,30 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
     fi
   fi
+  printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"
   touch "$NCCLGEN_DIR/ready"
+  # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
+  # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
+  printf -v ncclgen_now "%(%s)T" -1
+  ncclgen_after=${NCCLGEN_TIDY_AFTER_S:-3600}
+  [[ $ncclgen_after =~ ^[0-9]{1,9}$ ]] || ncclgen_after=3600 # a number, never arithmetic on raw text
+  for ncclgen_old in "$ncclgen_base"/ncclgen.??????????; do
+    [[ $ncclgen_old != "$NCCLGEN_DIR" && -d $ncclgen_old && ! -L $ncclgen_old && -O $ncclgen_old ]] || continue
+    ncclgen_key=""
+    read -r ncclgen_key <"$ncclgen_old/key" 2>/dev/null || true
+    [[ $ncclgen_key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
+    ncclgen_t=$(stat -c %Y "$ncclgen_old/ready" 2>/dev/null) || continue
+    [[ $ncclgen_t =~ ^[0-9]+$ ]] || continue
+    ((ncclgen_now - ncclgen_t >= ncclgen_after)) || continue
+    flock -n -x "$ncclgen_old/alive" rm -rf -- "$ncclgen_old" 2>/dev/null || true
+  done
+  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$(id -u)" -xtype l -delete 2>/dev/null || true
 fi
 exec 9>&-
+# Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor
+# survives the exec below), so a later job's first step on this node can tell a folder still in use.
+exec {ncclgen_alive}>>"$NCCLGEN_DIR/alive"
+flock -s "$ncclgen_alive"
 
 # The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
 if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
