@@ -19,3 +19,16 @@ def test_the_device_run_saw_the_failure_this_fixes():
 
     log = (Path(__file__).parent / "data" / "device" / "check-h200.log").read_text()
     assert "fail    env.NCCL_VERSION  NG001" in log
+
+
+def test_build_time_names_are_info_with_who_reads_them():
+    from ncclgen.lint import lint_text
+
+    text = "export NCCL_HOME=/opt/nccl\nexport NCCL_ROOT=/opt/nccl\nexport NCCL_LIB_DIR=/opt/nccl/lib\n"
+    found = {f.variable: f for f in lint_text(text, "job.sh", None)}
+    assert {n: f.severity for n, f in found.items()} == {
+        "NCCL_HOME": "info",
+        "NCCL_ROOT": "info",
+        "NCCL_LIB_DIR": "info",
+    }
+    assert "FindNCCL" in found["NCCL_ROOT"].message and "NCCL_PROTO" not in found["NCCL_ROOT"].fix  # no did-you-mean

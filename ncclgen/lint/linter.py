@@ -9,6 +9,8 @@ lint/rules.py, those reading the fabric in lint/fabric.py, two settings at once 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -127,10 +129,13 @@ def lint_pairs(
     return sorted(out, key=_order)
 
 
-# Names container images set as labels of what they install, which nothing reads: NVIDIA's CUDA images
-# export NCCL_VERSION beside the libnccl2 package (gitlab.com/nvidia/container-images/cuda, dist/*/runtime/
-# Dockerfile: ENV NCCL_VERSION); seen in the environment of a real H200 node (tests/data/device/check-h200.log).
-IMAGE_LABELS = {"NCCL_VERSION": "NVIDIA's CUDA container images set it to name the libnccl2 they install"}
+@functools.lru_cache(maxsize=1)
+def not_runtime() -> dict[str, str]:
+    """NCCL_* names read by no NCCL release at run time but set in real environments (image labels, build
+    locations): name -> who sets or reads it (ncclgen/data/kb/not-runtime.tsv)."""
+    with open(os.path.join(kb.kb_dir(), "not-runtime.tsv"), encoding="utf-8") as fh:
+        rows = fh.read().splitlines()
+    return {r.split("\t")[0]: r.split("\t")[1] for r in rows if r and not r.startswith("#")}
 
 
 def _unknown_finding(name: str, t: _Target) -> tuple:
@@ -150,12 +155,12 @@ def _unknown_finding(name: str, t: _Target) -> tuple:
             f"{t.cluster.name if t.cluster else 'the target'} declares {product} {version}), so it is not checked",
             kb.REFRESH[reader] + f", or check {product} {version}'s release notes",
         )
-    if name in IMAGE_LABELS:
+    if name in not_runtime():
         return (
             "NG001",
             "info",
-            f"{name} is read by no NCCL release ncclgen knows: {IMAGE_LABELS[name]}",
-            "nothing: it is harmless",
+            f"{name} is read by no NCCL release at run time: {not_runtime()[name]}",
+            "nothing: harmless in a job",
         )
     sug = kb.suggest(name)
     who = f"NCCL {t.nccl}, PyTorch {t.torch} or any plugin ncclgen knows"
