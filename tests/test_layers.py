@@ -20,6 +20,7 @@ LAYERS = {
     "datapaths": 0,
     "trust": 1,  # reads the user's config with the load layer's YAML reader
     "output": 0,
+    "optionspec": 0,  # command-line options declared on dataclass fields (Request, the scheduler options)
     "load": 1,
     "plan": 2,
     "lint": 3,

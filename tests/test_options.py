@@ -1,5 +1,6 @@
-"""Options declared once (issue 34 item 3): the fields of render/options.py's SlurmOptions and K8sOptions
-are the click options, the Regenerate argv and the check before rendering; one pipeline.make_plan(Request)."""
+"""Options declared once (issue 34 item 3): the fields of render/options.py's SlurmOptions and K8sOptions and of
+plan/request.py's Request (the plan options) are the click options, the Regenerate argv and the check before
+rendering; one pipeline.make_plan(Request)."""
 
 from __future__ import annotations
 
@@ -117,3 +118,35 @@ def test_one_make_plan_taking_a_request():
         assert param.annotation in (Request, "Request")
     req = pipeline.request("local-ci", 2, "verl-sft")
     assert pipeline.make_plan(req).request == req
+
+
+PLAN_LINE = (
+    "--cluster clusters/my.yaml --tier 3 --workload bench --nodes 4 --target pod --set NCCL_DEBUG=WARN "
+    "--set-unchecked MY_APP_FLAG=1 --debug --transport-check warn"
+)
+
+
+def test_the_plan_options_are_declared_once_on_the_request():
+    """Every Request field with a flag is a click option of explain (plan_options + target_option), and the
+    Regenerate argv of what click parsed repeats the line typed (all fields away from their defaults)."""
+    seen = {}
+
+    @click.command()
+    @common.plan_options
+    @common.target_option
+    def cmd(**params):
+        seen["req"] = common.request_from(params)
+        assert not params, f"parameters that are no field: {params}"
+
+    argv = shlex.split(PLAN_LINE)
+    r = CliRunner().invoke(cmd, argv, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    req = seen["req"]
+    assert req.argv("explain") == ["ncclgen", "explain", *argv]
+    assert "--target" not in req.argv("slurm")  # only env and explain take it
+    flagged = [f for f, _ in options.flags(Request)]
+    assert {f.name for f in dataclasses.fields(Request)} - {f.name for f in flagged} == {"extra_args"}
+    assert all(getattr(req, f.name) != f.default for f in flagged)
+    r = CliRunner().invoke(cli, ["slurm", "--help"], terminal_width=400)
+    flat = " ".join(r.output.split())
+    assert all(" ".join(flag.help.split())[:60] in flat for f, flag in options.flags(Request) if f.name != "target")

@@ -8,36 +8,12 @@ dry run renders. A new option is one field here: its flag, help and Regenerate a
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..errors import UserError
 from ..load import sbatch as sbatchmod
-
-
-@dataclass(frozen=True)
-class Flag:
-    """How one option field is typed on the command line."""
-
-    names: tuple[str, ...]  # click's names; the first is the one Regenerate lines write
-    help: str
-    metavar: str | None = None
-    choices: tuple[str, ...] = ()
-    negates: bool = False  # a bool field the flag turns off (--no-preflight -> preflight=False)
-    path: bool = False  # a file to write (click.Path(dir_okay=False))
-    check: Callable[[Any], None] | None = None  # raises UserError; runs before rendering
-
-
-def option(default: Any, *names: str, help: str, **how: Any) -> Any:
-    """A dataclass field with its flag: option(None, "--partition", "-p", help=...)."""
-    return field(default=default, metadata={"flag": Flag(names, help, **how)})
-
-
-def flags(cls) -> list[tuple[dataclasses.Field, Flag]]:
-    """The fields of an options class with their flags, in declaration order."""
-    return [(f, f.metadata["flag"]) for f in dataclasses.fields(cls) if "flag" in f.metadata]
+from ..optionspec import flags, option
 
 
 def argv(opts) -> list[str]:
