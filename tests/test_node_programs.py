@@ -165,12 +165,17 @@ def test_a_later_jobs_first_step_removes_the_folders_of_finished_jobs(capsys, tm
         (tmp_path / name).mkdir()
         run = Run(tmp_path / name, script, TMPDIR=str(shared), **env).finish()
         assert run.rc == 0, run.stderr
+        assert "ncclgen-node" not in run.stderr, run.stderr  # no noise from folders it looked at
         return {p.name for p in shared.glob("ncclgen.*")}
 
     first = job("a")
     assert len(first) == 2  # node1 and node2 share this host's TMPDIR here
+    legacy = shared / "ncclgen.LegacyAbCd"  # an older ncclgen's folder: no key file, setup two hours ago
+    legacy.mkdir(mode=0o700)
+    (legacy / "ready").touch()
+    os.utime(legacy / "ready", (time.time() - 7200, time.time() - 7200))
     second = job("b")
-    assert first < second  # within the hour: kept
+    assert first < second and not legacy.exists()  # within the hour: kept; two hours old: removed
     third = job("c", NCCLGEN_TIDY_AFTER_S="0")
     assert len(third) == 2 and not third & second  # only the running job's two folders are left
     links = list(shared.glob(".ncclgen-*"))

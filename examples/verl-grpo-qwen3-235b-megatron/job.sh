@@ -365,19 +365,18 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
   # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
   printf -v ncclgen_now "%(%s)T" -1
-  ncclgen_after=${NCCLGEN_TIDY_AFTER_S:-3600}
-  [[ $ncclgen_after =~ ^[0-9]{1,9}$ ]] || ncclgen_after=3600 # a number, never arithmetic on raw text
-  for ncclgen_old in "$ncclgen_base"/ncclgen.??????????; do
+  ncclgen_tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
+  [[ $ncclgen_tidy_s =~ ^[0-9]{1,9}$ ]] || ncclgen_tidy_s=3600 # a number, never arithmetic on raw text
+  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
+  while IFS= read -r -d '' ncclgen_old; do
     [[ $ncclgen_old != "$NCCLGEN_DIR" && -d $ncclgen_old && ! -L $ncclgen_old && -O $ncclgen_old ]] || continue
     ncclgen_key=""
-    read -r ncclgen_key <"$ncclgen_old/key" 2>/dev/null || true
+    [[ ! -f $ncclgen_old/key ]] || read -r ncclgen_key <"$ncclgen_old/key" || true
     [[ $ncclgen_key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
-    ncclgen_t=$(stat -c %Y "$ncclgen_old/ready" 2>/dev/null) || continue
-    [[ $ncclgen_t =~ ^[0-9]+$ ]] || continue
-    ((ncclgen_now - ncclgen_t >= ncclgen_after)) || continue
     flock -n -x "$ncclgen_old/alive" rm -rf -- "$ncclgen_old" 2>/dev/null || true
-  done
-  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$(id -u)" -xtype l -delete 2>/dev/null || true
+  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
+    -user "$EUID" ! -newermt "@$((ncclgen_now - ncclgen_tidy_s + 1))" -printf '%h\0' 2>/dev/null)
+  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
 fi
 exec 9>&-
 # Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor
