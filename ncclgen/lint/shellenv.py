@@ -14,6 +14,7 @@ import re
 import shlex
 
 from ..errors import UserError
+from ..plan import flightrec
 from . import sanitise
 from .shell import Scanner
 
@@ -58,10 +59,6 @@ NODE_HEREDOC = re.compile(
 )
 
 Pair = tuple[str, "str | None", "int | None"]
-# Paths whose only expansion may be the job's id (ncclgen's own flight-recorder folder, plan/flightrec.py):
-# their value is a folder no lint rule judges beyond its name, so "/dir/${SLURM_JOB_ID:-local}/p" is known.
-JOB_PATHS = frozenset({"TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"})
-JOB_ID = "${SLURM_JOB_ID:-local}"  # plan/flightrec.py JOB
 
 
 class Reading:
@@ -73,8 +70,10 @@ class Reading:
         self.node_program = node_program  # the text holds ncclgen's node.sh as it ships (NODE_EVAL)
 
     def set(self, key: str, value: str | None, line: int, dynamic: bool, how: str = "") -> None:
-        if dynamic and key in JOB_PATHS and value and not re.search(r"[$`]", value.replace(JOB_ID, "")):
-            dynamic = False  # a path no rule judges, made per job by ${SLURM_JOB_ID} only: read as written
+        # ncclgen's own flight-recorder folder (plan/flightrec.py): a path no rule judges beyond its name, made
+        # per job by ${SLURM_JOB_ID:-local} alone, is read as written
+        if dynamic and key in flightrec.NAMES and value and not re.search(r"[$`]", value.replace(flightrec.JOB, "")):
+            dynamic = False
         self.pairs.append((key, None if dynamic else value, line))
         if dynamic:
             self.notes.append((line, key, f"{key}'s value{how} comes from an expansion ($..., `...`): not known here"))

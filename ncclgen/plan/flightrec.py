@@ -14,12 +14,12 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from ..load.descriptor import Descriptor
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # lint/shellenv.py imports this module: keep it free of the descriptor's import cost
+    from ..load.descriptor import Descriptor
     from .build import Plan
 
 VAR = "TORCH_FR_DUMP_TEMP_FILE"
+NAMES = frozenset({VAR, "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"})  # the dump prefix and its older alias
 JOB = "${SLURM_JOB_ID:-local}"  # outside a Slurm job (`ncclgen env` sourced by hand): /tmp/ncclgen-fr-local
 PREFIX = "nccl_trace_rank_"  # the dumps' names: fr_trace strips it to find each rank
 POD_DIR = "/tmp/ncclgen-fr"  # inside the container: one pod, one job
@@ -42,8 +42,8 @@ def folder(plan: Plan) -> str | None:
 
 
 def shell_word(value: str) -> str:
-    """The value as one double-quoted shell word in which only ${SLURM_JOB_ID} expands (the descriptor's
-    dump_dir holds letters, digits and . _ / - only); any other value: None-equivalent ''."""
+    """The value as one double-quoted shell word in which only ${SLURM_JOB_ID:-local} expands (the descriptor's
+    dump_dir holds letters, digits and . _ / - only); '' for any other value (the caller quotes it as data)."""
     return f'"{value}"' if JOB in value and all(c.isalnum() or c in "._/-${}:" for c in value) else ""
 
 
@@ -54,6 +54,11 @@ def script_folder(plan: Plan) -> tuple[str, str]:
         return ("", "")
     word = shell_word(where) or shlex.quote(where)  # a --set value holds no ${SLURM_JOB_ID}: quoted as data
     return (word, "" if shared(plan) or JOB not in where else " on $(hostname), one folder per node")
+
+
+def pod_volume(plan: Plan) -> bool:
+    """Whether pods get the emptyDir at POD_DIR: the plan's folder is that one (not where a --set moved it)."""
+    return folder(plan) == POD_DIR
 
 
 def shared(plan: Plan) -> bool:

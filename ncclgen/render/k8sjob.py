@@ -320,7 +320,7 @@ class Job:
         if kube.privileged:
             security["privileged"] = True
         mounts: list[dict] = [{"name": "dshm", "mountPath": "/dev/shm"}]
-        if env and flightrec.folder(self.plan) == flightrec.POD_DIR:  # an emptyDir: kubelet makes the folder
+        if env and flightrec.pod_volume(self.plan):  # an emptyDir: kubelet makes the folder torch writes to
             mounts.append({"name": FR_VOLUME, "mountPath": flightrec.POD_DIR})
         if self.files:
             mounts.append({"name": "ncclgen", "mountPath": CONFIG_DIR, "readOnly": True})
@@ -348,7 +348,7 @@ class Job:
         meta_annotations.update(annotations or {})
         meta_annotations["ncclgen.io/explain"] = explain_command(self.plan)
         volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": kube.shm_size}}]
-        if flightrec.folder(self.plan) == flightrec.POD_DIR:  # not where a --set moved the dumps
+        if flightrec.pod_volume(self.plan):
             volumes.append({"name": FR_VOLUME, "emptyDir": {}})
         if self.files:
             volumes.append({"name": "ncclgen", "configMap": {"name": self.config_name}})

@@ -42,7 +42,7 @@ def _export_value(e, plan: Plan) -> str:
     """Quoted, except a plugin's loader-path folder (before the job's own: build.prepends) and ${SLURM_JOB_ID}."""
     if prepends(e, plan.target):
         return Raw(shell.quote(e.value) + f'"${{{e.name}:+:${e.name}}}"')
-    return Raw(flightrec.shell_word(e.value)) if flightrec.shell_word(e.value) else e.value
+    return Raw(word) if (word := flightrec.shell_word(e.value)) else e.value
 
 
 @dataclass(frozen=True)
