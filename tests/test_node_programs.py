@@ -195,5 +195,6 @@ def test_a_folder_whose_step_still_runs_is_kept(tmp_path):
     finally:
         os.killpg(holder.pid, signal.SIGKILL)  # flock and the sleep that holds its descriptor
         holder.wait()
-    r = subprocess.run(["flock", "-n", "-x", str(folder / "alive"), "rm", "-rf", "--", str(folder)], check=False)
+    # the killed sleep releases its lock when the kernel has reaped it: wait for that, not for a fixed time
+    r = subprocess.run(["flock", "-w", "10", "-x", str(folder / "alive"), "rm", "-rf", "--", str(folder)], check=False)
     assert r.returncode == 0 and not folder.exists()
