@@ -23,6 +23,9 @@ name) when that is set:
                             version=X (another NCCL version), noplugin (the plugin is not found),
                             warn (one WARN line, as NCCL writes it)
   NCCLGEN_STANDIN_AFTER_S   seconds to stay alive after init (default 0.5): "training"
+  NCCLGEN_STANDIN_START_S   seconds before init (default 0.5): a real rank imports its framework first,
+                            for seconds, so its node's transport check (started beside the launch) is
+                            reading before NCCL writes a line
   NCCLGEN_STANDIN_STAMP     a file to which a rank with a fault appends "NODE EPOCH" once its lines are
                             written (tests measure from it how soon the job ended)
 Exit status 0, or 1 where NCCL would fail init.
@@ -87,6 +90,7 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--fault", default=env.get("NCCLGEN_STANDIN_FAULT", ""))
     p.add_argument("--fault-node", default=env.get("NCCLGEN_STANDIN_FAULT_NODE", ""))
     p.add_argument("--after", type=float, default=float(env.get("NCCLGEN_STANDIN_AFTER_S", "0.5")))
+    p.add_argument("--start", type=float, default=float(env.get("NCCLGEN_STANDIN_START_S", "0.5")))
     return p.parse_args(argv)
 
 
@@ -184,6 +188,7 @@ def channels(o: argparse.Namespace, log: Log, net: tuple[str, list[str]], fault:
 def main(argv: list[str] | None = None) -> int:
     o = options(argv)
     fault = faults(o)
+    time.sleep(o.start)
     log = Log(dict(os.environ), socket.gethostname(), o.local_rank)
     rc = init(o, log, fault)
     if rc == 0:

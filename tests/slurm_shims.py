@@ -109,9 +109,11 @@ SHIMS = {
     # under their own name: preflight, raywait, monitor; anything else is the workload's program.
     "python3": """
         [[ $1 != -S ]] || shift  # an interpreter option before the program (node programs run with -S)
-        # The transport check (transport.py @SPEC -- LAUNCH...) runs the launch it wraps.
-        if [[ $1 == */transport.py && $3 == -- ]]; then
-            NAME=transport; . "$SHIM_DIR/act.sh"; record "$@"; shift 3; exec "$@"
+        # The transport check (transport.py @SPEC --pid PID SINCE), started beside the launch by its
+        # wrapper (bin/ncclgen_transport), which keeps the launch's status: the stand-in finds nothing
+        # to stop, as the real check when NCCL's lines match the plan.
+        if [[ $1 == */transport.py && $3 == --pid ]]; then
+            NAME=transport; . "$SHIM_DIR/act.sh"; record "$@"; exit 0
         fi
         NAME=python3
         case $1 in */preflight.py) NAME=preflight ;; */raywait.py) NAME=raywait ;; */monitor.py) NAME=monitor ;; esac

@@ -12,6 +12,16 @@ from ncclgen.load import cpuset, descriptor
 PRESET = descriptor.resolve("h100-ib")
 
 
+def _line(starts: str) -> int:
+    """The preset's line that starts (after indentation) with ``starts``: where an error must point."""
+    lines = Path(PRESET).read_text(encoding="utf-8").splitlines()
+    return next(n for n, line in enumerate(lines, 1) if line.lstrip().startswith(starts))
+
+
+AT = f":{_line('- {id: 0, cpus:')}:21:"  # NUMA node 0's cpus value
+SLURM = _line("slurm:")  # the cpus_per_task line is inserted after it
+
+
 def _variant(tmp_path, old: str, new: str):
     text = Path(PRESET).read_text(encoding="utf-8")
     assert text.count(old) == 1
@@ -23,15 +33,20 @@ def _variant(tmp_path, old: str, new: str):
 @pytest.mark.parametrize(
     ("old", "new", "where", "words"),
     [
-        ('cpus: "0-55,112-167"', 'cpus: "0-55,112-167,65535"', ":22:21: node.numa_nodes[0].cpus:", "at most 8192 CPUs"),
-        ("slurm:\n", "slurm:\n  cpus_per_task: 65536\n", ":63:18: slurm.cpus_per_task:", "<= 8192, got 65536"),
+        ('cpus: "0-55,112-167"', 'cpus: "0-55,112-167,65535"', AT + " node.numa_nodes[0].cpus:", "at most 8192 CPUs"),
+        (
+            "slurm:\n",
+            "slurm:\n  cpus_per_task: 65536\n",
+            f":{SLURM + 1}:18: slurm.cpus_per_task:",
+            "<= 8192, got 65536",
+        ),
         (
             'cpus: "0-55,112-167"',
             'cpus: "0-55,112-16\u0663"',
-            ":22:21: node.numa_nodes[0].cpus:",
+            AT + " node.numa_nodes[0].cpus:",
             "U+0663 ARABIC-INDIC",
         ),
-        ('cpus: "0-55,112-167"', 'cpus: "0-55,112-\uff11\uff16\uff17"', ":22:21:", "U+FF11 FULLWIDTH DIGIT ONE"),
+        ('cpus: "0-55,112-167"', 'cpus: "0-55,112-\uff11\uff16\uff17"', AT, "U+FF11 FULLWIDTH DIGIT ONE"),
     ],
 )
 def test_error_at_file_line_col(tmp_path, capsys, old, new, where, words):

@@ -174,12 +174,32 @@ def test_a_later_jobs_first_step_removes_the_folders_of_finished_jobs(capsys, tm
     legacy.mkdir(mode=0o700)
     (legacy / "ready").touch()
     os.utime(legacy / "ready", (time.time() - 7200, time.time() - 7200))
+    lock = shared / f".ncclgen.tidy.{os.geteuid()}"  # when the last tidy-up started: at most one a minute
+    assert _soon(lambda: lock.is_file() and lock.read_text().strip().isdigit())
     second = job("b")
-    assert first < second and not legacy.exists()  # within the hour: kept; two hours old: removed
-    third = job("c", NCCLGEN_TIDY_AFTER_S="0")
-    assert len(third) == 2 and not third & second  # only the running job's two folders are left
+    assert first < second and legacy.exists()  # a tidy-up ran on this host less than a minute ago
+    lock.write_text("0\n")
+    second = job("b2")
+    assert _soon(lambda: not legacy.exists())  # two hours old: removed (in the background)
+    assert first < {p.name for p in shared.glob("ncclgen.*")}  # within the hour: kept
+    lock.write_text("0\n")
+    job("c", NCCLGEN_TIDY_AFTER_S="0")
+    # only the last job's two folders are left
+    assert _soon(lambda: len(list(shared.glob("ncclgen.*"))) == 2)
+    third = {p.name for p in shared.glob("ncclgen.*")}
+    assert not third & second
     links = list(shared.glob(".ncclgen-*"))
     assert len(links) == 2 and all(link.resolve().name in third for link in links)
+
+
+def _soon(done, within_s: float = 10.0) -> bool:
+    """The tidy-up runs in the background of a job's first step: wait for its effect, not a fixed time."""
+    deadline = time.monotonic() + within_s
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def test_a_folder_whose_step_still_runs_is_kept(tmp_path):
@@ -198,3 +218,22 @@ def test_a_folder_whose_step_still_runs_is_kept(tmp_path):
     # the killed sleep releases its lock when the kernel has reaped it: wait for that, not for a fixed time
     r = subprocess.run(["flock", "-w", "10", "-x", str(folder / "alive"), "rm", "-rf", "--", str(folder)], check=False)
     assert r.returncode == 0 and not folder.exists()
+
+
+def test_a_tidy_lock_that_is_a_link_stops_the_tidy_up(capsys, tmp_path):
+    """The lock beside the folders is this user's plain file; a link planted in its place (another user's
+    trap in a shared TMPDIR) is neither written through nor trusted: no tidy-up runs."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    target = tmp_path / "elsewhere"
+    target.write_text("0\n")
+    (shared / f".ncclgen.tidy.{os.geteuid()}").symlink_to(target)
+    legacy = shared / "ncclgen.LegacyAbCd"
+    legacy.mkdir(mode=0o700)
+    (legacy / "ready").touch()
+    os.utime(legacy / "ready", (time.time() - 7200, time.time() - 7200))
+    script = _script(capsys, tmp_path, "torchrun", ["true"])
+    run = Run(tmp_path, script, TMPDIR=str(shared)).finish()
+    assert run.rc == 0, run.stderr
+    time.sleep(1)  # a tidy-up would run in the background: give it the time it takes
+    assert legacy.is_dir() and target.read_text() == "0\n"

@@ -160,3 +160,84 @@ def test_other_processes_files_are_not_read(tmp_path):
 def test_bad_spec_is_a_usage_error(tmp_path):
     p = subprocess.run([sys.executable, str(CHECK), '{"v": 99}', "--", "true"], capture_output=True, text=True)
     assert p.returncode == 2 and "usage" in p.stderr
+
+
+# -- the Slurm node's entry (bin/ncclgen_transport): the launch first, then the check in its place -----
+
+
+def wrapped(tmp_path, command, fault="", env=None):
+    """The node's private folder as ncclgen/jobside/node.sh writes it, and the launch run through
+    bin/ncclgen_transport (ncclgen/render/slurmtransport.py)."""
+    from ncclgen.render.slurmtransport import TRANSPORT_WRAPPER
+
+    d = tmp_path / "node-folder"
+    (d / "bin").mkdir(parents=True, exist_ok=True)
+    for name in ("transport.py", "nccllines.py"):
+        (d / name).write_text((CHECK.parent / name).read_text())
+    nccl = tmp_path / "nccl" / "sub"  # made by the wrapper before the launch: NCCL does not make it
+    (d / "transport.json").write_text(spec(nccl))
+    (d / "bin/ncclgen_transport").write_text(TRANSPORT_WRAPPER)
+    e = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{nccl}/%h.%p.log")
+    e.update(NCCLGEN_DIR=str(d), NCCLGEN_NODE="node7", NCCLGEN_STANDIN_FAULT=fault, NCCLGEN_STANDIN_AFTER_S="1")
+    e.pop("SLURMD_NODENAME", None)
+    e.update(env or {})
+    start = time.monotonic()
+    p = subprocess.run(
+        ["bash", str(d / "bin/ncclgen_transport"), *command], env=e, capture_output=True, text=True, timeout=60
+    )
+    return p, time.monotonic() - start
+
+
+def test_the_node_entry_starts_the_launch_before_the_check(tmp_path):
+    """The launch does not wait for the check's Python to start: a python3 that takes 3 s to start (first
+    on PATH) delays the check, not the launch; the launch is the check's child, in its own process group."""
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "python3").write_text(
+        f'#!/bin/bash\ndate +%s.%N > {tmp_path}/check-called\nsleep 3\nexec {sys.executable} "$@"\n'
+    )
+    (slow / "python3").chmod(0o755)
+    probe = f"date +%s.%N > {tmp_path}/launched; ps -o pgid= -p $$ > {tmp_path}/pgid; echo $PPID > {tmp_path}/ppid"
+    p, _ = wrapped(tmp_path, ["bash", "-c", probe], env={"PATH": f"{slow}:{os.environ['PATH']}"})
+    assert p.returncode == 0, p.stderr
+    launched, called = (float((tmp_path / n).read_text()) for n in ("launched", "check-called"))
+    assert launched < called + 2  # not after the check's 3 s start
+    pgid = int((tmp_path / "pgid").read_text())
+    assert pgid != os.getpgrp()  # its own process group: the check stops it as a whole
+
+
+def test_the_node_entry_keeps_the_launchs_status_and_stops_it_on_a_difference(tmp_path):
+    p, _ = wrapped(tmp_path, ["bash", "-c", "exit 3"])
+    assert p.returncode == 3, p.stderr
+    p, _ = wrapped(tmp_path, ["bash", "-c", "kill -TERM $$"])
+    assert p.returncode == 128 + 15, p.stderr
+    p, _ = wrapped(tmp_path, ranks(local=1, nranks=2, first=1))
+    assert p.returncode == 0, p.stderr  # as planned: runs to the end
+    p, took = wrapped(tmp_path, ranks(local=1, nranks=2, first=1), fault="rail", env={"NCCLGEN_STANDIN_AFTER_S": "30"})
+    assert p.returncode == 7, p.stderr
+    assert failed(p.stderr)[0].endswith("HCAs: expected mlx5_0:1,mlx5_3:1, found mlx5_0:1 (not opened: mlx5_3:1)")
+    assert took < AFTER_S / 2  # stopped, not waited for
+    assert (tmp_path / "nccl/sub").is_dir() and os.stat(tmp_path / "nccl/sub").st_mode & 0o1777 == 0o1777
+
+
+def test_a_launch_already_gone_is_checked_from_its_files_at_once(tmp_path):
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    p = subprocess.run(
+        [sys.executable, str(CHECK), spec(tmp_path), "--pid", str(gone.pid), "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log"),
+    )
+    assert p.returncode == 0 and "no NCCL process wrote" in p.stderr, p.stderr
+
+
+def test_a_check_that_cannot_start_is_said_and_the_launch_status_kept(tmp_path):
+    nopy = tmp_path / "no-python"  # a PATH where python3 is not found: the check cannot run
+    nopy.mkdir()
+    for tool in ("bash", "nice", "mkdir", "chmod", "dirname"):
+        (nopy / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip())
+    p, _ = wrapped(tmp_path, ["bash", "-c", "exit 4"], env={"PATH": str(nopy)})
+    assert p.returncode == 4
+    assert "ncclgen: transport: node node7: not checked: the check ended with status 127" in p.stderr

@@ -209,14 +209,40 @@ ncclgen_fail() {
 ncclgen_base=${TMPDIR:-/tmp}
 [[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
 ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
+ncclgen_made=""
 if [[ ! -L $ncclgen_link ]]; then
   ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
-  ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null || rmdir "$ncclgen_new"
+  if ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
 fi
-NCCLGEN_DIR=$(readlink "$ncclgen_link")
-if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
-  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+if [[ -n $ncclgen_made ]]; then
+  NCCLGEN_DIR=$ncclgen_made # mktemp -d made it, 0700 and ours: nothing to check
+else
+  NCCLGEN_DIR=$(readlink "$ncclgen_link")
+  if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
+    ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+  fi
 fi
+
+# The tidy-up of earlier jobs' folders (see its call below); a child of the step, never its output.
+ncclgen_tidy() {
+  exec {ncclgen_fd}>>"$ncclgen_tidy_lock" || return 0
+  flock -n "$ncclgen_fd" || return 0 # another step on this host is at it
+  local now tidy_s old key
+  printf -v now "%(%s)T" -1
+  printf '%s\n' "$now" >"$ncclgen_tidy_lock" # when: later steps skip the tidy-up for a minute
+  tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
+  [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=3600 # a number, never arithmetic on raw text
+  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
+  while IFS= read -r -d '' old; do
+    [[ $old != "$NCCLGEN_DIR" && -d $old && ! -L $old && -O $old ]] || continue
+    key=""
+    [[ ! -f $old/key ]] || read -r key <"$old/key" || true
+    [[ $key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
+    flock -n -x "$old/alive" rm -rf -- "$old" 2>/dev/null || true
+  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
+    -user "$EUID" ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
+  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
+}
 
 # Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
 exec 9>>"$NCCLGEN_DIR/lock"
@@ -225,13 +251,19 @@ if [[ -e $NCCLGEN_DIR/failed ]]; then
   exit 1 # the first step on this node already said why
 fi
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  # One mkdir and one chmod for all files (a fork each costs more than the writes).
+  ncclgen_dirs=() ncclgen_bins=()
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_name=${ncclgen_spec%%=*}
-    ncclgen_var=${ncclgen_spec#*=}
-    [[ $ncclgen_name != */* ]] || mkdir -p -m 0700 "$NCCLGEN_DIR/${ncclgen_name%/*}"
-    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/$ncclgen_name"
-    [[ $ncclgen_name != bin/* ]] || chmod 0700 "$NCCLGEN_DIR/$ncclgen_name"
+    [[ $ncclgen_name != */* ]] || ncclgen_dirs+=("$NCCLGEN_DIR/${ncclgen_name%/*}")
+    [[ $ncclgen_name != bin/* ]] || ncclgen_bins+=("$NCCLGEN_DIR/$ncclgen_name")
   done
+  ((${#ncclgen_dirs[@]} == 0)) || (umask 077 && mkdir -p "${ncclgen_dirs[@]}")
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_var=${ncclgen_spec#*=}
+    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/${ncclgen_spec%%=*}"
+  done
+  ((${#ncclgen_bins[@]} == 0)) || chmod 0700 "${ncclgen_bins[@]}"
   if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.sh ]]; then
     echo "ncclgen: setup on node $ncclgen_node"
     env -0 >"$NCCLGEN_DIR/env.before"
@@ -274,29 +306,34 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
   # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
   # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
+  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* && ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+    (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || true
+  fi
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
-    if ! (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || [[ ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
-      touch "$NCCLGEN_DIR/failed"
+    if [[ ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} || ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+      : >"$NCCLGEN_DIR/failed"
       ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
     fi
   fi
   printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"
-  touch "$NCCLGEN_DIR/ready"
+  : >"$NCCLGEN_DIR/ready"
   # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
   # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
+  # In the background, off the launch's path, by one step at a time per host (a lock file of this
+  # user's beside the folders, which also holds when the last tidy-up started: at most one a minute;
+  # several Slurm nodes can share a host's TMPDIR).
+  ncclgen_tidy_lock="$ncclgen_base/.ncclgen.tidy.$EUID"
+  ncclgen_last=0
+  if [[ -f $ncclgen_tidy_lock && ! -L $ncclgen_tidy_lock && -O $ncclgen_tidy_lock ]]; then
+    read -r ncclgen_last <"$ncclgen_tidy_lock" || true
+    [[ $ncclgen_last =~ ^[0-9]{1,12}$ ]] || ncclgen_last=0
+  elif [[ -e $ncclgen_tidy_lock || -L $ncclgen_tidy_lock ]]; then
+    ncclgen_last=-1 # not this user's file: no tidy-up
+  fi
   printf -v ncclgen_now "%(%s)T" -1
-  ncclgen_tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
-  [[ $ncclgen_tidy_s =~ ^[0-9]{1,9}$ ]] || ncclgen_tidy_s=3600 # a number, never arithmetic on raw text
-  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
-  while IFS= read -r -d '' ncclgen_old; do
-    [[ $ncclgen_old != "$NCCLGEN_DIR" && -d $ncclgen_old && ! -L $ncclgen_old && -O $ncclgen_old ]] || continue
-    ncclgen_key=""
-    [[ ! -f $ncclgen_old/key ]] || read -r ncclgen_key <"$ncclgen_old/key" || true
-    [[ $ncclgen_key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
-    flock -n -x "$ncclgen_old/alive" rm -rf -- "$ncclgen_old" 2>/dev/null || true
-  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
-    -user "$EUID" ! -newermt "@$((ncclgen_now - ncclgen_tidy_s + 1))" -printf '%h\0' 2>/dev/null)
-  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
+  if ((ncclgen_last >= 0 && ncclgen_now - ncclgen_last >= 60)); then
+    (exec 9>&- && ncclgen_tidy </dev/null >/dev/null 2>&1 &) # without the folder's lock (fd 9)
+  fi
 fi
 exec 9>&-
 # Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor
@@ -1091,7 +1128,14 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT <<'NCCLGEN_TRANSPORT_EOF' || true
 """Transport check: what NCCL chose at init on this node, against the plan; the job ends on a mismatch.
 
     python3 transport.py SPEC -- COMMAND [ARG...]    run COMMAND (the node's launch) under the check
+    python3 transport.py SPEC --pid PID SINCE        check the launch PID, started at SINCE (epoch s)
     python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
+
+--pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
+its own process group, then this check beside it, so the ranks do not wait for Python to start (a
+rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
+status and exits 7 when this check does. With --pid the exit status is 7 (a difference stopped the
+launch) or 0.
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
@@ -1427,24 +1471,61 @@ def stop(child):
             continue
 
 
-def run(spec, command, watch_s=None):
-    """Run ``command`` (or only watch for ``watch_s`` seconds) under the check; the exit status."""
+class Started:
+    """A launch started beside this process (--pid; its wrapper is the parent and keeps its status): what
+    watch() and stop() use of subprocess.Popen. Ended when the PID is gone or is another process (its
+    start time in /proc differs), so a reused PID never holds the check."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+        self.born = self._born()
+        self.poll()
+
+    def _born(self):
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                return fh.read().rsplit(b")", 1)[1].split()[19]  # field 22, starttime
+        except (OSError, IndexError):
+            return None
+
+    def poll(self):
+        if self.returncode is None and (self.born is None or self._born() != self.born):
+            self.returncode = 0  # its status is the wrapper's to report
+        return self.returncode
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("launch", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+
+def run(spec, command, watch_s=None, pid=None, since=None):
+    """Run ``command`` under the check (or check the launch ``pid`` started beside it, or only watch for
+    ``watch_s`` seconds); the exit status."""
     node, warn_only = node_name(), spec.get("mode") == "warn"
     hidden = prepare(spec)
     if hidden:
         print(f"ncclgen: transport: node {node}: not checked: {hidden}", file=sys.stderr, flush=True)
-    child = subprocess.Popen(command, start_new_session=True) if command else None
+    child: Started | subprocess.Popen[bytes] | None
+    if pid is not None:
+        child = Started(pid)
+    else:
+        child = subprocess.Popen(command, start_new_session=True) if command else None
     if child is not None:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda s, _f: _forward(child, s))
-    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=child.pid if child else None)
+    root = child.pid if child else None
+    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=root, start=since)
     failed = watch(check, child, time.monotonic() + (watch_s or 0.0), stop_on_problem=not warn_only)
     if failed:
         return EXIT_PROBLEMS
-    if child is None:
+    if child is None or pid is not None:
         return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
     report_dumps(spec.get("fr"), node)
-    rc = child.returncode
+    rc = child.returncode or 0  # watch() returned: the command has ended
     return 128 - rc if rc < 0 else rc
 
 
@@ -1488,9 +1569,11 @@ def main(argv):
         rest = argv[1:]
         if rest[:1] == ["--"] and len(rest) > 1:
             return run(spec, rest[1:])
+        if rest[:1] == ["--pid"] and len(rest) == 3:
+            return run(spec, None, pid=int(rest[1]), since=float(rest[2]))
         if rest[:1] == ["--for"] and len(rest) == 2:
             return run(spec, None, float(rest[1]))
-        raise ValueError("'-- COMMAND...' or '--for SECONDS' after the spec")
+        raise ValueError("'-- COMMAND...', '--pid PID SINCE' or '--for SECONDS' after the spec")
     except (IndexError, ValueError, OSError, KeyError) as e:
         print(f"ncclgen: transport: usage: transport.py SPEC|@FILE -- COMMAND...: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -1511,9 +1594,41 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
 # The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..
 ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
-# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files) are
-# not read at every node's start
-exec python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"
+# NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read
+# indirectly: the plan's export stays the script's only line naming it)
+ncclgen_nccl=NCCL_DEBUG
+ncclgen_nccl+=_FILE
+ncclgen_nccl=${!ncclgen_nccl:-}
+[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
+  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
+# The launch first, in its own process group (set -m), then the check beside it at a lower priority
+# (nice): the ranks do not wait for Python to start. This shell keeps the launch's status; the check
+# exits 7 once it stopped the launch over a difference. python3 -S: the check needs only the standard
+# library, so the image's site-packages (.pth files) are not read at every node's start.
+ncclgen_since=${EPOCHREALTIME/,/.}
+set -m
+"$@" &
+ncclgen_launch=$!
+nice -n 10 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
+  --pid "$ncclgen_launch" "$ncclgen_since" &
+ncclgen_check=$!
+for ncclgen_sig in TERM INT HUP; do
+  trap 'kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
+done
+ncclgen_rc=0
+wait "$ncclgen_launch" 2>/dev/null || ncclgen_rc=$?
+# a signal this shell trapped ends the wait early: wait again until the launch is gone. 2>/dev/null:
+# bash's own job notices ('[1]+ Terminated ...'), not the launch's output
+while kill -0 "$ncclgen_launch" 2>/dev/null; do
+  wait "$ncclgen_launch" 2>/dev/null && ncclgen_rc=0 || ncclgen_rc=$?
+done
+ncclgen_problems=0
+wait "$ncclgen_check" 2>/dev/null || ncclgen_problems=$?
+if ((ncclgen_problems == 7)); then exit 7; fi
+ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}
+((ncclgen_problems == 0)) ||
+  echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2
+exit "$ncclgen_rc"
 NCCLGEN_TRANSPORT_BIN_EOF
 
 ncclgen_main

@@ -210,14 +210,40 @@ ncclgen_fail() {
 ncclgen_base=${TMPDIR:-/tmp}
 [[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
 ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
+ncclgen_made=""
 if [[ ! -L $ncclgen_link ]]; then
   ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
-  ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null || rmdir "$ncclgen_new"
+  if ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
 fi
-NCCLGEN_DIR=$(readlink "$ncclgen_link")
-if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
-  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+if [[ -n $ncclgen_made ]]; then
+  NCCLGEN_DIR=$ncclgen_made # mktemp -d made it, 0700 and ours: nothing to check
+else
+  NCCLGEN_DIR=$(readlink "$ncclgen_link")
+  if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
+    ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
+  fi
 fi
+
+# The tidy-up of earlier jobs' folders (see its call below); a child of the step, never its output.
+ncclgen_tidy() {
+  exec {ncclgen_fd}>>"$ncclgen_tidy_lock" || return 0
+  flock -n "$ncclgen_fd" || return 0 # another step on this host is at it
+  local now tidy_s old key
+  printf -v now "%(%s)T" -1
+  printf '%s\n' "$now" >"$ncclgen_tidy_lock" # when: later steps skip the tidy-up for a minute
+  tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
+  [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=3600 # a number, never arithmetic on raw text
+  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
+  while IFS= read -r -d '' old; do
+    [[ $old != "$NCCLGEN_DIR" && -d $old && ! -L $old && -O $old ]] || continue
+    key=""
+    [[ ! -f $old/key ]] || read -r key <"$old/key" || true
+    [[ $key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
+    flock -n -x "$old/alive" rm -rf -- "$old" 2>/dev/null || true
+  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
+    -user "$EUID" ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
+  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
+}
 
 # Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
 exec 9>>"$NCCLGEN_DIR/lock"
@@ -226,13 +252,19 @@ if [[ -e $NCCLGEN_DIR/failed ]]; then
   exit 1 # the first step on this node already said why
 fi
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  # One mkdir and one chmod for all files (a fork each costs more than the writes).
+  ncclgen_dirs=() ncclgen_bins=()
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_name=${ncclgen_spec%%=*}
-    ncclgen_var=${ncclgen_spec#*=}
-    [[ $ncclgen_name != */* ]] || mkdir -p -m 0700 "$NCCLGEN_DIR/${ncclgen_name%/*}"
-    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/$ncclgen_name"
-    [[ $ncclgen_name != bin/* ]] || chmod 0700 "$NCCLGEN_DIR/$ncclgen_name"
+    [[ $ncclgen_name != */* ]] || ncclgen_dirs+=("$NCCLGEN_DIR/${ncclgen_name%/*}")
+    [[ $ncclgen_name != bin/* ]] || ncclgen_bins+=("$NCCLGEN_DIR/$ncclgen_name")
   done
+  ((${#ncclgen_dirs[@]} == 0)) || (umask 077 && mkdir -p "${ncclgen_dirs[@]}")
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_var=${ncclgen_spec#*=}
+    printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/${ncclgen_spec%%=*}"
+  done
+  ((${#ncclgen_bins[@]} == 0)) || chmod 0700 "${ncclgen_bins[@]}"
   if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.sh ]]; then
     echo "ncclgen: setup on node $ncclgen_node"
     env -0 >"$NCCLGEN_DIR/env.before"
@@ -275,29 +307,34 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
   # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
   # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
+  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* && ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+    (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || true
+  fi
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
-    if ! (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || [[ ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
-      touch "$NCCLGEN_DIR/failed"
+    if [[ ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} || ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+      : >"$NCCLGEN_DIR/failed"
       ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
     fi
   fi
   printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"
-  touch "$NCCLGEN_DIR/ready"
+  : >"$NCCLGEN_DIR/ready"
   # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
   # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
+  # In the background, off the launch's path, by one step at a time per host (a lock file of this
+  # user's beside the folders, which also holds when the last tidy-up started: at most one a minute;
+  # several Slurm nodes can share a host's TMPDIR).
+  ncclgen_tidy_lock="$ncclgen_base/.ncclgen.tidy.$EUID"
+  ncclgen_last=0
+  if [[ -f $ncclgen_tidy_lock && ! -L $ncclgen_tidy_lock && -O $ncclgen_tidy_lock ]]; then
+    read -r ncclgen_last <"$ncclgen_tidy_lock" || true
+    [[ $ncclgen_last =~ ^[0-9]{1,12}$ ]] || ncclgen_last=0
+  elif [[ -e $ncclgen_tidy_lock || -L $ncclgen_tidy_lock ]]; then
+    ncclgen_last=-1 # not this user's file: no tidy-up
+  fi
   printf -v ncclgen_now "%(%s)T" -1
-  ncclgen_tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
-  [[ $ncclgen_tidy_s =~ ^[0-9]{1,9}$ ]] || ncclgen_tidy_s=3600 # a number, never arithmetic on raw text
-  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
-  while IFS= read -r -d '' ncclgen_old; do
-    [[ $ncclgen_old != "$NCCLGEN_DIR" && -d $ncclgen_old && ! -L $ncclgen_old && -O $ncclgen_old ]] || continue
-    ncclgen_key=""
-    [[ ! -f $ncclgen_old/key ]] || read -r ncclgen_key <"$ncclgen_old/key" || true
-    [[ $ncclgen_key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
-    flock -n -x "$ncclgen_old/alive" rm -rf -- "$ncclgen_old" 2>/dev/null || true
-  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
-    -user "$EUID" ! -newermt "@$((ncclgen_now - ncclgen_tidy_s + 1))" -printf '%h\0' 2>/dev/null)
-  find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
+  if ((ncclgen_last >= 0 && ncclgen_now - ncclgen_last >= 60)); then
+    (exec 9>&- && ncclgen_tidy </dev/null >/dev/null 2>&1 &) # without the folder's lock (fd 9)
+  fi
 fi
 exec 9>&-
 # Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor

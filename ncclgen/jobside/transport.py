@@ -1,7 +1,14 @@
 """Transport check: what NCCL chose at init on this node, against the plan; the job ends on a mismatch.
 
     python3 transport.py SPEC -- COMMAND [ARG...]    run COMMAND (the node's launch) under the check
+    python3 transport.py SPEC --pid PID SINCE        check the launch PID, started at SINCE (epoch s)
     python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
+
+--pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
+its own process group, then this check beside it, so the ranks do not wait for Python to start (a
+rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
+status and exits 7 when this check does. With --pid the exit status is 7 (a difference stopped the
+launch) or 0.
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
@@ -337,24 +344,61 @@ def stop(child):
             continue
 
 
-def run(spec, command, watch_s=None):
-    """Run ``command`` (or only watch for ``watch_s`` seconds) under the check; the exit status."""
+class Started:
+    """A launch started beside this process (--pid; its wrapper is the parent and keeps its status): what
+    watch() and stop() use of subprocess.Popen. Ended when the PID is gone or is another process (its
+    start time in /proc differs), so a reused PID never holds the check."""
+
+    def __init__(self, pid):
+        self.pid, self.returncode = pid, None
+        self.born = self._born()
+        self.poll()
+
+    def _born(self):
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as fh:
+                return fh.read().rsplit(b")", 1)[1].split()[19]  # field 22, starttime
+        except (OSError, IndexError):
+            return None
+
+    def poll(self):
+        if self.returncode is None and (self.born is None or self._born() != self.born):
+            self.returncode = 0  # its status is the wrapper's to report
+        return self.returncode
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired("launch", timeout)
+            time.sleep(0.02)
+        return self.returncode
+
+
+def run(spec, command, watch_s=None, pid=None, since=None):
+    """Run ``command`` under the check (or check the launch ``pid`` started beside it, or only watch for
+    ``watch_s`` seconds); the exit status."""
     node, warn_only = node_name(), spec.get("mode") == "warn"
     hidden = prepare(spec)
     if hidden:
         print(f"ncclgen: transport: node {node}: not checked: {hidden}", file=sys.stderr, flush=True)
-    child = subprocess.Popen(command, start_new_session=True) if command else None
+    child: Started | subprocess.Popen[bytes] | None
+    if pid is not None:
+        child = Started(pid)
+    else:
+        child = subprocess.Popen(command, start_new_session=True) if command else None
     if child is not None:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda s, _f: _forward(child, s))
-    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=child.pid if child else None)
+    root = child.pid if child else None
+    check = None if hidden else Check(spec, node, socket.gethostname(), root_pid=root, start=since)
     failed = watch(check, child, time.monotonic() + (watch_s or 0.0), stop_on_problem=not warn_only)
     if failed:
         return EXIT_PROBLEMS
-    if child is None:
+    if child is None or pid is not None:
         return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
     report_dumps(spec.get("fr"), node)
-    rc = child.returncode
+    rc = child.returncode or 0  # watch() returned: the command has ended
     return 128 - rc if rc < 0 else rc
 
 
@@ -398,9 +442,11 @@ def main(argv):
         rest = argv[1:]
         if rest[:1] == ["--"] and len(rest) > 1:
             return run(spec, rest[1:])
+        if rest[:1] == ["--pid"] and len(rest) == 3:
+            return run(spec, None, pid=int(rest[1]), since=float(rest[2]))
         if rest[:1] == ["--for"] and len(rest) == 2:
             return run(spec, None, float(rest[1]))
-        raise ValueError("'-- COMMAND...' or '--for SECONDS' after the spec")
+        raise ValueError("'-- COMMAND...', '--pid PID SINCE' or '--for SECONDS' after the spec")
     except (IndexError, ValueError, OSError, KeyError) as e:
         print(f"ncclgen: transport: usage: transport.py SPEC|@FILE -- COMMAND...: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -14,9 +14,41 @@ TRANSPORT_WRAPPER = (
     "# The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..\n"
     'ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}\n'
     'if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi\n'
-    "# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files) are\n"
-    "# not read at every node's start\n"
-    'exec python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" -- "$@"\n'
+    "# NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read\n"
+    "# indirectly: the plan's export stays the script's only line naming it)\n"
+    "ncclgen_nccl=NCCL_DEBUG\n"
+    "ncclgen_nccl+=_FILE\n"
+    "ncclgen_nccl=${!ncclgen_nccl:-}\n"
+    "[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||\n"
+    '  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true\n'
+    "# The launch first, in its own process group (set -m), then the check beside it at a lower priority\n"
+    "# (nice): the ranks do not wait for Python to start. This shell keeps the launch's status; the check\n"
+    "# exits 7 once it stopped the launch over a difference. python3 -S: the check needs only the standard\n"
+    "# library, so the image's site-packages (.pth files) are not read at every node's start.\n"
+    "ncclgen_since=${EPOCHREALTIME/,/.}\n"
+    "set -m\n"
+    '"$@" &\n'
+    "ncclgen_launch=$!\n"
+    'nice -n 10 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \\\n'
+    '  --pid "$ncclgen_launch" "$ncclgen_since" &\n'
+    "ncclgen_check=$!\n"
+    "for ncclgen_sig in TERM INT HUP; do\n"
+    '  trap \'kill -s \'"$ncclgen_sig"\' -- "-$ncclgen_launch" 2>/dev/null\' "$ncclgen_sig"\n'
+    "done\n"
+    "ncclgen_rc=0\n"
+    'wait "$ncclgen_launch" 2>/dev/null || ncclgen_rc=$?\n'
+    "# a signal this shell trapped ends the wait early: wait again until the launch is gone. 2>/dev/null:\n"
+    "# bash's own job notices ('[1]+ Terminated ...'), not the launch's output\n"
+    'while kill -0 "$ncclgen_launch" 2>/dev/null; do\n'
+    '  wait "$ncclgen_launch" 2>/dev/null && ncclgen_rc=0 || ncclgen_rc=$?\n'
+    "done\n"
+    "ncclgen_problems=0\n"
+    'wait "$ncclgen_check" 2>/dev/null || ncclgen_problems=$?\n'
+    "if ((ncclgen_problems == 7)); then exit 7; fi\n"
+    "ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}\n"
+    "((ncclgen_problems == 0)) ||\n"
+    '  echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2\n'
+    'exit "$ncclgen_rc"\n'
 )
 
 
