@@ -236,7 +236,7 @@ def test_a_launch_already_gone_is_checked_from_its_files_at_once(tmp_path):
 def test_a_check_that_cannot_start_is_said_and_the_launch_status_kept(tmp_path):
     nopy = tmp_path / "no-python"  # a PATH where python3 is not found: the check cannot run
     nopy.mkdir()
-    for tool in ("bash", "nice", "mkdir", "chmod", "dirname"):
+    for tool in ("bash", "mkdir", "chmod", "dirname"):
         (nopy / tool).symlink_to(subprocess.run(["which", tool], capture_output=True, text=True).stdout.strip())
     p, _ = wrapped(tmp_path, ["bash", "-c", "exit 4"], env={"PATH": str(nopy)})
     assert p.returncode == 4

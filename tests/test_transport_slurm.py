@@ -33,7 +33,7 @@ def test_torchrun_step_runs_under_the_check():
     assert transportmod.encode(spec) in text  # the node file transport.json
     for name in ("nccllines.py", "transport.py", "transport.json"):
         assert f"{name}=NCCLGEN_" in text, name
-    assert 'nice -n 10 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json"' in text
+    assert 'python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json"' in text
     assert "export NCCL_DEBUG='INFO'" in text
 
 

@@ -21,15 +21,16 @@ TRANSPORT_WRAPPER = (
     "ncclgen_nccl=${!ncclgen_nccl:-}\n"
     "[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||\n"
     '  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true\n'
-    "# The launch first, in its own process group (set -m), then the check beside it at a lower priority\n"
-    "# (nice): the ranks do not wait for Python to start. This shell keeps the launch's status; the check\n"
-    "# exits 7 once it stopped the launch over a difference. python3 -S: the check needs only the standard\n"
-    "# library, so the image's site-packages (.pth files) are not read at every node's start.\n"
+    "# The launch first, in its own process group (set -m), then the check beside it: the ranks do not wait\n"
+    "# for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell\n"
+    "# keeps the launch's status; the check exits 7 once it stopped the launch over a difference.\n"
+    "# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files)\n"
+    "# are not read at every node's start.\n"
     "ncclgen_since=${EPOCHREALTIME/,/.}\n"
     "set -m\n"
     '"$@" &\n'
     "ncclgen_launch=$!\n"
-    'nice -n 10 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \\\n'
+    'python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \\\n'
     '  --pid "$ncclgen_launch" "$ncclgen_since" &\n'
     "ncclgen_check=$!\n"
     "for ncclgen_sig in TERM INT HUP; do\n"

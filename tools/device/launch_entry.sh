@@ -1,7 +1,7 @@
 #!/bin/bash
 # The Slurm node's launch entry (bin/ncclgen_transport, the text of TRANSPORT_WRAPPER in
 # ncclgen/render/slurmtransport.py) around a real NCCL init on a GPU: the launch starts first, the check
-# beside it (nice 10) reads NCCL's own lines. Three runs: as planned (the node's real net), a plan that
+# beside it reads NCCL's own lines. Three runs: as planned (the node's real net), a plan that
 # expects InfiniBand (the check stops the launch, exit 7), and NCCL_NET=IB where there is none (NCCL's
 # WARN reaches the log, the launch's own status is kept). Output: OUT/launch-entry.log.
 #   bash tools/device/launch_entry.sh     # in the repository root, on a node with an NVIDIA GPU

@@ -1960,15 +1960,16 @@ ncclgen_nccl+=_FILE
 ncclgen_nccl=${!ncclgen_nccl:-}
 [[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
   { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
-# The launch first, in its own process group (set -m), then the check beside it at a lower priority
-# (nice): the ranks do not wait for Python to start. This shell keeps the launch's status; the check
-# exits 7 once it stopped the launch over a difference. python3 -S: the check needs only the standard
-# library, so the image's site-packages (.pth files) are not read at every node's start.
+# The launch first, in its own process group (set -m), then the check beside it: the ranks do not wait
+# for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
+# keeps the launch's status; the check exits 7 once it stopped the launch over a difference.
+# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files)
+# are not read at every node's start.
 ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &
 ncclgen_launch=$!
-nice -n 10 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
+python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
   --pid "$ncclgen_launch" "$ncclgen_since" &
 ncclgen_check=$!
 for ncclgen_sig in TERM INT HUP; do
