@@ -241,3 +241,27 @@ def test_a_check_that_cannot_start_is_said_and_the_launch_status_kept(tmp_path):
     p, _ = wrapped(tmp_path, ["bash", "-c", "exit 4"], env={"PATH": str(nopy)})
     assert p.returncode == 4
     assert "ncclgen: transport: node node7: not checked: the check ended with status 127" in p.stderr
+
+
+def test_a_cancelled_step_ends_the_launch_without_a_not_checked_line(tmp_path):
+    """scancel: the step's processes get SIGTERM. The entry forwards it to the launch's group and waits for
+    the check, whose own wait a trapped signal interrupts: that is no failure of the check to report."""
+    wrapped(tmp_path, ["true"])  # writes the folder
+    d = tmp_path / "node-folder"
+    e = dict(os.environ, NCCLGEN_DIR=str(d), NCCLGEN_NODE="node7", NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT")
+    e["NCCL_DEBUG_FILE"] = f"{tmp_path}/nccl/sub/%h.%p.log"
+    p = subprocess.Popen(
+        ["bash", str(d / "bin/ncclgen_transport"), "sleep", "30"],
+        env=e,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    time.sleep(1.5)  # the check has started
+    # the check ends with the step (here killed first, as a second signal of a cancel may do), then every
+    # process of the step gets SIGTERM, as Slurm sends it
+    subprocess.run(["pkill", "-KILL", "-s", str(p.pid), "-f", "transport.py"], check=True)
+    subprocess.run(["pkill", "-TERM", "-s", str(p.pid)], check=True)
+    _, err = p.communicate(timeout=20)
+    assert p.returncode == 128 + 15, err
+    assert "not checked" not in err, err

@@ -1976,8 +1976,9 @@ ncclgen_launch=$!
 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
   --pid "$ncclgen_launch" "$ncclgen_since" &
 ncclgen_check=$!
+ncclgen_signalled=0
 for ncclgen_sig in TERM INT HUP; do
-  trap 'kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
+  trap 'ncclgen_signalled=1; kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
 done
 ncclgen_rc=0
 wait "$ncclgen_launch" 2>/dev/null || ncclgen_rc=$?
@@ -1988,9 +1989,13 @@ while kill -0 "$ncclgen_launch" 2>/dev/null; do
 done
 ncclgen_problems=0
 wait "$ncclgen_check" 2>/dev/null || ncclgen_problems=$?
+while kill -0 "$ncclgen_check" 2>/dev/null; do
+  wait "$ncclgen_check" 2>/dev/null && ncclgen_problems=0 || ncclgen_problems=$?
+done
 if ((ncclgen_problems == 7)); then exit 7; fi
 ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}
-((ncclgen_problems == 0)) ||
+# (a step cancelled or killed: the check may have ended with it, nothing to say)
+((ncclgen_problems == 0 || ncclgen_signalled)) ||
   echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2
 exit "$ncclgen_rc"
 NCCLGEN_TRANSPORT_BIN_EOF

@@ -33,8 +33,9 @@ TRANSPORT_WRAPPER = (
     'python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \\\n'
     '  --pid "$ncclgen_launch" "$ncclgen_since" &\n'
     "ncclgen_check=$!\n"
+    "ncclgen_signalled=0\n"
     "for ncclgen_sig in TERM INT HUP; do\n"
-    '  trap \'kill -s \'"$ncclgen_sig"\' -- "-$ncclgen_launch" 2>/dev/null\' "$ncclgen_sig"\n'
+    '  trap \'ncclgen_signalled=1; kill -s \'"$ncclgen_sig"\' -- "-$ncclgen_launch" 2>/dev/null\' "$ncclgen_sig"\n'
     "done\n"
     "ncclgen_rc=0\n"
     'wait "$ncclgen_launch" 2>/dev/null || ncclgen_rc=$?\n'
@@ -45,9 +46,13 @@ TRANSPORT_WRAPPER = (
     "done\n"
     "ncclgen_problems=0\n"
     'wait "$ncclgen_check" 2>/dev/null || ncclgen_problems=$?\n'
+    'while kill -0 "$ncclgen_check" 2>/dev/null; do\n'
+    '  wait "$ncclgen_check" 2>/dev/null && ncclgen_problems=0 || ncclgen_problems=$?\n'
+    "done\n"
     "if ((ncclgen_problems == 7)); then exit 7; fi\n"
     "ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}\n"
-    "((ncclgen_problems == 0)) ||\n"
+    "# (a step cancelled or killed: the check may have ended with it, nothing to say)\n"
+    "((ncclgen_problems == 0 || ncclgen_signalled)) ||\n"
     '  echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2\n'
     'exit "$ncclgen_rc"\n'
 )
