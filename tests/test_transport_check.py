@@ -167,16 +167,14 @@ def test_bad_spec_is_a_usage_error(tmp_path):
 
 def wrapped(tmp_path, command, fault="", env=None):
     """The node's private folder as ncclgen/jobside/node.sh writes it, and the launch run through
-    bin/ncclgen_transport (ncclgen/render/slurmtransport.py)."""
-    from ncclgen.render.slurmtransport import TRANSPORT_WRAPPER
-
+    bin/ncclgen_transport (ncclgen/jobside/transport_entry.sh)."""
     d = tmp_path / "node-folder"
     (d / "bin").mkdir(parents=True, exist_ok=True)
     for name in ("transport.py", "nccllines.py"):
         (d / name).write_text((CHECK.parent / name).read_text())
     nccl = tmp_path / "nccl" / "sub"  # made by the wrapper before the launch: NCCL does not make it
     (d / "transport.json").write_text(spec(nccl))
-    (d / "bin/ncclgen_transport").write_text(TRANSPORT_WRAPPER)
+    (d / "bin/ncclgen_transport").write_text((CHECK.parent / "transport_entry.sh").read_text())
     e = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{nccl}/%h.%p.log")
     e.update(NCCLGEN_DIR=str(d), NCCLGEN_NODE="node7", NCCLGEN_STANDIN_FAULT=fault, NCCLGEN_STANDIN_AFTER_S="1")
     e.pop("SLURMD_NODENAME", None)

@@ -126,13 +126,12 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
   # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
   # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
-  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* && ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
-    (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || true
-  fi
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
-    if [[ ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} || ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+    ncclgen_fr=${TORCH_FR_DUMP_TEMP_FILE%/*}
+    [[ -d $ncclgen_fr ]] || (umask 077 && mkdir -p "$ncclgen_fr") || true
+    if [[ ! -d $ncclgen_fr || ! -w $ncclgen_fr ]]; then
       : >"$NCCLGEN_DIR/failed"
-      ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
+      ncclgen_fail "cannot write the flight recorder's folder $ncclgen_fr (slurm.dump_dir)" 2
     fi
   fi
   printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"

@@ -1,10 +1,10 @@
 #!/bin/bash
-# The Slurm node's launch entry (bin/ncclgen_transport, the text of TRANSPORT_WRAPPER in
-# ncclgen/render/slurmtransport.py) around a real NCCL init on a GPU: the launch starts first, the check
+# The Slurm node's launch entry (bin/ncclgen_transport = ncclgen/jobside/transport_entry.sh) around a real NCCL init on a GPU: the launch starts first, the check
 # beside it reads NCCL's own lines. Three runs: as planned (the node's real net), a plan that
 # expects InfiniBand (the check stops the launch, exit 7), and NCCL_NET=IB where there is none (NCCL's
 # WARN reaches the log, the launch's own status is kept). Output: OUT/launch-entry.log.
 #   bash tools/device/launch_entry.sh     # in the repository root, on a node with an NVIDIA GPU
+# shellcheck disable=SC2009  # the process table is printed on purpose, columns and all
 set -u
 OUT=${OUT:-/tmp/ncclgen-device}
 mkdir -p "$OUT"
@@ -14,16 +14,7 @@ step() { echo; echo "=== $* ($(date -u +%T.%N))"; }
 D=$(mktemp -d)
 mkdir -p "$D/bin"
 cp ncclgen/jobside/transport.py ncclgen/jobside/nccllines.py "$D/"
-# the wrapper's text as ncclgen renders it (read from the source: no ncclgen install on this machine)
-python3 - "$D/bin/ncclgen_transport" <<'EOF'
-import ast
-import sys
-
-tree = ast.parse(open("ncclgen/render/slurmtransport.py", encoding="utf-8").read())
-for node in tree.body:
-    if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "TRANSPORT_WRAPPER":
-        open(sys.argv[1], "w", encoding="utf-8").write(ast.literal_eval(node.value))
-EOF
+cp ncclgen/jobside/transport_entry.sh "$D/bin/ncclgen_transport"
 chmod 0700 "$D/bin/ncclgen_transport"
 NV=$(python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))')
 export NCCLGEN_DIR=$D NCCLGEN_NODE=device NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT PYTHONUNBUFFERED=1

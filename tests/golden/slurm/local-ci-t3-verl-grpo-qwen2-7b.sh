@@ -363,13 +363,12 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
   # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
   # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
-  if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* && ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
-    (umask 077 && mkdir -p "${TORCH_FR_DUMP_TEMP_FILE%/*}") || true
-  fi
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
-    if [[ ! -d ${TORCH_FR_DUMP_TEMP_FILE%/*} || ! -w ${TORCH_FR_DUMP_TEMP_FILE%/*} ]]; then
+    ncclgen_fr=${TORCH_FR_DUMP_TEMP_FILE%/*}
+    [[ -d $ncclgen_fr ]] || (umask 077 && mkdir -p "$ncclgen_fr") || true
+    if [[ ! -d $ncclgen_fr || ! -w $ncclgen_fr ]]; then
       : >"$NCCLGEN_DIR/failed"
-      ncclgen_fail "cannot write the flight recorder's folder ${TORCH_FR_DUMP_TEMP_FILE%/*} (slurm.dump_dir)" 2
+      ncclgen_fail "cannot write the flight recorder's folder $ncclgen_fr (slurm.dump_dir)" 2
     fi
   fi
   printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"
@@ -1947,10 +1946,12 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT_SPEC <<'NCCLGEN_TRANSPORT_SPEC_EOF' || true
 {"v":1,"mode":"on","debug_file":"/tmp/ncclgen-nccl/%h.%p.log","net":"Socket","nccl":"2.30.7"}
 NCCLGEN_TRANSPORT_SPEC_EOF
 
-# ncclgen/render/slurmtransport.py: the launch's entry into the transport check
+# ncclgen/jobside/transport_entry.sh
 IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
 #!/usr/bin/env bash
-# The launch under the transport check (exit 7 on a difference from the plan); the folder is bin/..
+# ncclgen-transport-entry: bin/ncclgen_transport in each node's private folder (written by node.sh); the
+# launch step runs its command through it. The launch under the transport check (exit 7 on a difference
+# from the plan); the folder is bin/..
 ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
 # NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read
@@ -1976,18 +1977,18 @@ ncclgen_signalled=0
 for ncclgen_sig in TERM INT HUP; do
   trap 'ncclgen_signalled=1; kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
 done
+# The exit status of PID: a signal this shell trapped ends `wait` early, so wait again until PID is gone.
+# 2>/dev/null: bash's own job notices ('[1]+ Terminated ...'), not the program's output.
+ncclgen_status() {
+  local rc=0
+  wait "$1" 2>/dev/null || rc=$?
+  while kill -0 "$1" 2>/dev/null; do wait "$1" 2>/dev/null && rc=0 || rc=$?; done
+  return "$rc"
+}
 ncclgen_rc=0
-wait "$ncclgen_launch" 2>/dev/null || ncclgen_rc=$?
-# a signal this shell trapped ends the wait early: wait again until the launch is gone. 2>/dev/null:
-# bash's own job notices ('[1]+ Terminated ...'), not the launch's output
-while kill -0 "$ncclgen_launch" 2>/dev/null; do
-  wait "$ncclgen_launch" 2>/dev/null && ncclgen_rc=0 || ncclgen_rc=$?
-done
+ncclgen_status "$ncclgen_launch" || ncclgen_rc=$?
 ncclgen_problems=0
-wait "$ncclgen_check" 2>/dev/null || ncclgen_problems=$?
-while kill -0 "$ncclgen_check" 2>/dev/null; do
-  wait "$ncclgen_check" 2>/dev/null && ncclgen_problems=0 || ncclgen_problems=$?
-done
+ncclgen_status "$ncclgen_check" || ncclgen_problems=$?
 if ((ncclgen_problems == 7)); then exit 7; fi
 ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}
 # (a step cancelled or killed: the check may have ended with it, nothing to say)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# ncclgen-transport-entry: bin/ncclgen_transport in each node's private folder (written by node.sh); the
+# launch step runs its command through it. The launch under the transport check (exit 7 on a difference
+# from the plan); the folder is bin/..
+ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
+if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
+# NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read
+# indirectly: the plan's export stays the script's only line naming it)
+ncclgen_nccl=NCCL_DEBUG
+ncclgen_nccl+=_FILE
+ncclgen_nccl=${!ncclgen_nccl:-}
+[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
+  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
+# The launch first, in its own process group (set -m), then the check beside it: the ranks do not wait
+# for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
+# keeps the launch's status; the check exits 7 once it stopped the launch over a difference.
+# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files)
+# are not read at every node's start.
+ncclgen_since=${EPOCHREALTIME/,/.}
+set -m
+"$@" &
+ncclgen_launch=$!
+python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
+  --pid "$ncclgen_launch" "$ncclgen_since" &
+ncclgen_check=$!
+ncclgen_signalled=0
+for ncclgen_sig in TERM INT HUP; do
+  trap 'ncclgen_signalled=1; kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
+done
+# The exit status of PID: a signal this shell trapped ends `wait` early, so wait again until PID is gone.
+# 2>/dev/null: bash's own job notices ('[1]+ Terminated ...'), not the program's output.
+ncclgen_status() {
+  local rc=0
+  wait "$1" 2>/dev/null || rc=$?
+  while kill -0 "$1" 2>/dev/null; do wait "$1" 2>/dev/null && rc=0 || rc=$?; done
+  return "$rc"
+}
+ncclgen_rc=0
+ncclgen_status "$ncclgen_launch" || ncclgen_rc=$?
+ncclgen_problems=0
+ncclgen_status "$ncclgen_check" || ncclgen_problems=$?
+if ((ncclgen_problems == 7)); then exit 7; fi
+ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}
+# (a step cancelled or killed: the check may have ended with it, nothing to say)
+((ncclgen_problems == 0 || ncclgen_signalled)) ||
+  echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2
+exit "$ncclgen_rc"
