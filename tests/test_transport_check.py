@@ -263,3 +263,63 @@ def test_a_cancelled_step_ends_the_launch_without_a_not_checked_line(tmp_path):
     _, err = p.communicate(timeout=20)
     assert p.returncode == 128 + 15, err
     assert "not checked" not in err, err
+
+
+def _finished_rank(folder):
+    """A stand-in rank that ran and ended outside any check: its debug file's path (named by its PID)."""
+    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log")
+    env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", NCCLGEN_STANDIN_AFTER_S="0")
+    env.update(NCCLGEN_STANDIN_START_S="0")
+    subprocess.run([sys.executable, str(STANDIN)], env=env, check=True, timeout=30)
+    (path,) = [p for p in folder.iterdir() if p.suffix == ".log"]
+    return path
+
+
+def _check_pid(folder, pid, since):
+    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log")
+    return subprocess.run(
+        [sys.executable, str(CHECK), spec(folder, hcas=[], plugin=None), "--pid", str(pid), str(since)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+
+
+def test_a_claim_left_by_an_earlier_job_under_a_reused_pid_is_stale(tmp_path):
+    """PIDs are reused (pid_max is 32768 on many nodes) and the debug folder outlives jobs: a claim an
+    earlier job's check left beside the name a new rank reuses, its launch long gone, does not hide the
+    rank from its own check (CI once saw a node report 1 of its 2 processes)."""
+    since = time.time()
+    path = _finished_rank(tmp_path)
+    claim = Path(str(path) + ".claimed")
+    claim.write_text("999999999 1")  # a launch that no longer runs
+    os.utime(claim, (since - 3600, since - 3600))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    p = _check_pid(tmp_path, gone.pid, since)
+    assert p.returncode == 0 and "1 processes" in p.stderr, p.stderr
+
+
+def test_an_old_file_is_read_once_a_new_rank_rewrites_it(tmp_path):
+    """A file an earlier job's rank left (older than this launch, its PID gone) is not this launch's; once
+    a new rank under the same PID opens it again (NCCL truncates it), the check reads it."""
+    since = time.time() - 0.5
+    path = _finished_rank(tmp_path)
+    fresh = path.read_bytes()
+    path.write_bytes(b"stale: an earlier job's lines\n")
+    os.utime(path, (since - 3600, since - 3600))
+    launch = subprocess.Popen(["sleep", "2"])
+    try:
+        check = subprocess.Popen(
+            [sys.executable, str(CHECK), spec(tmp_path, hcas=[], plugin=None), "--pid", str(launch.pid), str(since)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log"),
+        )
+        time.sleep(0.8)  # the check has seen the old file by now
+        path.write_bytes(fresh)
+    finally:
+        launch.wait()  # reaped: the check sees the launch gone
+    _, err = check.communicate(timeout=30)
+    assert check.returncode == 0 and "1 processes" in err, err

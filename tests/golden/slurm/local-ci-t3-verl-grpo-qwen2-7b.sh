@@ -1553,11 +1553,13 @@ EXIT_USAGE = 2
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
-CLAIM = ".claimed"  # beside a debug file: a check has seen its process alive under its COMMAND
-MAX_DEPTH = 100
+# Beside a debug file: a check has seen its process alive under its COMMAND; it holds that COMMAND's
+# "PID STARTTIME", so a claim left by an earlier job whose PID a new rank reuses is known as stale.
+CLAIM = ".claimed"
+MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
 # The variable's name, spelled in two parts: the sbatch script embeds this program, and its only line
 # naming the variable in full stays the plan's export (tests/test_redteam.py reads the script so).
-DEBUG_FILE = "NCCL_DEBUG" + "_FILE"  # parent links followed from a PID (a process tree is never this deep)
+DEBUG_FILE = "NCCL_DEBUG" + "_FILE"
 
 
 def release(version):
@@ -1593,7 +1595,7 @@ class Check:
         pattern = os.environ.get(DEBUG_FILE) or spec["debug_file"]
         self.folder = os.path.dirname(pattern) or "."
         self.names = nccllines.file_pattern(os.path.basename(pattern), host)
-        self.procs, self.ignored = {}, set()
+        self.procs, self.ignored, self.older = {}, set(), {}
         self.problems, self.summarised = [], False
 
     # files
@@ -1617,31 +1619,56 @@ class Check:
                 continue
             m = self.names.match(name)
             path = os.path.join(self.folder, name)
-            pid = int(m.group("pid")) if m and "pid" in m.groupdict() else None
-            if m and self._ours(path, pid):
-                self.procs[name] = Proc(path, pid)
+            try:
+                mtime = None if m is None else os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            if mtime is not None and self.older.get(name) == mtime:
+                continue  # unchanged since it was found older than this launch
+            pid = m.groupdict().get("pid") if m else None
+            ours = m is not None and self._ours(path, None if pid is None else int(pid), mtime)
+            if ours:
+                self.procs[name] = Proc(path, None if pid is None else int(pid))
+            elif ours is None:
+                self.older[name] = mtime  # a new rank may reuse its PID (and name): looked at again once written
             else:
                 self.ignored.add(name)
 
-    def _ours(self, path, pid):
+    def _ours(self, path, pid, mtime):
+        """True: this launch's process; False: never (another COMMAND's); None: not yet (its process is gone
+        and it was last written before this launch started)."""
         if pid is not None and self.root_pid is not None:
             chain = ancestry(pid)
             if chain is not None:  # alive: ours when COMMAND is an ancestor; say so to other checks
                 if self.root_pid not in chain:
                     return False
                 with contextlib.suppress(OSError):
-                    os.close(os.open(path + CLAIM, os.O_CREAT | os.O_WRONLY, 0o644))
+                    fd = os.open(path + CLAIM, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+                    os.write(fd, f"{self.root_pid} {born(self.root_pid)}".encode())
+                    os.close(fd)
                 return True
-            if os.path.exists(path + CLAIM):
+            if self._claimed(path + CLAIM):
                 return False  # gone, and another check saw it alive as its own
+        return True if mtime >= self.start_ns else None
+
+    def _claimed(self, claim):
+        """A claim stands while its COMMAND runs or when it was made since this launch started; an older
+        one whose COMMAND is gone was left by an earlier job on this node (PIDs are reused)."""
         try:
-            return os.stat(path).st_mtime_ns >= self.start_ns
+            with open(claim, "rb") as fh:
+                fields = fh.read(64).split()
+            made = os.stat(claim).st_mtime_ns
         except OSError:
             return False
+        if made >= self.start_ns:
+            return True
+        return len(fields) == 2 and fields[0].isdigit() and born(int(fields[0])) == fields[1].decode()
 
     def _read(self, proc):
         try:
             with open(proc.path, "rb") as fh:
+                if proc.offset == 0 and os.fstat(fh.fileno()).st_mtime_ns < self.start_ns:
+                    return  # an earlier process's file under a reused PID: NCCL truncates it when it opens it
                 fh.seek(proc.offset)
                 data = fh.read(READ_MAX)
         except OSError:
@@ -1776,6 +1803,15 @@ def ancestry(pid):
     return chain
 
 
+def born(pid):
+    """PID's start time (/proc/PID/stat field 22, clock ticks since boot) as text; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
 def node_name():
     return os.environ.get("SLURMD_NODENAME") or os.environ.get("NCCLGEN_NODE") or socket.gethostname()
 
@@ -1836,18 +1872,11 @@ class Started:
 
     def __init__(self, pid):
         self.pid, self.returncode = pid, None
-        self.born = self._born()
+        self.born = born(pid)
         self.poll()
 
-    def _born(self):
-        try:
-            with open(f"/proc/{self.pid}/stat", "rb") as fh:
-                return fh.read().rsplit(b")", 1)[1].split()[19]  # field 22, starttime
-        except (OSError, IndexError):
-            return None
-
     def poll(self):
-        if self.returncode is None and (self.born is None or self._born() != self.born):
+        if self.returncode is None and (self.born is None or born(self.pid) != self.born):
             self.returncode = 0  # its status is the wrapper's to report
         return self.returncode
 
