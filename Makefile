@@ -24,9 +24,10 @@ format: venv
 	$(PY) -m ruff format .
 
 regen: venv      ## goldens, docs and examples in one step; review `git diff` before committing
+	$(PY) tools/compile_templates.py
 	$(PY) tools/gendocs.py
 	PYTHON=$(PY) bash examples/regen.sh
 	NCCLGEN_REGEN_GOLDEN=1 $(PY) -m pytest -q -k golden
 
 check-regen: regen
-	git diff --exit-code -- docs examples tests/golden
+	git diff --exit-code -- docs examples tests/golden ncclgen/render/compiled

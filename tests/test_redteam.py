@@ -33,13 +33,17 @@ HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthChec
 
 
 def test_render_reads_and_writes_no_template_cache(tmp_path, capsys, monkeypatch):
-    from ncclgen.render import slurm as render_slurm
+    """No cache a user could plant code in: the only precompiled templates are the package's own."""
+    from ncclgen.render import templates
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    render_slurm._environment.cache_clear()
+    templates.environment.cache_clear()
     rc, out, _err = run(capsys, "slurm", "--cluster", "local-ci", "--workload", "bench")
     assert rc == 0 and out.startswith("#!")
-    assert render_slurm._environment().bytecode_cache is None
+    env = templates.environment()
+    assert env.bytecode_cache is None
+    assert list(env.loader.module.__path__) == [templates.COMPILED]
+    assert Path(templates.COMPILED).parent == Path(templates.__file__).parent
     assert not (tmp_path / "cache").exists()
 
 

@@ -12,11 +12,10 @@ Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login 
 
 from __future__ import annotations
 
-import functools
 import textwrap
 from dataclasses import dataclass
 
-from .. import __version__, datapaths, jobside
+from .. import __version__, jobside
 from ..errors import UserError
 from ..load import envnames
 from ..plan import Plan, flightrec
@@ -24,7 +23,7 @@ from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan import transport as transportmod
 from ..plan.build import prepends
-from . import containers, options, pluginnote, sbatchopts, shell, slurmtransport
+from . import containers, options, pluginnote, sbatchopts, shell, slurmtransport, templates
 from .options import SlurmOptions as Options
 from .shell import Raw
 
@@ -399,7 +398,7 @@ MONITOR_INTERVAL_S = 5
 
 
 def render(script: SlurmScript) -> str:
-    return _environment().get_template(script.template).render(s=script)
+    return templates.environment().get_template(script.template).render(s=script)
 
 
 def render_plan(plan: Plan, opts: Options) -> str:
@@ -431,7 +430,7 @@ def _header(plan: Plan, opts: Options) -> list[str]:
     run = "Run with: sbatch " + (shell.comment_quote(opts.output) if opts.output else "<this file>")
     if opts.comments == "full":
         first, *rest = _command_lines(regenerate_argv, first="Regenerate: ")
-        lines = [*wrap_comment(generated).split("\n# "), first, *rest, run]
+        lines = [*templates.wrap_comment(generated).split("\n# "), first, *rest, run]
         lines += ["Every value's reason and source:", *_command_lines(explain_argv)]
     else:
         lines = [generated, regenerate, run, f"Every value's reason and source: {explain}"]
@@ -448,48 +447,6 @@ def _command_lines(argv: list[str], width: int = 100, first: str = "  ") -> list
         else:
             lines.append((first if not lines else "  ") + word)
     return [line + " \\" for line in lines[:-1]] + lines[-1:]
-
-
-def heredoc(program: NodeFile) -> str:
-    """The `heredoc` filter: the program text, newline-terminated (its delimiter starts no line of it)."""
-    return program.text if program.text.endswith("\n") else program.text + "\n"
-
-
-@functools.lru_cache(maxsize=1)
-def _environment():
-    """One jinja2 environment per process: it caches the compiled templates."""
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(datapaths.bundled("templates")),
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        # bash's ${#ARRAY[@]} would open a jinja comment; the templates have no jinja comments.
-        comment_start_string="<%#",
-        comment_end_string="#%>",
-    )
-    env.filters.update(
-        q=shell.quote,
-        qa=shell.quote_always,
-        args=shell.args,
-        args_lines=shell.args_lines,
-        sbatch_value=shell.sbatch_value,
-        heredoc=heredoc,
-        wrap_comment=wrap_comment,
-    )
-    return env
-
-
-def wrap_comment(text: str, indent: int = 0, width: int = 100) -> str:
-    """The `wrap_comment` filter: a comment's text in lines of at most ``width`` characters, each after
-    ``indent`` spaces and '# ' (the template writes the first line's); a longer word stays whole."""
-    import textwrap
-
-    lines = textwrap.wrap(text, width - indent - 2, break_long_words=False, break_on_hyphens=False)
-    return ("\n" + " " * indent + "# ").join(lines)
 
 
 def _wrapped(text: str, width: int = 98) -> str:
