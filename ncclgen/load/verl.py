@@ -8,7 +8,6 @@ the job (after the Ray cluster is up) or, worse, is composed and silently ignore
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -34,7 +33,12 @@ class Release:
     env_set: dict  # module -> {VAR: {value, where}}: set by the module at import
     timeout: dict  # module -> {knob, seconds, why}
     image: dict  # {image, source}
-    keys: dict  # config -> {key: default (JSON text)}
+
+    @property
+    def keys(self) -> dict[str, dict[str, str]]:
+        """config -> {key: default (JSON text)}: read from keys.tsv when first asked (a render checks
+        only the targeted release's keys)."""
+        return _keys(self.version)
 
 
 def _vt(v: str) -> tuple[int, ...]:
@@ -51,9 +55,23 @@ def _meta() -> dict:
 def releases() -> dict[str, Release]:
     """Every release the knowledge base covers, oldest first."""
     meta = _meta()
-    keys: dict[str, dict[str, dict[str, str]]] = {v: {} for v in meta["versions"]}
+    out = {}
+    for v in sorted(meta["versions"], key=_vt):
+        m = meta["versions"][v]
+        out[v] = Release(
+            v, m["entries"], m["groups"], m["removed"], m["dead"], m["variants"], m["env_set"], m["timeout"], m["image"]
+        )
+    return out
+
+
+@functools.cache
+def _keys(version: str) -> dict[str, dict[str, str]]:
+    """keys.tsv's rows for ``version``: each row lists 'CONFIGS:VERSIONS' groups (one letter per config,
+    one digit per version, as versions.json's configs and order say)."""
+    meta = _meta()
     config_of = {letter: name for name, letter in meta["configs"].items()}
-    version_of = dict(enumerate(meta["order"]))
+    digit = str(meta["order"].index(version))
+    keys: dict[str, dict[str, str]] = {}
     with open(datapaths.data("verl/keys.tsv"), encoding="utf-8") as f:
         for line in f:
             if line.startswith("#") or line.startswith("key\t"):
@@ -61,26 +79,10 @@ def releases() -> dict[str, Release]:
             key, default, where = line.rstrip("\n").split("\t")
             for group in where.split(" "):
                 cfgs, vs = group.split(":")
-                for v in vs:
-                    per = keys[version_of[int(v)]]
+                if digit in vs:
                     for c in cfgs:
-                        per.setdefault(config_of[c], {})[key] = default
-    out = {}
-    for v in sorted(meta["versions"], key=_vt):
-        m = meta["versions"][v]
-        out[v] = Release(
-            v,
-            m["entries"],
-            m["groups"],
-            m["removed"],
-            m["dead"],
-            m["variants"],
-            m["env_set"],
-            m["timeout"],
-            m["image"],
-            keys[v],
-        )
-    return out
+                        keys.setdefault(config_of[c], {})[key] = default
+    return keys
 
 
 def replacements() -> dict:
@@ -200,6 +202,8 @@ def replacements_for_module(module: str) -> str:
 
 
 def did_you_mean(word: str, choices) -> str:
+    import difflib  # only for a misspelt name
+
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{match[0]}'?)" if match else ""
 
@@ -314,6 +318,8 @@ def _unknown(key: str, keys: dict, release: Release, where: str, what: str = "")
     # Suggest under the deepest ancestor that exists first, then any key as deep as this one.
     rest = key[len(parent) + 1 :] if parent else key
     under = {n[len(parent) + 1 :] for n in nodes if parent and n.startswith(parent + ".")}
+    import difflib  # only for a misspelt name
+
     match = difflib.get_close_matches(rest, list(under), n=1, cutoff=0.6)
     if match:
         hint = f" (did you mean '{parent}.{match[0]}'?)"
