@@ -71,6 +71,7 @@ READ_MAX = 1 << 20  # bytes read from one file per poll
 # Beside a debug file: a check has seen its process alive under its COMMAND; it holds that COMMAND's
 # "PID STARTTIME", so a claim left by an earlier job whose PID a new rank reuses is known as stale.
 CLAIM = ".claimed"
+OLDER_RECHECK_S = 1.0  # a folder that outlives jobs holds many old files: each is stat'ed at most once a second
 MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
 # The variable's name, spelled in two parts: the sbatch script embeds this program, and its only line
 # naming the variable in full stays the plan's export (tests/test_redteam.py reads the script so).
@@ -111,6 +112,7 @@ class Check:
         self.folder = os.path.dirname(pattern) or "."
         self.names = nccllines.file_pattern(os.path.basename(pattern), host)
         self.procs, self.ignored, self.older = {}, set(), {}
+        self.recheck_at = 0.0  # when the files found older than the launch are next looked at
         self.problems, self.summarised = [], False
 
     # files
@@ -129,8 +131,12 @@ class Check:
             entries = os.listdir(self.folder)
         except OSError:
             return
+        now = time.monotonic()
+        recheck = now >= self.recheck_at
+        if recheck:
+            self.recheck_at = now + OLDER_RECHECK_S
         for name in entries:
-            if name in self.procs or name in self.ignored:
+            if name in self.procs or name in self.ignored or (name in self.older and not recheck):
                 continue
             m = self.names.match(name)
             path = os.path.join(self.folder, name)
