@@ -4,6 +4,7 @@ per problem; a node as planned runs to the end with one summary line."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -323,3 +324,39 @@ def test_an_old_file_is_read_once_a_new_rank_rewrites_it(tmp_path):
         launch.wait()  # reaped: the check sees the launch gone
     _, err = check.communicate(timeout=30)
     assert check.returncode == 0 and "1 processes" in err, err
+
+
+def test_a_rank_another_check_claimed_stays_its_after_that_launch_was_stopped(tmp_path):
+    """Two checks on one host (the local cluster's fake nodes; two jobs on a node): check A claims its
+    live rank, then A's launch is stopped; check B, whose launch started after the claim was made but
+    while A still ran, must not take that dead rank as its own (CI once saw node1 report node2's rank
+    and node2's problem after node2's check had stopped node2's launch)."""
+    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log")
+    env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", NCCLGEN_STANDIN_AFTER_S="30")
+    env.update(NCCLGEN_STANDIN_START_S="0")
+    launch_a = subprocess.Popen([sys.executable, str(STANDIN)], env=env, start_new_session=True)
+    check_a = subprocess.Popen(
+        [sys.executable, str(CHECK), spec(tmp_path, hcas=[], plugin=None), "--pid", str(launch_a.pid), "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    claim = Path(f"{tmp_path}/{socket.gethostname()}.{launch_a.pid}.log.claimed")
+    deadline = time.monotonic() + 20
+    while not claim.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert claim.exists()
+    time.sleep(0.3)
+    since_b = time.time()  # B's launch starts after the claim, while A still runs
+    time.sleep(0.6)
+    with open(str(claim)[: -len(".claimed")], "a") as log:  # the rank still writes after B started
+        log.write(
+            f"{socket.gethostname()}:{launch_a.pid}:{launch_a.pid} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
+        )
+    launch_a.kill()
+    launch_a.wait()
+    check_a.communicate(timeout=30)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    p = _check_pid(tmp_path, gone.pid, since_b)
+    assert p.returncode == 0 and "no NCCL process wrote" in p.stderr, p.stderr

@@ -1554,7 +1554,8 @@ POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
 # Beside a debug file: a check has seen its process alive under its COMMAND; it holds that COMMAND's
-# "PID STARTTIME", so a claim left by an earlier job whose PID a new rank reuses is known as stale.
+# "PID STARTTIME" and its time is the check's last poll, so a claim left by an earlier job whose PID a
+# new rank reuses is known as stale.
 CLAIM = ".claimed"
 OLDER_RECHECK_S = 1.0  # a folder that outlives jobs holds many old files: each is stat'ed at most once a second
 MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
@@ -1598,12 +1599,16 @@ class Check:
         self.names = nccllines.file_pattern(os.path.basename(pattern), host)
         self.procs, self.ignored, self.older = {}, set(), {}
         self.recheck_at = 0.0  # when the files found older than the launch are next looked at
+        self.claims = []  # the claims this check wrote, touched at every poll
         self.problems, self.summarised = [], False
 
     # files
     def poll(self):
         """Read what NCCL wrote since the last poll; True when there is a new problem."""
         before = len(self.problems)
+        for claim in self.claims:  # a claim's time says its check still ran then (_claimed)
+            with contextlib.suppress(OSError):
+                os.utime(claim)
         self._scan()
         for proc in list(self.procs.values()):
             self._read(proc)
@@ -1652,14 +1657,17 @@ class Check:
                     fd = os.open(path + CLAIM, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
                     os.write(fd, f"{self.root_pid} {born(self.root_pid)}".encode())
                     os.close(fd)
+                    self.claims.append(path + CLAIM)
                 return True
             if self._claimed(path + CLAIM):
                 return False  # gone, and another check saw it alive as its own
         return True if mtime >= self.start_ns else None
 
     def _claimed(self, claim):
-        """A claim stands while its COMMAND runs or when it was made since this launch started; an older
-        one whose COMMAND is gone was left by an earlier job on this node (PIDs are reused)."""
+        """A claim stands while its COMMAND runs or when its check touched it since this launch started
+        (each check touches its claims at every poll, so a check that stopped its launch a moment ago
+        still holds them); an older one whose COMMAND is gone was left by an earlier job on this node
+        (PIDs are reused)."""
         try:
             with open(claim, "rb") as fh:
                 fields = fh.read(64).split()
