@@ -1606,15 +1606,20 @@ class Check:
     def poll(self):
         """Read what NCCL wrote since the last poll; True when there is a new problem."""
         before = len(self.problems)
-        for claim in self.claims:  # a claim's time says its check still ran then (_claimed)
-            with contextlib.suppress(OSError):
-                os.utime(claim)
+        self.touch_claims()
         self._scan()
         for proc in list(self.procs.values()):
             self._read(proc)
         if not self.summarised and self._initialised():
             self.summary()
         return len(self.problems) > before
+
+    def touch_claims(self):
+        """A claim's time says its check still ran then (_claimed): at every poll, and once the launch
+        it stopped has ended, so its ranks were gone before any later claim-less reading."""
+        for claim in self.claims:
+            with contextlib.suppress(OSError):
+                os.utime(claim)
 
     def _scan(self):
         try:
@@ -1955,6 +1960,7 @@ def watch(check, child, deadline, stop_on_problem):
                 check.summary(partial=True)
             if child is not None:
                 stop(child)
+                check.touch_claims()
             return True
         if done:
             break
