@@ -1542,11 +1542,11 @@ lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N 
 is not one this program understands.
 
 Whose files: NCCL names them by host and PID, so on a node shared by jobs (or several Slurm nodes on
-one test machine) the folder can hold other processes' files. A file counts when its PID, alive, is
-COMMAND or a descendant of it; the check then leaves FILE.claimed beside it. A file whose process has
-already ended (a rank that failed at once, whose WARN lines matter most) counts when it was written
-after the check started and no other check claimed it. With --for (no COMMAND), every file written
-after the check started counts.
+one test machine) the folder can hold other processes' files, and old files under PIDs new ranks reuse.
+A file counts when its PID, alive, is COMMAND or a descendant of it (the check then leaves FILE.claimed
+beside it, touched at every poll); a file whose process has ended counts when written since the
+launch started and no check claimed it since (or its claiming launch still runs). With --for (no
+COMMAND), every file written since the check started counts.
 
 Standard library only, imports nothing from ncclgen but nccllines.py: beside this file on the node
 (a pod's ConfigMap), or its text before this one's in one program (`python3 -c "$NCCLGEN_TRANSPORT"`
@@ -1576,10 +1576,7 @@ EXIT_USAGE = 2
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
 READ_MAX = 1 << 20  # bytes read from one file per poll
-# Beside a debug file: a check has seen its process alive under its COMMAND; it holds that COMMAND's
-# "PID STARTTIME" and its time is the check's last poll, so a claim left by an earlier job whose PID a
-# new rank reuses is known as stale.
-CLAIM = ".claimed"
+CLAIM = ".claimed"  # beside a debug file: "PID STARTTIME" of the COMMAND its check saw it under
 OLDER_RECHECK_S = 1.0  # a folder that outlives jobs holds many old files: each is stat'ed at most once a second
 MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
 # The variable's name, spelled in two parts: the sbatch script embeds this program, and its only line
@@ -1692,10 +1689,8 @@ class Check:
         return True if mtime >= self.start_ns else None
 
     def _claimed(self, claim):
-        """A claim stands while its COMMAND runs or when its check touched it since this launch started
-        (each check touches its claims at every poll, so a check that stopped its launch a moment ago
-        still holds them); an older one whose COMMAND is gone was left by an earlier job on this node
-        (PIDs are reused)."""
+        """A claim stands while its COMMAND runs or when its check touched it since this launch started;
+        an older one whose COMMAND is gone was left by an earlier job on this node (PIDs are reused)."""
         try:
             with open(claim, "rb") as fh:
                 fields = fh.read(64).split()
