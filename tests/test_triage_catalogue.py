@@ -87,6 +87,25 @@ def test_cuda_error_text_refines_the_class():
     )
 
 
+def test_a_specific_signature_keeps_its_cause_over_the_cuda_error_text():
+    """NVLS multicast objects used up read CUDA error 2 'out of memory' (nccl#2077): not GPU memory, so
+    neither the NVLS signature nor NCCL's own NVLS line becomes a GPU memory failure; a generic CUDA error
+    line still is one; Gloo's refused connection names the address it tried."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    def sig(text):
+        ev = events.classify(Line("x.log", 1, text), 0)
+        return ev.sig.id, ev
+
+    nvls = "Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152 : CUDA error 2 'out of memory'."
+    assert sig(nvls)[0] == "nvls-bind-failed"
+    assert catalogue.refine("fabric-manager", nvls) == "fabric-manager"
+    assert sig("RuntimeError: CUDA error: out of memory")[0] == "gpu-oom"
+    gloo_id, ev = sig("[/gloo/transport/tcp/pair.cc:761] connect [127.0.1.1]:60817: Connection refused")
+    assert gloo_id == "gloo-connect" and ev.groups["err"] == "connect [127.0.1.1]:60817: Connection refused"
+
+
 def test_a_matching_line_always_holds_a_key():
     """The reader only looks at lines holding a key: a signature matching without one would never fire."""
     for f in (ROOT / "tests" / "data" / "triage").glob("*.log"):

@@ -53,7 +53,26 @@ def test_bridge_bootstrap_address_on_two_hosts(tmp_path):
 def test_bootstrap_interfaces_that_differ_between_hosts(tmp_path):
     log = info("gpu1", 10, "Bootstrap : Using eth0:10.0.0.1<0>") + info("gpu2", 20, "Bootstrap : Using ib0:10.1.0.2<0>")
     data = triage(tmp_path, log + FAIL)
-    assert data["first"]["signature"] == "nodes-differ-iface" and "ib0 on gpu2" in data["cause"]
+    assert data["first"]["signature"] == "nodes-differ-iface" and "IPoIB (ib0) on gpu2" in data["cause"]
+
+
+def test_ethernet_nics_named_differently_do_not_differ(tmp_path):
+    """Hosts of different hardware name their NICs differently (eno2, enp3s0) under one NCCL_SOCKET_IFNAME
+    prefix: the same kind of interface, no finding (nccl-tests#284's clean start)."""
+    log = info("gpu1", 10, "Bootstrap : Using enp3s0:10.42.0.4<0>") + info(
+        "gpu2", 20, "Bootstrap : Using eno2:10.42.0.2<0>"
+    )
+    data = triage(tmp_path, log)
+    assert "nodes-differ-iface" not in [f["class"] for f in data["findings"]]
+
+
+def test_a_setting_not_yet_printed_by_a_starting_host_is_not_unset(tmp_path):
+    """NCCL prints a setting when it first reads it: a host that has not finished init may not have read it."""
+    ifname = "NCCL_SOCKET_IFNAME set by environment to en"
+    log = info("gpu1", 10, ifname) + info("gpu1", 10, "NCCL_IB_DISABLE set by environment to 1.")
+    log += info("gpu2", 20, ifname) + info("gpu2", 20, "NCCL version 2.25.1+cuda12.4")
+    data = triage(tmp_path, log)
+    assert "nodes-differ-env" not in [f["class"] for f in data["findings"]]
 
 
 def test_differences_alone_are_no_failure(tmp_path):

@@ -33,6 +33,7 @@ class Signature:
     area: str = "program"
     fixes: tuple[tuple[str, str], ...] = field(default=())  # (fabric, fix) offered only on that fabric
     fabrics: tuple[str, ...] = field(default=())  # where the cause can hold at all (empty: any)
+    refine_cuda: bool = False  # a generic CUDA error line: the CUDA error text names the class (refine)
 
 
 def _signature(raw: dict, sid: str) -> Signature:
@@ -55,6 +56,7 @@ def _signature(raw: dict, sid: str) -> Signature:
         area=raw.get("area", "program"),
         fixes=fixes,
         fabrics=tuple(raw.get("fabrics", ())),
+        refine_cuda=bool(raw.get("refine_cuda", False)),
     )
 
 

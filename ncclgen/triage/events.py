@@ -105,7 +105,7 @@ def classify(line: Line, seq: int) -> Event | None:
     for sig in catalogue.signatures():
         if any(k in text for k in sig.keys) and sig.match and (m := sig.match.search(text)):
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
-            if sig.area == "gpu" and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
+            if sig.refine_cuda and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
                 sig = catalogue.classes()[cid]  # 'CUDA error: out of memory' is a GPU memory failure
                 groups["text"] = text[:300]
             node, rank = locate(text, groups)

@@ -45,6 +45,7 @@ INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]a
 GDR_DISABLED = "GPU Direct RDMA Disabled"
 ENV_SET = re.compile(r"NCCL INFO (?P<var>NCCL_\w+) set by environment to (?P<value>.*)$")  # src/misc/param.cc
 MAX_ENV = 64
+NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a period ('to 1.')
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
 # nccl-tests' summary (src/common.cu).
 SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
@@ -177,7 +178,7 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
             h.lines["hcas"] = line
     elif "set by environment to" in text and (m := ENV_SET.search(text)):
         if len(h.env) < MAX_ENV:
-            h.env.setdefault(m.group("var"), m.group("value").strip())
+            h.env.setdefault(m.group("var"), NUMBER_END.sub(r"\1", m.group("value").strip()))
             h.lines.setdefault(f"env:{m.group('var')}", line)
     elif GDR_DISABLED in text:
         h.gdr_disabled = True
@@ -202,20 +203,31 @@ def fabric(facts: Facts) -> str | None:
     return None
 
 
+def _iface_kind(iface: str) -> str:
+    """What kind of interface a name is: hosts may name their NICs differently (eno2, enp3s0) and agree."""
+    return "virtual/bridge" if BRIDGE.match(iface) else "IPoIB" if IPOIB.match(iface) else "Ethernet"
+
+
 def _differs(facts: Facts, attr: str) -> Finding | None:
-    """A fact that differs between hosts: the finding names every value and shows the minority's line."""
+    """A fact that differs between hosts (the bootstrap interface by its kind): the finding names every
+    value and shows the minority's line."""
     by: dict[str, list[Host]] = {}
     for h in facts.hosts.values():
         value = getattr(h, attr)
         if value:
-            by.setdefault(str(value) if not isinstance(value, tuple) else ",".join(value), []).append(h)
+            text = ",".join(value) if isinstance(value, tuple) else str(value)
+            by.setdefault(_iface_kind(text) if attr == "iface" else text, []).append(h)
     if len(by) < 2:
         return None
     ranked = sorted(by.items(), key=lambda kv: (len(kv[1]), kv[0]))
     odd = ranked[0][1][0]
-    detail = "; ".join(f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}" for v, hs in ranked)
-    key = {"version": "version", "net": "net", "iface": "iface", "hcas": "hcas"}[attr]
-    return Finding(f"nodes-differ-{attr}", detail, odd.lines[key], odd.name)
+
+    def named(v: str, hs: list[Host]) -> str:
+        what = f"{v} ({', '.join(sorted({h.iface or '' for h in hs}))})" if attr == "iface" else v
+        return f"{what} on {', '.join(sorted(h.name for h in hs)[:4])}"
+
+    detail = "; ".join(named(v, hs) for v, hs in ranked)
+    return Finding(f"nodes-differ-{attr}", detail, odd.lines[attr], odd.name)
 
 
 def _env_findings(facts: Facts) -> list[Finding]:
@@ -225,7 +237,9 @@ def _env_findings(facts: Facts) -> list[Finding]:
     if len(hosts) < 2:
         return []
     for var in sorted({v for h in hosts for v in h.env}):
-        values = {h.name: h.env.get(var, "(unset)") for h in hosts}
+        # NCCL prints a setting when it first reads it: a host that has not printed it is unset only once
+        # its communicator finished init (a host still starting may not have read it yet)
+        values = {h.name: h.env.get(var, "(unset)") for h in hosts if var in h.env or h.complete}
         if len(set(values.values())) > 1:
             odd = min(hosts, key=lambda h: (list(values.values()).count(values[h.name]), h.name))
             detail = f"{var}: " + "; ".join(f"{v} on {n}" for n, v in sorted(values.items())[:4])
