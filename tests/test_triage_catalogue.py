@@ -122,3 +122,15 @@ def test_nccl_source_names_the_file_for_a_current_warning():
         "src/misc/ibvwrap.cc:376",
         "ib-qp-setup",
     )
+
+
+def test_a_redis_era_ray_node_that_cannot_join_and_no_node_named_types():
+    """Ray before 2.0 kept its GCS in Redis: its raylet's retry line is a join failure (ray#12153); Ray's
+    autoscaler's 'No available node types' names no node."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    redis = "W1119 08:22:22.445783 1513663 1513663 redis_context.cc:303] Failed to connect to Redis, retrying."
+    assert events.classify(Line("x.log", 1, redis), 0).sig.id == "ray-join-failed"
+    ev = events.classify(Line("x.log", 1, "Error: No available node types can fulfill resource request"), 0)
+    assert ev is None or ev.node is None

@@ -20,7 +20,11 @@ NCCL_PREFIX = re.compile(r"(?:^|(?<=[\s:>\])]))(?P<host>[A-Za-z0-9][\w.-]*):(?P<
 RAY_PREFIX = re.compile(r"\((?:\w+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>\d+)\]|\brank\s*:\s*(?P<rank3>\d+)")
 SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
-NODE_WORD = re.compile(r"\bnode (?P<node>[A-Za-z0-9][\w.-]*)")
+# "node NAME", not English after "node" ("No available node types can fulfill", Ray's autoscaler)
+NODE_WORD = re.compile(
+    r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?)\b)"
+    r"(?P<node>[A-Za-z0-9][\w.-]*)"
+)
 HOST_FIELD = re.compile(r"\bhost\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
 ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # glog/c10 form: [E321 02:07:08.408271257 ...] is March 21 (month without a leading zero), E1021 October 21
