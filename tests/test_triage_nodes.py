@@ -96,6 +96,17 @@ def test_slow_run_network_channels_without_gdrdma(tmp_path):
     assert data["fabric"]["name"] == "infiniband"
 
 
+def test_no_node_with_gdrdma_on_ib_is_a_slow_run(tmp_path):
+    """Every IB channel without /GDRDMA and nothing to compare with (nvidia-peermem missing on every node,
+    nccl#1412): still a slow run, saying NCCL also leaves GDR off across the CPU; Socket channels are not."""
+    ib = info("gpu1", 10, "Channel 03/0 : 5[5] -> 12[4] [send] via NET/IB/3")
+    data = triage(tmp_path, ib)
+    assert data["status"] == "slow" and data["first"]["signature"] == "no-gdrdma"
+    assert "GPU-NIC path crosses the CPU" in data["cause"]
+    sock = info("gpu1", 10, "Channel 03/0 : 5[5] -> 12[4] [send] via NET/Socket/0")
+    assert "no-gdrdma" not in [f["class"] for f in triage(tmp_path, sock)["findings"]]
+
+
 def test_all_gdrdma_is_clean(tmp_path):
     log = info("gpu1", 10, "Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA")
     log += info("gpu1", 10, "comm 0x5501 rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x1 - Init COMPLETE")

@@ -68,6 +68,7 @@ class Host:
     link: str | None = None  # IB or RoCE, from the HCA list
     net_channels: int = 0
     gdr_channels: int = 0
+    ib_channels: bool = False  # a network channel via NET/IB (InfiniBand or RoCE verbs), where GDRDMA applies
     gdr_disabled: bool = False
     started: set[str] = field(default_factory=set)  # "comm/rank" that printed Init START or a channel line
     complete: set[str] = field(default_factory=set)
@@ -120,7 +121,7 @@ class Facts:
 def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     """A line nccllines parsed, into the host's facts; False for a kind this module does not keep."""
     if kind == "channel_net":
-        _channel(h, bool(f["gdr"]), line)
+        _channel(h, bool(f["gdr"]), line, f["name"])
     elif kind == "complete":
         h.complete.add(f"{f['comm']}/{f['rank']}")
     elif kind == "comm":
@@ -140,8 +141,9 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     return True
 
 
-def _channel(h: Host, gdr: bool, line: Line) -> None:
+def _channel(h: Host, gdr: bool, line: Line, net: str) -> None:
     h.net_channels += 1
+    h.ib_channels = h.ib_channels or net.startswith("IB")
     h.gdr_channels += 1 if gdr else 0
     h.lines.setdefault("gdr" if gdr else "nogdr", line)
 
@@ -149,7 +151,7 @@ def _channel(h: Host, gdr: bool, line: Line) -> None:
 def _read(h: Host, text: str, line: Line) -> None:
     """The older forms (and the lines nccllines does not read): channels, init, version, net, then the rest."""
     if "via NET/" in text and (m := CHANNEL_NET.search(text)):
-        _channel(h, bool(m.group("gdr")), line)
+        _channel(h, bool(m.group("gdr")), line, m.group("net"))
     elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
     elif "Init START" in text and (m := INIT_START.search(text)):
@@ -277,6 +279,8 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             why = f"{some[0].name} uses GDRDMA"
         elif h.gdr_disabled:
             why = "NCCL said GPU Direct RDMA is disabled"
+        elif not why and h.ib_channels:  # IB verbs and no node uses GDRDMA: usually nvidia-peermem missing everywhere
+            why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
         if why:
             shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
             detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
