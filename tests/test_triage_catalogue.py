@@ -134,3 +134,15 @@ def test_a_redis_era_ray_node_that_cannot_join_and_no_node_named_types():
     assert events.classify(Line("x.log", 1, redis), 0).sig.id == "ray-join-failed"
     ev = events.classify(Line("x.log", 1, "Error: No available node types can fulfill resource request"), 0)
     assert ev is None or ev.node is None
+
+
+def test_a_warn_line_of_nccl_before_2_4_is_read():
+    """NCCL up to 2.3 printed 'FILE:LINE WARN text' without the word NCCL (nccl#210): the same line is an NCCL
+    warning, classed by its text (EAFNOSUPPORT from socket(): no usable interface)."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    old = "include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol"
+    ev = events.classify(Line("x.log", 1, old), 0)
+    assert ev is not None and ev.sig is not None and ev.sig.id == "socket-interface"
+    assert events.classify(Line("x.log", 2, "2024-01-01 WARN something else happened"), 0) is None

@@ -21,6 +21,7 @@ CHUNK = 4 << 20
 # Lines that are errors whatever their text: kept so an unclassified failure can be shown.
 ERROR_MARKERS = (
     "NCCL WARN",
+    " WARN ",  # NCCL before 2.4: "include/socket.h:344 WARN ..." (events.NCCL_LINE)
     "Traceback (most recent call last)",
     "Error: ",
     "srun: error:",
