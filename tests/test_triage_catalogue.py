@@ -146,3 +146,16 @@ def test_a_warn_line_of_nccl_before_2_4_is_read():
     ev = events.classify(Line("x.log", 1, old), 0)
     assert ev is not None and ev.sig is not None and ev.sig.id == "socket-interface"
     assert events.classify(Line("x.log", 2, "2024-01-01 WARN something else happened"), 0) is None
+
+
+def test_a_request_pinned_to_a_node_address_no_node_has():
+    """vLLM pins its first bundle to the driver's 'node:IP' resource; no node with it: the addresses differ
+    (vllm#7815), not too few GPUs."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    line = "(autoscaler +7s) Error: No available node types can fulfill resource request {'node:10.0.0.5': 0.001, 'GPU': 1.0}."
+    ev = events.classify(Line("x.log", 1, line), 0)
+    assert ev.sig.id == "ray-node-ip-pinned" and ev.groups["ip"] == "10.0.0.5"
+    plain = events.classify(Line("x.log", 1, "No available node types can fulfill resource request {'GPU': 8.0}"), 0)
+    assert plain.sig.id == "ray-infeasible"
