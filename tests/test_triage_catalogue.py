@@ -159,3 +159,15 @@ def test_a_request_pinned_to_a_node_address_no_node_has():
     assert ev.sig.id == "ray-node-ip-pinned" and ev.groups["ip"] == "10.0.0.5"
     plain = events.classify(Line("x.log", 1, "No available node types can fulfill resource request {'GPU': 8.0}"), 0)
     assert plain.sig.id == "ray-infeasible"
+
+
+def test_a_gid_table_change_is_not_a_port_down():
+    """NCCL's async event thread names the event in its %s: 'GID table change' is an address change on the
+    RoCE port (nccl#394), not a link down to replace a cable for."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    gid = "VM-0-14:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : GID table change"
+    assert events.classify(Line("x.log", 1, gid), 0).sig.id == "ib-gid-change"
+    down = "VM-0-14:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : port error"
+    assert events.classify(Line("x.log", 1, down), 0).sig.id == "ib-port-event"

@@ -102,6 +102,19 @@ def _cuda_refinements() -> tuple[tuple[re.Pattern[str], str], ...]:
     return tuple((re.compile(r["text"]), r["class"]) for r in _classes_doc()["cuda"])
 
 
+@functools.cache
+def _event_refinements() -> tuple[tuple[str, re.Pattern[str], str], ...]:
+    return tuple((r["class"], re.compile(r["text"]), r["to"]) for r in _classes_doc().get("events", ()))
+
+
+def refine_event(cid: str, line: str) -> str:
+    """A class refined by what the line's arguments say (the async event NCCL names in its %s)."""
+    for source, rx, target in _event_refinements():
+        if cid == source and rx.search(line):
+            return target
+    return cid
+
+
 def refine(cid: str, line: str) -> str:
     """A class refined by the CUDA error text the line carries ('out of memory' is a GPU memory failure)."""
     if classes()[cid].area not in ("gpu", "host", "program", "net"):

@@ -99,7 +99,7 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     own = f"src/{m.group('file')}:{m.group('line')}" if m.group("file") else None  # the line's own release
     fmt, where = (found[0], own or found[1]) if found else (body, own or "src/?")
     cid = catalogue.class_of(level, fmt, where) if own or not found else found[2]
-    cid = catalogue.refine(cid, body)
+    cid = catalogue.refine(catalogue.refine_event(cid, body), body)
     sig = catalogue.classes()[cid]
     if level == "INFO" and sig.role == "root":
         sig = catalogue.as_role(sig, "suspect")  # reported at INFO: the cause only when a failure follows
