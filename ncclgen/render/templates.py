@@ -51,6 +51,8 @@ def sources() -> dict[str, str]:
     root = datapaths.bundled("templates")
     out = {}
     for folder in sorted(os.listdir(root)):
+        if not os.path.isdir(os.path.join(root, folder)):
+            continue  # templates live in a folder per scheduler (slurm/)
         for name in sorted(os.listdir(os.path.join(root, folder))):
             if name.endswith(".j2"):
                 with open(os.path.join(root, folder, name), "rb") as fh:
