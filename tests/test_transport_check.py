@@ -69,6 +69,11 @@ def run(tmp_path, command, fault="", mode="on", env=None, **over):
     return p, time.monotonic() - start
 
 
+def nccl_env(folder, **more):
+    """The environment of a rank (and of its check) that writes NCCL's INIT lines to FOLDER/%h.%p.log."""
+    return dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log", **more)
+
+
 def failed(stderr):
     return [line for line in stderr.splitlines() if line.startswith("ncclgen: transport FAILED:")]
 
@@ -176,7 +181,7 @@ def wrapped(tmp_path, command, fault="", env=None):
     nccl = tmp_path / "nccl" / "sub"  # made by the wrapper before the launch: NCCL does not make it
     (d / "transport.json").write_text(spec(nccl))
     (d / "bin/ncclgen_transport").write_text((CHECK.parent / "transport_entry.sh").read_text())
-    e = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{nccl}/%h.%p.log")
+    e = nccl_env(nccl)
     e.update(NCCLGEN_DIR=str(d), NCCLGEN_NODE="node7", NCCLGEN_STANDIN_FAULT=fault, NCCLGEN_STANDIN_AFTER_S="1")
     e.pop("SLURMD_NODENAME", None)
     e.update(env or {})
@@ -227,7 +232,7 @@ def test_a_launch_already_gone_is_checked_from_its_files_at_once(tmp_path):
         capture_output=True,
         text=True,
         timeout=30,
-        env=dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log"),
+        env=nccl_env(tmp_path),
     )
     assert p.returncode == 0 and "no NCCL process wrote" in p.stderr, p.stderr
 
@@ -268,7 +273,7 @@ def test_a_cancelled_step_ends_the_launch_without_a_not_checked_line(tmp_path):
 
 def _finished_rank(folder):
     """A stand-in rank that ran and ended outside any check: its debug file's path (named by its PID)."""
-    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log")
+    env = nccl_env(folder)
     env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", NCCLGEN_STANDIN_AFTER_S="0")
     env.update(NCCLGEN_STANDIN_START_S="0")
     subprocess.run([sys.executable, str(STANDIN)], env=env, check=True, timeout=30)
@@ -277,7 +282,7 @@ def _finished_rank(folder):
 
 
 def _check_pid(folder, pid, since):
-    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{folder}/%h.%p.log")
+    env = nccl_env(folder)
     return subprocess.run(
         [sys.executable, str(CHECK), spec(folder, hcas=[], plugin=None), "--pid", str(pid), str(since)],
         capture_output=True,
@@ -316,7 +321,7 @@ def test_an_old_file_is_read_once_a_new_rank_rewrites_it(tmp_path):
             [sys.executable, str(CHECK), spec(tmp_path, hcas=[], plugin=None), "--pid", str(launch.pid), str(since)],
             stderr=subprocess.PIPE,
             text=True,
-            env=dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log"),
+            env=nccl_env(tmp_path),
         )
         time.sleep(0.8)  # the check has seen the old file by now
         path.write_bytes(fresh)
@@ -331,7 +336,7 @@ def test_a_rank_another_check_claimed_stays_its_after_that_launch_was_stopped(tm
     live rank, then A's launch is stopped; check B, whose launch started after the claim was made but
     while A still ran, must not take that dead rank as its own (CI once saw node1 report node2's rank
     and node2's problem after node2's check had stopped node2's launch)."""
-    env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT", NCCL_DEBUG_FILE=f"{tmp_path}/%h.%p.log")
+    env = nccl_env(tmp_path)
     env.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", NCCLGEN_STANDIN_AFTER_S="30")
     env.update(NCCLGEN_STANDIN_START_S="0")
     launch_a = subprocess.Popen([sys.executable, str(STANDIN)], env=env, start_new_session=True)

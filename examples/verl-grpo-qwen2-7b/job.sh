@@ -1642,10 +1642,10 @@ class Check:
                 continue
             if mtime is not None and self.older.get(name) == mtime:
                 continue  # unchanged since it was found older than this launch
-            pid = m.groupdict().get("pid") if m else None
-            ours = m is not None and self._ours(path, None if pid is None else int(pid), mtime)
+            pid = int(m.group("pid")) if m and "pid" in m.groupdict() else None
+            ours = m is not None and self._ours(path, pid, mtime)
             if ours:
-                self.procs[name] = Proc(path, None if pid is None else int(pid))
+                self.procs[name] = Proc(path, pid)
             elif ours is None:
                 self.older[name] = mtime  # a new rank may reuse its PID (and name): looked at again once written
             else:

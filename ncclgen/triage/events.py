@@ -29,9 +29,6 @@ HOST_FIELD = re.compile(r"\bhost\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
 ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # glog/c10 form: [E321 02:07:08.408271257 ...] is March 21 (month without a leading zero), E1021 October 21
 GLOG = re.compile(r"\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
-ERROR_LINE = re.compile(
-    r"NCCL WARN|\.(?:cc|h|cu|cpp):\d+ WARN |Traceback \(most recent call last\)|\b\w*(?:Error|Exception): |srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b"
-)
 REGENERATE = re.compile(r"Regenerate: (?P<argv>ncclgen .*)$")
 # NCCL before 2.9 or so put the source file before the level: "host:pid:tid [0] misc/socket.cc:403 NCCL WARN ...";
 # before 2.4 without the word NCCL: "include/socket.h:344 WARN Socket creation failed : ..."
@@ -39,6 +36,10 @@ NCCL_LINE = re.compile(
     r"(?:(?P<file>[\w/.-]+\.(?:cc|h|cu|cpp)):(?P<line>\d+) (?:NCCL )?|NCCL )(?P<level>WARN|INFO) (?P<text>.*)"
 )
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
+ERROR_LINE = re.compile(
+    r"NCCL WARN|" + OLD_NCCL_WARN.pattern + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception): "
+    r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b"
+)
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(
     r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported"
