@@ -192,6 +192,40 @@ def test_a_later_jobs_first_step_removes_the_folders_of_finished_jobs(capsys, tm
     assert len(links) == 2 and all(link.resolve().name in third for link in links)
 
 
+def test_the_tidy_up_removes_this_users_nccl_debug_files_after_a_week(capsys, tmp_path):
+    """The transport check's debug files (/tmp/ncclgen-nccl, kept for `ncclgen triage`) were never removed,
+    so the folder every check scans only grew: the tidy-up removes this user's NCCL debug files (and their
+    claims) NCCLGEN_NCCL_KEEP_S (default 7 days) after their last line; newer ones stay."""
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    script = _script(capsys, tmp_path, "torchrun", ["true"], ("python3", "work.py"), "h100-ib")
+    assert "NCCL_DEBUG_FILE='/tmp/ncclgen-nccl/" in script  # the transport check's folder (on by default)
+    folder = Path("/tmp/ncclgen-nccl")
+    folder.mkdir(exist_ok=True)
+    tag = f"tidy-test-{os.getpid()}-{time.monotonic_ns()}"
+    old, old_claim, fresh = folder / f"{tag}.1.log", folder / f"{tag}.1.log.claimed", folder / f"{tag}.2.log"
+    other = folder / f"{tag}.notes.txt"  # not a debug file: never touched
+    for f in (old, old_claim, fresh, other):
+        f.write_text("x\n")
+    week = time.time() - 8 * 86400
+    for f in (old, old_claim, other):
+        os.utime(f, (week, week))
+    os.utime(fresh, (time.time() - 120, time.time() - 120))  # two minutes ago
+    try:
+        run = Run(tmp_path, script, TMPDIR=str(shared)).finish()
+        assert run.rc == 0, run.stderr
+        assert _soon(lambda: not old.exists() and not old_claim.exists())
+        assert fresh.exists() and other.exists()
+        (shared / f".ncclgen.tidy.{os.geteuid()}").write_text("0\n")
+        (tmp_path / "b").mkdir()
+        run = Run(tmp_path / "b", script, TMPDIR=str(shared), NCCLGEN_NCCL_KEEP_S="60").finish()
+        assert run.rc == 0, run.stderr
+        assert _soon(lambda: not fresh.exists()) and other.exists()
+    finally:
+        for f in (old, old_claim, fresh, other):
+            f.unlink(missing_ok=True)
+
+
 def _soon(done, within_s: float = 10.0) -> bool:
     """The tidy-up runs in the background of a job's first step: wait for its effect, not a fixed time."""
     deadline = time.monotonic() + within_s

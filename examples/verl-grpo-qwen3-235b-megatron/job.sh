@@ -322,6 +322,17 @@ ncclgen_tidy() {
   done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
     -user "$EUID" ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
   find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
+  # NCCL's debug files of this user in the transport check's own folder (kept for `ncclgen triage`):
+  # removed NCCLGEN_NCCL_KEEP_S (default 7 days) after their last line, so the folder the check scans
+  # stays small. Only ncclgen's folder: a debug file set elsewhere is the user's to keep.
+  key=NCCL_DEBUG
+  key+=_FILE
+  key=${!key:-}
+  tidy_s=${NCCLGEN_NCCL_KEEP_S:-604800}
+  [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=604800
+  [[ $key == /*/ncclgen-nccl/* && -d ${key%/*} && ! -L ${key%/*} ]] || return 0
+  find "${key%/*}" -maxdepth 1 -type f -user "$EUID" \( -name '*.log' -o -name '*.log.claimed' \) \
+    ! -newermt "@$((now - tidy_s))" -delete 2>/dev/null || true
 }
 
 # Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
