@@ -171,3 +171,18 @@ def test_a_gid_table_change_is_not_a_port_down():
     assert events.classify(Line("x.log", 1, gid), 0).sig.id == "ib-gid-change"
     down = "VM-0-14:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : port error"
     assert events.classify(Line("x.log", 1, down), 0).sig.id == "ib-port-event"
+
+
+def test_an_address_of_no_family_names_both_causes_and_ray_versions_both_sides():
+    """'family N is neither AF_INET nor AF_INET6' is an empty or garbled peer address: a missing interface
+    (nccl#1837) or two NCCL releases (nccl#1267); one node's log cannot tell them apart, so the cause names
+    both, not only the interface. Ray's 'Version mismatch' names the cluster's side and the process's."""
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    fam = "h:1:2 [0] misc/socket.cc:484 NCCL WARN ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)"
+    ev = events.classify(Line("x.log", 1, fam), 0)
+    assert ev.sig.id == "socket-address-family"
+    assert "NCCL_SOCKET_IFNAME" in ev.sig.cause and "different NCCL releases" in ev.sig.cause
+    ray = events.classify(Line("x.log", 1, "RuntimeError: Version mismatch: The cluster was started with:"), 0)
+    assert ray.sig.id == "ray-version-mismatch" and "Ray or Python differ" in ray.sig.cause
