@@ -186,3 +186,66 @@ def test_an_address_of_no_family_names_both_causes_and_ray_versions_both_sides()
     assert "NCCL_SOCKET_IFNAME" in ev.sig.cause and "different NCCL releases" in ev.sig.cause
     ray = events.classify(Line("x.log", 1, "RuntimeError: Version mismatch: The cluster was started with:"), 0)
     assert ray.sig.id == "ray-version-mismatch" and "Ray or Python differ" in ray.sig.cause
+
+
+def _event(text: str):
+    from ncclgen.triage import events
+    from ncclgen.triage.reader import Line
+
+    return events.classify(Line("x.log", 1, text), 0)
+
+
+def test_forms_a_held_out_trial_missed_are_read_by_their_source():
+    """Second held-out trial (21 public logs, kept outside the project): each line below is a family of
+    messages with one printing site upstream, not a sample's words."""
+    # torch ProcessGroupGloo.cpp createDefaultDevice: the loopback fallback, a suspect before Gloo's failure
+    loop = "[rank8] Warning: Unable to resolve hostname to a (local) address. Using the loopback"
+    assert _event(loop).sig.id == "gloo-loopback" and _event(loop).sig.role == "suspect"
+    assert _event("[rank8] Gloo connectFullMesh failed ... timed out connecting: SO_ERROR").sig.id == "gloo-connect"
+    # ray node_manager.cc: the raylet's periodic count of OOM kills (a count of 0 is no kill)
+    oom = "(raylet) node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed"
+    assert _event(oom).sig.id == "ray-oom-kill"
+    none = "(raylet) node_manager.cc:3069: 0 Workers (tasks / actors) killed due to memory pressure (OOM), 2 Workers crashed"
+    assert _event(none) is None or _event(none).sig is None or _event(none).sig.id != "ray-oom-kill"
+    # torch 1.x THC/ATen forms of a CUDA error, refined by the error text like C10_CUDA_CHECK's
+    legacy = "RuntimeError: cuda runtime error (10) : invalid device ordinal at /pytorch/torch/csrc/cuda/Module.cpp:33"
+    assert _event(legacy).sig.id == "gpu-visibility"
+    thc = "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error=2 : out of memory"
+    assert _event(thc).sig.id == "gpu-oom"
+
+
+def test_gpu_hardware_faults_are_not_program_bugs():
+    """Uncorrectable ECC (cudaErrorECCUncorrectable 214), the driver API's CUresult forms and fatal Xids: drain
+    the node, not CUDA_LAUNCH_BLOCKING."""
+    assert _event("RuntimeError: CUDA error: uncorrectable ECC error encountered").sig.id == "gpu-hardware"
+    assert _event("Accelerator Fatal Error: call to cuCtxCreate returned error 214").sig.id == "gpu-hardware"
+    assert _event("  (CUDA_ERROR_ECC_UNCORRECTABLE): uncorrectable ECC error encountered").sig.id == "gpu-hardware"
+    assert _event("call to cuMemAlloc returned error 2 (CUDA_ERROR_OUT_OF_MEMORY)").sig.id == "gpu-oom"
+    xid = _event("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, GPU has fallen off the bus.")
+    assert xid.sig.id == "gpu-xid" and xid.groups["xid"] == "79"
+    assert _event("NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception") is None  # a program's fault, not hardware
+    launch = "RuntimeError: CUDA error: an illegal memory access was encountered"
+    assert _event(launch).sig.id == "cuda-kernel-launch"
+
+
+def test_nccl_text_quoted_by_xla_or_pasted_with_markdown():
+    """XLA (JAX) quotes NCCL's last WARN in its own error (openxla/xla nccl_api.cc); a log pasted into an issue
+    keeps Markdown around the level; NCCL <= 2.8 glued the syscall's name into 'Call to X failed' (no format)."""
+    xla = "invalid usage ... Last NCCL warning(error): 'Bootstrap : no socket interface found'"
+    assert _event(xla).sig.id == "socket-interface"
+    full = "x.cc:1: NCCL operation ncclCommInitRank failed: internal error. Last NCCL warning(error) log entry (may be unrelated) 'Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1'."
+    assert _event(full).sig.id == "duplicate-gpu"
+    md = "c2:41588:41837 [0] include/shm.h:28 **NCCL WARN Call to posix_fallocate failed : No space left on device**"
+    ev = _event(md)
+    assert (
+        ev.sig.id == "shm" and ev.groups["nccl_where"] == "src/include/shm.h:28" and not ev.groups["text"].endswith("*")
+    )
+
+
+def test_no_node_from_a_host_port_or_an_attribute_name():
+    """'fake-host:1234' is an address, not torchrun's 'host : NAME'; Ray's 'node name: IP' names no node 'name'
+    (its 'address: IP' does)."""
+    tcp = "[c10d] The client socket has failed to connect to fake-host:1234 (errno: 113 - No route to host)."
+    assert _event(tcp).node is None
+    ray = "The node with node id: c118 and address: 10.0.3.192 and node name: 10.0.3.192 has been marked dead because"
+    assert _event(ray).node == "10.0.3.192"

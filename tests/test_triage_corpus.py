@@ -49,6 +49,8 @@ def test_cause_and_root_line(f):
     if cls == "unclassified":
         assert data["status"] == "unclassified" and code == 1
     else:
-        assert data["status"] == "cause" and code == 0, data.get("first")
+        # a difference between nodes in a log with no error line is named as such (status mismatch)
+        want = ("cause", "mismatch") if cls.startswith("nodes-differ-") else ("cause",)
+        assert data["status"] in want and code == 0, data.get("first")
         assert data["first"]["signature"] == cls
     assert data["first"]["where"] == f"{f}:{root}"

@@ -75,11 +75,32 @@ def test_a_setting_not_yet_printed_by_a_starting_host_is_not_unset(tmp_path):
     assert "nodes-differ-env" not in [f["class"] for f in data["findings"]]
 
 
-def test_differences_alone_are_no_failure(tmp_path):
+def test_nodes_that_cannot_talk_are_named_without_an_error_line_unless_the_run_got_through(tmp_path):
+    """Two NCCL releases (or nets, or net plugins) on the nodes of one job and no error line: a hang or a log cut
+    short (nccl#1634 hung with no error); the difference is what to fix. A run that got through stays clean."""
     log = info("gpu1", 10, "NCCL version 2.18.1+cuda12.1") + info("gpu2", 20, "NCCL version 2.19.3+cuda12.2")
     data = triage(tmp_path, log)
-    assert data["status"] == "clean" and data["_code"] == 0
-    assert [f["class"] for f in data["findings"]] == ["nodes-differ-version"]
+    assert data["status"] == "mismatch" and data["_code"] == 0
+    assert data["first"]["signature"] == "nodes-differ-version" and "2.18.1 on gpu1" in data["cause"]
+    done = triage(tmp_path, log + "#  Avg bus bandwidth    : 21.5\n")
+    assert done["status"] == "clean" and [f["class"] for f in done["findings"]] == ["nodes-differ-version"]
+
+
+def test_a_net_plugin_on_some_nodes_only(tmp_path):
+    """nccl#1634: HPC-X's plugin found on one node, not on the other (each release's own line for it)."""
+    log = info("h11", 10, "NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.")
+    log += info("h04", 20, "Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so")
+    data = triage(tmp_path, log)
+    assert data["status"] == "mismatch" and data["first"]["signature"] == "nodes-differ-plugin"
+    assert "libnccl-net.so on h04; none (NCCL's internal nets) on h11" in data["cause"]
+    # one node names the library, the other the plugin it loaded: both loaded one, no difference
+    same = info("h11", 10, "NET/Plugin: Could not find: libnccl-net-ofi.so.") + info(
+        "h11", 10, "NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)"
+    )
+    same += info("h04", 20, "Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so")
+    data = triage(tmp_path, same)
+    assert data["status"] == "clean" and not data["findings"]
+    assert {n["node"]: n["plugin"] for n in data["nodes"]}["h11"] == "NCCL RDMA Plugin v8"
 
 
 def test_slow_run_network_channels_without_gdrdma(tmp_path):
@@ -215,3 +236,23 @@ def test_hcas_outside_the_plans_ib_hca(tmp_path):
     data = triage(tmp_path, log, "h100-ib")
     assert data["first"]["signature"] == "plan-hca" and "mlx5_1:1 on gpu1" in data["cause"]
     assert "mlx5_0:1," not in data["cause"].split("the plan sets")[0]
+
+
+def test_only_symptoms_say_what_to_collect_and_a_line_above_the_root_is_not_then(tmp_path):
+    """nccl-tests' 'Test NCCL failure ... internal error' with no NCCL line (NCCL_DEBUG unset): not classified,
+    but the symptom's own advice is printed; a symptom printed above the root reads 'before it', not 'then'."""
+    only = (
+        "fengyun: Test NCCL failure common.cu:959 'internal error - please report this issue to the NCCL developers'\n"
+    )
+    data = triage(tmp_path, only)
+    assert data["status"] == "unclassified" and "NCCL_DEBUG=WARN" in data["symptom"]["collect_next"]
+    out, _code = run.triage([str(tmp_path / "job.out")], fmt="text")
+    assert "collect next: rerun with NCCL_DEBUG=WARN" in out
+    above = "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1, invalid usage\n" + (
+        "h1:1:2 [0] init.cc:974 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1\n"
+    )
+    data = triage(tmp_path, above)
+    assert data["first"]["signature"] == "duplicate-gpu"
+    assert [t["before_first"] for t in data["then"]] == [True]
+    out, _code = run.triage([str(tmp_path / "job.out")], fmt="text")
+    assert "\nbefore it 1 rank" in out and "\nthen " not in out

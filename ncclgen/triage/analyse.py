@@ -23,6 +23,8 @@ FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/", "Destroy COMPLETE")
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
 BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")
 BLOCK_SPAN = 6  # lines from a field to the event it belongs to
+# Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
+MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin")
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 
@@ -42,7 +44,7 @@ class Group:
 
 @dataclass
 class Result:
-    status: str  # cause | unclassified | slow | clean
+    status: str  # cause | unclassified | slow | mismatch | clean
     first: Event | None
     groups: list[tuple[str, Group]]  # (summary, group) after the first failure, by first occurrence
     contexts: list[Event]
@@ -151,11 +153,25 @@ class Accumulator:
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
         for ev in findings:
             self.add_finding(ev)
-        status, first = self.pick()
+        status, first = self._without_error(*self.pick(), findings)
         if first is not None and first.node in NO_NODE and (srun := self.best_of("srun-task-exit")):
             first.node = srun.node  # srun names the node of the first task that failed
-        if status == "clean" and any(f.sig and f.sig.id == "no-gdrdma" for f in findings):
-            status, first = "slow", next(f for f in findings if f.sig and f.sig.id == "no-gdrdma")
+        contexts = list(self.contexts.values())
+        return Result(status, first, self._rest(first), contexts, self.regenerate, self.seq, self.facts, list(findings))
+
+    def _without_error(self, status: str, first: Event | None, findings: list[Event]) -> tuple[str, Event | None]:
+        """A log with no failure can still name a problem: network channels without GDRDMA (slow), or, with no
+        sign the run got through (a hang, a log cut short), nodes whose NCCL cannot talk to each other's."""
+        if status != "clean":
+            return status, first
+        if slow := next((f for f in findings if f.sig and f.sig.id == "no-gdrdma"), None):
+            return "slow", slow
+        if not self.facts.success and (odd := next((f for f in findings if f.sig and f.sig.id in MISMATCH), None)):
+            return "mismatch", odd
+        return status, first
+
+    def _rest(self, first: Event | None) -> list[tuple[str, Group]]:
+        """The groups after the first failure, by first occurrence; suspects that are not the cause left out."""
         rest = []
         for (_sid, text), g in sorted(self.groups.items(), key=lambda kv: order(kv[1].first)):
             if first is not None and g.first is first:
@@ -165,8 +181,7 @@ class Accumulator:
             if g.first.sig and g.first.sig.role == "suspect" and first is not g.first:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
-        contexts = list(self.contexts.values())
-        return Result(status, first, rest, contexts, self.regenerate, self.seq, self.facts, list(findings))
+        return rest
 
 
 def summary(ev: Event) -> str:

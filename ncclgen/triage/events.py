@@ -22,18 +22,26 @@ TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>
 SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 # "node NAME", not English after "node" ("No available node types can fulfill", Ray's autoscaler)
 NODE_WORD = re.compile(
-    r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?)\b)"
+    r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?)\b)"
     r"(?P<node>[A-Za-z0-9][\w.-]*)"
 )
-HOST_FIELD = re.compile(r"\bhost\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
+# torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
+HOST_FIELD = re.compile(r"(?:^|(?<=[\s\[(,]))host\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
 ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # glog/c10 form: [E321 02:07:08.408271257 ...] is March 21 (month without a leading zero), E1021 October 21
 GLOG = re.compile(r"\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 REGENERATE = re.compile(r"Regenerate: (?P<argv>ncclgen .*)$")
 # NCCL before 2.9 or so put the source file before the level: "host:pid:tid [0] misc/socket.cc:403 NCCL WARN ...";
 # before 2.4 without the word NCCL: "include/socket.h:344 WARN Socket creation failed : ..."
+# (a log pasted into an issue or a ticket may carry Markdown around the level: "shm.h:28 **NCCL WARN ...**")
 NCCL_LINE = re.compile(
-    r"(?:(?P<file>[\w/.-]+\.(?:cc|h|cu|cpp)):(?P<line>\d+) (?:NCCL )?|NCCL )(?P<level>WARN|INFO) (?P<text>.*)"
+    r"(?:(?P<file>[\w/.-]+\.(?:cc|h|cu|cpp)):(?P<line>\d+) [*`_]*(?:NCCL )?|NCCL )(?P<level>WARN|INFO) (?P<text>.*)"
+)
+# XLA (JAX) quotes NCCL's last WARN text in its own error (openxla/xla xla/service/gpu/runtime/nccl_api.cc ToStatus:
+# "... failed: %s. Last NCCL warning(error) log entry (may be unrelated) '%s'."; ncclMemAlloc: "...: %s"), as
+# PyTorch puts it on the line after "Last error:"
+XLA_LAST = re.compile(
+    r"Last NCCL warning\(error\)(?: log entry \(may be unrelated\))?:? ?(?P<q>'?)(?P<text>.+?)(?P=q)\.?$"
 )
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
@@ -93,7 +101,7 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     m = NCCL_LINE.search(text)
     if m is None or (m.group("level") == "INFO" and not INFO_FAILURE.search(m.group("text"))):
         return None
-    level, body = m.group("level"), m.group("text").strip()
+    level, body = m.group("level"), m.group("text").strip().rstrip("*`_")
     found = catalogue.nccl_source(body, level)
     if found is None and level == "INFO":
         return None
@@ -119,6 +127,9 @@ def classify(line: Line, seq: int) -> Event | None:
                 groups["text"] = text[:300]
             node, rank = locate(text, groups)
             return Event(line, sig, groups, timestamp(text), node, rank, seq)
+    if (xla := XLA_LAST.search(text)) and (found := nccl_event("NCCL WARN " + xla.group("text"))):
+        node, rank = locate(text, {})
+        return Event(line, found[0], found[1], timestamp(text), node, rank, seq)
     if ("NCCL " in text or OLD_NCCL_WARN.search(text)) and (found := nccl_event(text)):
         node, rank = locate(text, {})
         return Event(line, found[0], found[1], timestamp(text), node, rank, seq)

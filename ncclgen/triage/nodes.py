@@ -43,6 +43,12 @@ CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
+# The net plugin a process loaded, in the forms nccllines.py does not read: "Plugin Path : PATH" (the library
+# found, 2.2x src/plugin/plugin_open.cc) and "NET/Plugin : No plugin found (libnccl-net.so), using internal
+# implementation" (before 2.19, src/net.cc): an external plugin on some nodes only is a setup that differs.
+PLUGIN_PATH = re.compile(r"NCCL INFO (?:NET/Plugin: ?)?Plugin Path : (?P<path>\S+)")
+NO_PLUGIN = re.compile(r"NCCL INFO NET/Plugin ?: (?:No plugin found|Could not find)")
+INTERNAL = "none (NCCL's internal nets)"
 ENV_SET = re.compile(r"NCCL INFO (?P<var>NCCL_\w+) set by environment to (?P<value>.*)$")  # src/misc/param.cc
 MAX_ENV = 64
 NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a period ('to 1.')
@@ -66,6 +72,7 @@ class Host:
     addr: str | None = None
     hcas: tuple[str, ...] = ()
     link: str | None = None  # IB or RoCE, from the HCA list
+    plugin: str | None = None  # the net plugin loaded, or INTERNAL
     net_channels: int = 0
     gdr_channels: int = 0
     ib_channels: bool = False  # a network channel via NET/IB (InfiniBand or RoCE verbs), where GDRDMA applies
@@ -132,6 +139,8 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     elif kind == "net":
         h.net = h.net or f["name"]
         h.lines.setdefault("net", line)
+    elif kind in ("plugin", "nofile"):
+        _plugin(h, f["name"] if kind == "plugin" else None, line)
     elif kind == "ib" and not h.hcas and (devs := nccllines.ib_devices(f["devices"])):
         h.hcas = tuple(f"{name}:{port}" for name, port, _link in devs)
         h.link = devs[0][2]
@@ -139,6 +148,16 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     else:
         return False
     return True
+
+
+def _plugin(h: Host, name: str | None, line: Line) -> None:
+    """A plugin loaded wins over a name NCCL looked for first and did not find (it tries several)."""
+    if name is not None and h.plugin in (None, INTERNAL):
+        h.plugin = name
+        h.lines["plugin"] = line
+    elif name is None and h.plugin is None:
+        h.plugin = INTERNAL
+        h.lines["plugin"] = line
 
 
 def _channel(h: Host, gdr: bool, line: Line, net: str) -> None:
@@ -182,6 +201,8 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
         if len(h.env) < MAX_ENV:
             h.env.setdefault(m.group("var"), NUMBER_END.sub(r"\1", m.group("value").strip()))
             h.lines.setdefault(f"env:{m.group('var')}", line)
+    elif "Plugin" in text and (m := PLUGIN_PATH.search(text) or NO_PLUGIN.search(text)):
+        _plugin(h, m.groupdict().get("path"), line)
     elif GDR_DISABLED in text:
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)
@@ -210,6 +231,16 @@ def _iface_kind(iface: str) -> str:
     return "virtual/bridge" if BRIDGE.match(iface) else "IPoIB" if IPOIB.match(iface) else "Ethernet"
 
 
+def _kind(attr: str, text: str) -> str:
+    """The value compared between hosts: an interface's kind; a plugin loaded or none (one release names
+    the library's path, another the plugin's own name); else the value itself."""
+    if attr == "iface":
+        return _iface_kind(text)
+    if attr == "plugin":
+        return text if text == INTERNAL else "a net plugin"
+    return text
+
+
 def _differs(facts: Facts, attr: str) -> Finding | None:
     """A fact that differs between hosts (the bootstrap interface by its kind): the finding names every
     value and shows the minority's line."""
@@ -218,15 +249,18 @@ def _differs(facts: Facts, attr: str) -> Finding | None:
         value = getattr(h, attr)
         if value:
             text = ",".join(value) if isinstance(value, tuple) else str(value)
-            by.setdefault(_iface_kind(text) if attr == "iface" else text, []).append(h)
+            by.setdefault(_kind(attr, text), []).append(h)
     if len(by) < 2:
         return None
     ranked = sorted(by.items(), key=lambda kv: (len(kv[1]), kv[0]))
     odd = ranked[0][1][0]
 
     def named(v: str, hs: list[Host]) -> str:
-        what = f"{v} ({', '.join(sorted({h.iface or '' for h in hs}))})" if attr == "iface" else v
-        return f"{what} on {', '.join(sorted(h.name for h in hs)[:4])}"
+        if attr == "iface":
+            v = f"{v} ({', '.join(sorted({h.iface or '' for h in hs}))})"
+        elif attr == "plugin" and v != INTERNAL:
+            v = ", ".join(sorted({h.plugin or "" for h in hs}))
+        return f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}"
 
     detail = "; ".join(named(v, hs) for v, hs in ranked)
     return Finding(f"nodes-differ-{attr}", detail, odd.lines[attr], odd.name)
@@ -290,7 +324,7 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
 
 def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
-    out = [f for attr in ("version", "net", "iface", "hcas") if (f := _differs(facts, attr))]
+    out = [f for attr in ("version", "net", "plugin", "iface", "hcas") if (f := _differs(facts, attr))]
     out += _env_findings(facts)
     out += _iface_findings(facts)
     out += _gdr_findings(facts, planned_gdr)
@@ -321,6 +355,7 @@ def as_data(facts: Facts) -> list[dict]:
                 "node": h.name,
                 "nccl": h.version,
                 "net": h.net,
+                "plugin": h.plugin,
                 "bootstrap": f"{h.iface}:{h.addr}" if h.iface else None,
                 "hcas": list(h.hcas),
                 "link": h.link,

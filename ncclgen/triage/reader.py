@@ -54,6 +54,8 @@ FACT_KEYS = (
     "NET/Socket : Using",
     "Destroy COMPLETE",
     "Avg bus bandwidth",
+    "NET/Plugin",
+    "Plugin Path",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
@@ -179,6 +181,9 @@ ANCHORS = (
     "us error",
     "insufficient shared memory",
     "rank      :",
+    "Xid",
+    "THCudaCheck",
+    "Plugin",
 )
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 from . import catalogue, nodes, plancheck
-from .analyse import Result, counted
+from .analyse import Result, counted, order
 from .events import Event
 
 WHY = {
     "cause": "first failure",
     "slow": "slow run",
+    "mismatch": "nodes set up differently, with no error line",
     "unclassified": "a failure ncclgen cannot classify; the earliest error line",
     "hang": "a hang with no error line",
     "clean": "no failure found",
@@ -73,12 +74,21 @@ def as_data(
     if result.first is not None:
         data["first"] = event_data(result.first)
         sig = result.first.sig
-        if result.status in ("cause", "slow") and sig is not None:
+        if result.status in ("cause", "slow", "mismatch") and sig is not None:
             data["cause"] = catalogue.fill(sig.cause, result.first.groups)
             data["fix"] = plancheck.fix_for(sig, fabric, result.first.groups)
             data["sources"] = list(sig.sources)
+        elif result.status == "unclassified" and sig is not None and not hang:
+            # only symptoms: what the line says and what its signature asks to collect for the cause
+            data["symptom"] = {"says": catalogue.fill(sig.cause, result.first.groups), "collect_next": sig.fix}
     data["then"] = [
-        {"summary": counted(text, g), "lines": g.lines, "first": None if g.includes_first else event_data(g.first)}
+        {
+            "summary": counted(text, g),
+            "lines": g.lines,
+            "first": None if g.includes_first else event_data(g.first),
+            # a symptom printed before the first failure (an exception's summary above its cause): not "then"
+            "before_first": result.first is not None and order(g.first) < order(result.first),
+        }
         for text, g in result.groups
     ]
     data["findings"] = [
@@ -101,7 +111,7 @@ def as_text(data: dict) -> str:
     out = _head(data)
     for item in data["then"]:
         at = f" (first at {item['first']['where']})" if item["first"] else ""
-        out.append(f"then {item['summary']}{at}")
+        out.append(f"{'before it' if item['before_first'] else 'then'} {item['summary']}{at}")
     for f in data["findings"]:
         out.append(f"also: {f['class']}: {f['detail']} ({f['where']})")
     if data["fabric"]["name"]:
@@ -140,6 +150,9 @@ def _head(data: dict) -> list[str]:
         out.append("source: " + "; ".join(data["sources"]))
     else:
         out.append("cause: not classified (no cause class in ncclgen/data/triage/ matches a root)")
+        if symptom := data.get("symptom"):
+            out.append(f"it says: {symptom['says']}")
+            out.append(f"collect next: {symptom['collect_next']}")
     return out
 
 
@@ -150,8 +163,9 @@ def _nodes_text(rows: list[dict]) -> list[str]:
     for r in rows[:16]:
         gdr = f"{r['gdrdma_channels']}/{r['net_channels']} GDRDMA" if r["net_channels"] else "no net channels"
         hcas = ",".join(r["hcas"]) or "-"
+        plugin = f", plugin {r['plugin']}" if r["plugin"] else ""
         out.append(
-            f"node {r['node']}: NCCL {r['nccl'] or '?'}, net {r['net'] or '?'}, bootstrap {r['bootstrap'] or '?'}, HCAs {hcas}, {gdr}"
+            f"node {r['node']}: NCCL {r['nccl'] or '?'}, net {r['net'] or '?'}{plugin}, bootstrap {r['bootstrap'] or '?'}, HCAs {hcas}, {gdr}"
         )
     return out
 
