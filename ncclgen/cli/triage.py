@@ -22,7 +22,8 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     Symptoms (timeouts on every rank, closed peers) are collapsed after the root. With
     --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
     checked against the plan. Exit status: 0 a cause was found, a slow run (network channels without
-    GDRDMA where GPUDirect is expected), or no failure was found (it says so); 1 a failure no cause class
+    GDRDMA where GPUDirect is expected), nodes whose NCCL release, net or net plugin differ in a log with
+    no error line, or no failure was found (it says so); 1 a failure no cause class
     explains (the earliest error line, the last collective per rank and what to collect next are shown)
     or a hang in NCCL's init (ranks without Init COMPLETE); 2 bad input.
 
