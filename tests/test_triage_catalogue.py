@@ -249,3 +249,25 @@ def test_no_node_from_a_host_port_or_an_attribute_name():
     assert _event(tcp).node is None
     ray = "The node with node id: c118 and address: 10.0.3.192 and node name: 10.0.3.192 has been marked dead because"
     assert _event(ray).node == "10.0.3.192"
+
+
+def test_a_crash_is_a_root_and_an_abort_a_symptom():
+    """SIGSEGV/SIGILL in native code ends a rank (torchrun's 'Signal 11 (SIGSEGV) received by PID', exitcode -11,
+    Ray's absl handler '*** SIGSEGV received'); SIGABRT is how PyTorch's watchdog ends a rank after a timeout, so
+    it follows the cause. An uncaught C++ exception and a failed CHECK are error lines."""
+    for line in (
+        "Signal 11 (SIGSEGV) received by PID 1234",
+        "  exitcode  : -11 (pid: 5)",
+        "*** SIGSEGV received at time=1",
+    ):
+        ev = _event(line)
+        assert ev.sig.id == "process-crash" and ev.sig.role == "root", line
+    assert _event("Signal 6 (SIGABRT) received by PID 12").sig.role == "symptom"
+    assert _event("  exitcode  : -9 (pid: 5)").sig.id == "sigkill"
+    assert _event("Fatal Python error: Aborted") is None
+    for line in (
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "F1203 core_worker.cc:1] Check failed: ok",
+    ):
+        ev = _event(line)
+        assert ev is not None and ev.sig is None, line

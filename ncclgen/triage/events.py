@@ -46,7 +46,7 @@ XLA_LAST = re.compile(
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
     r"NCCL WARN|" + OLD_NCCL_WARN.pattern + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception): "
-    r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b"
+    r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
 )
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(

@@ -28,6 +28,8 @@ ERROR_MARKERS = (
     "slurmstepd: error:",
     "FATAL",
     "ERROR",
+    "Check failed: ",  # glog/absl CHECK (Ray's C++, c10's TORCH_CHECK in older releases): a fatal assertion
+    "terminate called after throwing",  # a C++ exception nobody caught
     "Regenerate: ncclgen ",
 )
 # NCCL INFO lines that report a failure (the words tools/nccl_warn_strings.py keeps INFO formats by), and
@@ -184,6 +186,13 @@ ANCHORS = (
     "Xid",
     "THCudaCheck",
     "Plugin",
+    "SIGSEGV",
+    "SIGILL",
+    "SIGABRT",
+    "egmentation fault",
+    "Aborted (core",
+    "Check failed",
+    "terminate called",
 )
 
 
