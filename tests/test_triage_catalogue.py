@@ -271,3 +271,43 @@ def test_a_crash_is_a_root_and_an_abort_a_symptom():
     ):
         ev = _event(line)
         assert ev is not None and ev.sig is None, line
+
+
+def test_third_trial_families():
+    """Third held-out trial: IB completion status 4/8/10 is a refused DMA (ACS, IOMMU, peermem), not an
+    unreachable peer; a transport's size check between ranks is their settings differing; a missing libnccl in
+    XLA's or the loader's words; aws-ofi-nccl's EINVAL registration is the NCCL >= 2.19 / old Libfabric pair."""
+    acs = "NCCL WARN NET/IB : Got completion from peer fe80::1%ib0<33397> with error 4, opcode 1, len 1, vendor err 81 (Send)"
+    assert _event(acs).sig.id == "ib-completion-access"
+    new = "h:1:2 [0] transport/net_ib/p2p.cc:688 NCCL WARN NET/IB: Got completion from peer 10.0.0.2<1> with status=IBV_WC_LOC_PROT_ERR(4) opcode=IBV_WC_SEND(0) vendor_err=81"
+    assert _event(new).sig.id == "ib-completion-access"
+    retry = acs.replace("error 4,", "error 12,")
+    assert _event(retry).sig.id == "ib-completion-error-12"
+    size = "h:1:2 [0] transport/net_ib.cc:1119 NCCL WARN NET/IB : req 0/1 tag 0 peer 10.0.0.6<5> collective mismatch error, local size 4 remote size 2"
+    assert _event(size).sig.id == "rank-config-mismatch"
+    assert _event("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory").sig.id == (
+        "nccl-library-missing"
+    )
+    ofi = "register_mr_buffers:544 NCCL WARN NET/OFI Unable to register memory (type = 2) for device 0. RC: -22, Error: Invalid argument"
+    assert _event(ofi).sig.id == "ofi-register-memory"
+    other = _event(
+        "h:1:2 [0] nccl_net_ofi_rdma_init:7978 NCCL WARN NET/OFI OFI fi_getinfo() call failed: No data available"
+    )
+    assert other.sig.id == "ofi-plugin" and other.groups["plugin_source"] == "aws/aws-ofi-nccl"
+    assert "nccl_where" not in other.groups
+
+
+def test_a_peer_on_an_ipoib_interface_means_infiniband(tmp_path):
+    """No HCA list in the log, but the peer's address sits on ib0 (IPoIB exists on InfiniBand only): the
+    RoCE GID-index fix is not offered."""
+    import json
+
+    from ncclgen.triage import run
+
+    log = tmp_path / "job.out"
+    log.write_text(
+        "h1:1:2 [0] transport/net_ib.cc:1333 NCCL WARN NET/IB : Got completion from peer fe80::1%ib0<3> with "
+        "error 12, opcode 1, len 1, vendor err 129 (Send)\n"
+    )
+    data = json.loads(run.triage([str(log)], fmt="json")[0])
+    assert data["fabric"]["name"] == "infiniband" and "GID index is not the cause" in data["fix"]

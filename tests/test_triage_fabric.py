@@ -81,5 +81,5 @@ def test_fabric_from_the_hcas_link_layer_in_the_logs(tmp_path):
         + (DATA / "nccl-426-roce-gid.log").read_text()
     )
     data = json.loads(run.triage([str(log)], fmt="json")[0])
-    assert data["fabric"] == {"name": "infiniband", "from": "the logs' HCA link layer"}
+    assert data["fabric"] == {"name": "infiniband", "from": "the logs' HCA link layer or IPoIB interfaces"}
     assert "gid_index" not in data["fix"]

@@ -112,7 +112,12 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     sig = catalogue.classes()[cid]
     if level == "INFO" and sig.role == "root":
         sig = catalogue.as_role(sig, "suspect")  # reported at INFO: the cause only when a failure follows
-    return sig, {"text": body[:300], "file": where.rsplit(":", 1)[0], "nccl_where": where}
+    groups = {"text": body[:300], "file": where.rsplit(":", 1)[0]}
+    if own or found:
+        groups["nccl_where"] = where
+    elif body.startswith("NET/OFI"):  # a net plugin's own line through NCCL's logger (aws-ofi-nccl)
+        groups["plugin_source"] = "aws/aws-ofi-nccl"
+    return sig, groups
 
 
 def classify(line: Line, seq: int) -> Event | None:

@@ -60,6 +60,9 @@ SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
 LINK_LOCAL = re.compile(r"^(?:169\.254\.|fe80:)")
 IPOIB = re.compile(r"^ib[\w.]*$")
+# A peer address on an IPoIB interface in an NCCL line ("from peer fe80::...%ib0<33397>"): InfiniBand, since
+# RoCE NICs carry Ethernet interfaces
+IPOIB_PEER = re.compile(r"%ib\d[\w.]*<\d+>")
 MAX_HOSTS = 1024
 
 
@@ -91,11 +94,14 @@ class Facts:
         self.seqs: dict[Line, int] = {}  # reading order of the lines a fact keeps
         self.success = False  # a line that only a finished run prints
         self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
+        self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
         if any(k in text for k in SUCCESS):
             self.success = True
+        if "%ib" in text and IPOIB_PEER.search(text):
+            self.ipoib_peer = True
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
             self._bare_version(line, seq)
             return
@@ -217,11 +223,12 @@ class Finding:
 
 
 def fabric(facts: Facts) -> str | None:
-    """The fabric the logs show: RoCE or IB from the HCAs' link layer, else None."""
+    """The fabric the logs show: RoCE or IB from the HCAs' link layer; else InfiniBand where an IPoIB interface
+    (a bootstrap interface or a peer's address) shows it; else None."""
     links = {h.link for h in facts.hosts.values() if h.link}
     if links == {"RoCE"}:
         return "roce"
-    if links == {"IB"}:
+    if links == {"IB"} or (not links and (facts.ipoib_peer or ipoib(facts))):
         return "infiniband"
     return None
 

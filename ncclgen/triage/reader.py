@@ -193,6 +193,7 @@ ANCHORS = (
     "Aborted (core",
     "Check failed",
     "terminate called",
+    "libnccl.so",
 )
 
 

@@ -18,11 +18,12 @@ WHY = {
 }
 # What to collect next when the logs do not name the rank that stopped first.
 COLLECT = (
-    "read the flight recorder's dumps (the last collectives of every rank): a job ncclgen rendered writes them to "
-    "the folder `ncclgen explain` names (TORCH_FR_DUMP_TEMP_FILE); otherwise PyTorch writes "
+    "with PyTorch, read the flight recorder's dumps (the last collectives of every rank): a job ncclgen rendered "
+    "writes them to the folder `ncclgen explain` names (TORCH_FR_DUMP_TEMP_FILE); otherwise PyTorch writes "
     "$HOME/.cache/torch/comm_lib_trace_rank_N on a timeout (seen with PyTorch 2.11; set "
     "TORCH_NCCL_DUMP_ON_TIMEOUT=1 where it is off); `ncclgen triage` on the dumps names the ranks that never "
-    "joined; NCCL_DEBUG=INFO shows each rank's last NCCL setup line"
+    "joined; with any framework (JAX has no flight recorder), NCCL_DEBUG=INFO on every process shows each rank's "
+    "last NCCL setup line, and `py-spy dump --native --pid PID` (or gdb) on a stuck rank shows where it waits"
 )
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 
@@ -40,6 +41,8 @@ def event_data(ev: Event) -> dict:
         data["nccl_source"] = f"NVIDIA/nccl {ev.groups['nccl_where']}"
     elif "NCCL WARN " in ev.line.text and (src := catalogue.nccl_source(ev.line.text.split("NCCL WARN ", 1)[1])):
         data["nccl_source"] = f"NVIDIA/nccl {src[1]}"
+    elif ev.groups.get("plugin_source"):
+        data["plugin_source"] = ev.groups["plugin_source"]
     return data
 
 
@@ -70,7 +73,10 @@ def as_data(
     hang = _hang(result)
     if result.status == "clean" and (hang or (fr and fr.get("collectives"))):
         data["status"] = "hang"  # the logs or a rank's flight recorder show a collective left waiting
-    data["fabric"] = {"name": fabric, "from": ("the plan" if plan else "the logs' HCA link layer") if fabric else None}
+    data["fabric"] = {
+        "name": fabric,
+        "from": ("the plan" if plan else "the logs' HCA link layer or IPoIB interfaces") if fabric else None,
+    }
     if result.first is not None:
         data["first"] = event_data(result.first)
         sig = result.first.sig
@@ -143,7 +149,8 @@ def _head(data: dict) -> list[str]:
             f"{data['lines_kept']} line(s) matched a signature or error marker"
         ]
     out = [f"{WHY[status]}: {_where(first)}", f"  {first['line']}"]
-    out.append(f"  at {first['where']}" + (f" ({first['nccl_source']})" if first.get("nccl_source") else ""))
+    source = first.get("nccl_source") or first.get("plugin_source")
+    out.append(f"  at {first['where']}" + (f" ({source})" if source else ""))
     if "cause" in data:
         out.append(f"cause: {data['cause']}")
         out.append(f"fix:   {data['fix']}")
