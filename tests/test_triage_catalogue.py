@@ -311,3 +311,27 @@ def test_a_peer_on_an_ipoib_interface_means_infiniband(tmp_path):
     )
     data = json.loads(run.triage([str(log)], fmt="json")[0])
     assert data["fabric"]["name"] == "infiniband" and "GID index is not the cause" in data["fix"]
+
+
+def test_pytorch_init_and_barrier_messages_by_their_source():
+    """PyTorch's own words for ranks that never met: rank 0's NCCL id not found in the store (ProcessGroupNCCL's
+    broadcastUniqueNCCLID), a store-based barrier or TCPStore server with fewer ranks than the world, Gloo's
+    monitored barrier naming the absent ranks, the heartbeat monitor; and a torch that cannot use the GPUs."""
+    reset = "[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer"
+    ev = _event(reset)
+    assert (
+        ev.sig.id == "nccl-id-from-rank0"
+        and ev.sig.role == "symptom"
+        and ev.groups["err"] == "Connection reset by peer"
+    )
+    barrier = "Timed out initializing process group in store based barrier on rank 3, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=4, timeout=0:30:00 error=x)"
+    assert _event(barrier).sig.id == "ranks-not-joined" and _event(barrier).groups["what"].endswith(
+        "num_workers_joined=4"
+    )
+    assert _event("DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.").sig.id == (
+        "ranks-not-joined"
+    )
+    gloo = _event("RuntimeError: Ranks 1, 3 failed to pass monitoredBarrier in 30000 ms")
+    assert gloo.sig.id == "monitored-barrier" and gloo.groups["ranks"] == "1, 3"
+    assert _event("[PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated").sig.id == "watchdog-stuck"
+    assert _event("AssertionError: Torch not compiled with CUDA enabled").sig.id == "torch-without-cuda"

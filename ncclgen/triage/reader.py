@@ -194,6 +194,14 @@ ANCHORS = (
     "Check failed",
     "terminate called",
     "libnccl.so",
+    "ncclUniqueId",
+    "monitoredBarrier",
+    "store based barrier",
+    "clients joined",
+    "Heartbeat monitor",
+    "Torch not compiled",
+    "too old",
+    "no NVIDIA driver",
 )
 
 
