@@ -335,3 +335,35 @@ def test_pytorch_init_and_barrier_messages_by_their_source():
     assert gloo.sig.id == "monitored-barrier" and gloo.groups["ranks"] == "1, 3"
     assert _event("[PG 0 Rank 0] Heartbeat monitor timed out! Process will be terminated").sig.id == "watchdog-stuck"
     assert _event("AssertionError: Torch not compiled with CUDA enabled").sig.id == "torch-without-cuda"
+
+
+def test_fourth_trial_families():
+    """NCCL's cuMem host path in the SHM transport (CUDA 217, a size-0 segment) is not /dev/shm's size; vLLM's
+    custom all-reduce needs peer access; CUDACHECK's 'Failed: Cuda error'; a device busy or unavailable; torchrun's
+    worker exit of any status; a closed rendezvous; PyTorch 1.x's 'unhanled'; vLLM's pynccl 'NCCL error:'."""
+    shm = "h:1:2 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'"
+    assert _event(shm).sig.id == "shm-cumem-host"
+    attach = "h:1:2 [7] misc/shmutils.cc:132 NCCL WARN Error while attaching to shared memory segment /dev/shm/nccl- (size 0), error: No such file or directory (2)"
+    assert _event(attach).sig.id == "shm-cumem-host"
+    small = "h:1:2 [7] misc/shmutils.cc:100 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)"
+    assert _event(small).sig.id == "shm"
+    car = "Failed: Cuda error /w/vllm/csrc/custom_all_reduce.cuh:307 'peer access is not supported between these two devices'"
+    assert _event(car).sig.id == "custom-allreduce-p2p"
+    assert _event("Failed: Cuda error /w/vllm/csrc/x.cu:3 'an illegal memory access was encountered'").sig.id == (
+        "cuda-kernel-launch"
+    )
+    assert (
+        _event("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable").sig.id
+        == "gpu-unavailable"
+    )
+    ex = _event(
+        "E0213 12:07:20.086000 870572 api.py:869] failed (exitcode: 1) local_rank: 0 (pid: 876053) of binary: /bin/python3"
+    )
+    assert ex.sig.id == "elastic-worker-failed" and ex.sig.role == "symptom"
+    assert _event("torch.distributed.elastic.rendezvous.api.RendezvousClosedError").sig.id == "rendezvous-closed"
+    assert _event(
+        "NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhanled system error"
+    ).sig.role == ("symptom")
+    assert (
+        _event("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)").sig.id == "nccl-error"
+    )

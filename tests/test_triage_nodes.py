@@ -256,3 +256,43 @@ def test_only_symptoms_say_what_to_collect_and_a_line_above_the_root_is_not_then
     assert [t["before_first"] for t in data["then"]] == [True]
     out, _code = run.triage([str(tmp_path / "job.out")], fmt="text")
     assert "\nbefore it 1 rank" in out and "\nthen " not in out
+
+
+def test_a_hang_after_init_names_the_last_collective_and_the_ranks_missing(tmp_path):
+    """nccl#997: every rank finished init, entered AllReduce opCount 0, and nothing followed; NCCL's COLL lines
+    (src/enqueue.cc) say which processes are behind and how many of the communicator's ranks the logs show."""
+    coll = (
+        "AllReduce: opCount {} sendbuff 0x1 recvbuff 0x1 count 1 datatype 1 op 0 root 0 comm 0x4 [nranks=4] stream 0x5"
+    )
+    log = info("n1", 10, coll.format("1")) + info("n1", 11, coll.format("1")) + info("n2", 20, coll.format("0"))
+    data = triage(tmp_path, log)
+    assert data["status"] == "hang" and data["_code"] == 1
+    assert data["hang"]["last"] == [
+        "n2:20 stopped before opCount 0x1, which the others reached",
+        "AllReduce opCount 0x1 is the last collective in the logs (2 processes)",
+        "3 of the communicator's 4 ranks appear in these logs: read the others' too",
+    ]
+    done = triage(tmp_path, log + "#  Avg bus bandwidth    : 21.5\n")
+    assert done["status"] == "clean" and done["hang"] is None
+
+
+def test_the_line_after_last_error_keeps_its_prefix_and_is_read_as_nccl(tmp_path):
+    """PyTorch's 'Last error:' quote under Ray's prefix (vllm#3688): printed as the log has it, classified as NCCL's
+    WARN text."""
+    ray = "(RayWorkerVllm pid=4028887) ERROR 03-28 21:38:23 ray_utils.py:44] "
+    log = f"{ray}ncclUnhandledCudaError: Call to CUDA function failed.\n{ray}Last error:\n{ray}Cuda failure 'invalid argument'\n"
+    data = triage(tmp_path, log)
+    assert (
+        data["first"]["line"] == f"{ray}Cuda failure 'invalid argument'"
+        and data["first"]["signature"] == "cuda-failure"
+    )
+
+
+def test_a_generic_cuda_error_takes_the_gpu_hardware_cause_the_driver_reports(tmp_path):
+    """sichek#51: nccl-tests' 'Test CUDA failure' without its text, then the driver's NV_ERR_RESET_REQUIRED:
+    the root stays the first line, the cause is the GPU; dmesg -T times are read (a timed line sorts first)."""
+    log = "Test CUDA failure common.cu:1007\n[ 8512.3] NVRM: nvAssertOkFailedNoLog: Assertion failed: Reset required [NV_ERR_RESET_REQUIRED] (0x00000062)\n"
+    data = triage(tmp_path, log)
+    assert data["first"]["where"].endswith(":1") and data["first"]["signature"] == "gpu-nvrm-fatal"
+    xid = triage(tmp_path, "[Fri Aug  9 13:32:56 2024] NVRM: Xid (PCI:0000:00:08): 94, pid=1, Contained: SM\n")
+    assert xid["first"]["time"] == "08-09 13:32:56.000000" and xid["first"]["signature"] == "gpu-xid"

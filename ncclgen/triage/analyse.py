@@ -18,13 +18,16 @@ from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
-FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/", "Destroy COMPLETE")
+FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/", "Destroy COMPLETE", "opCount")
 # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
 BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")
 BLOCK_SPAN = 6  # lines from a field to the event it belongs to
 # Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin")
+# A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
+# driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
+HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 
@@ -71,6 +74,7 @@ class Accumulator:
         self.facts = nodes.Facts()
         self.suspects: list[Event] = []  # every suspect, earliest first (bounded)
         self.block: dict[str, tuple[str, int, str]] = {}  # field -> (file, line, value) of torchrun's table
+        self.hardware: Event | None = None  # the earliest GPU hardware failure
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -97,6 +101,8 @@ class Accumulator:
             return
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
+        if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
+            self.hardware = ev
         if role == "suspect" and len(self.suspects) < MAX_KEYS:
             self.suspects.append(ev)
         key = (ev.sig.id if ev.sig else "error", summary(ev))
@@ -143,7 +149,14 @@ class Accumulator:
         root = self.best.get("root")
         if root is not None:
             earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
-            return "cause", min(earlier, key=order) if earlier else root
+            if earlier:
+                return "cause", min(earlier, key=order)
+            hw = self.hardware
+            if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
+                return "cause", Event(
+                    root.line, hw.sig, hw.groups, root.time, root.node or hw.node, root.rank, root.seq
+                )
+            return "cause", root
         if failed and self.suspects:
             return "cause", min(self.suspects, key=order)
         if failed:

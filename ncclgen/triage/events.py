@@ -30,6 +30,12 @@ HOST_FIELD = re.compile(r"(?:^|(?<=[\s\[(,]))host\s*:\s*(?P<node>[A-Za-z0-9][\w.
 ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
 # glog/c10 form: [E321 02:07:08.408271257 ...] is March 21 (month without a leading zero), E1021 October 21
 GLOG = re.compile(r"\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
+# dmesg -T: "[Sun Jul 28 09:15:27 2024]" (the kernel's Xid and NVRM lines)
+DMESG = re.compile(
+    r"\[(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(?P<d>\d{1,2}) "
+    r"(?P<t>\d\d:\d\d:\d\d) \d{4}\]"
+)
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 REGENERATE = re.compile(r"Regenerate: (?P<argv>ncclgen .*)$")
 # NCCL before 2.9 or so put the source file before the level: "host:pid:tid [0] misc/socket.cc:403 NCCL WARN ...";
 # before 2.4 without the word NCCL: "include/socket.h:344 WARN Socket creation failed : ..."
@@ -70,6 +76,8 @@ class Event:
 
 
 def timestamp(text: str) -> str | None:
+    if "] " in text and (d := DMESG.search(text)):
+        return f"{MONTHS.index(d.group('mon')) + 1:02d}-{int(d.group('d')):02d} {d.group('t')}.000000"
     m = ISO.search(text) or GLOG.search(text)
     if not m:
         return None
@@ -108,7 +116,8 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     own = f"src/{m.group('file')}:{m.group('line')}" if m.group("file") else None  # the line's own release
     fmt, where = (found[0], own or found[1]) if found else (body, own or "src/?")
     cid = catalogue.class_of(level, fmt, where) if own or not found else found[2]
-    cid = catalogue.refine(catalogue.refine_event(cid, body), body)
+    event = catalogue.refine_event(cid, body)  # the class's own refinement first; else the CUDA error's
+    cid = event if event != cid else catalogue.refine(cid, body)
     sig = catalogue.classes()[cid]
     if level == "INFO" and sig.role == "root":
         sig = catalogue.as_role(sig, "suspect")  # reported at INFO: the cause only when a failure follows
@@ -123,22 +132,22 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
 def classify(line: Line, seq: int) -> Event | None:
     """The event for ``line``: the first signature whose key and regex match, else an NCCL WARN (or failing
     INFO) line by its source, else an error line, else None."""
-    text = line.text
+    text = f"NCCL WARN {line.nccl_text}" if line.nccl_text is not None else line.text
     for sig in catalogue.signatures():
         if any(k in text for k in sig.keys) and sig.match and (m := sig.match.search(text)):
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
             if sig.refine_cuda and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
                 sig = catalogue.classes()[cid]  # 'CUDA error: out of memory' is a GPU memory failure
                 groups["text"] = text[:300]
-            node, rank = locate(text, groups)
-            return Event(line, sig, groups, timestamp(text), node, rank, seq)
+            node, rank = locate(line.text, groups)
+            return Event(line, sig, groups, timestamp(line.text), node, rank, seq)
     if (xla := XLA_LAST.search(text)) and (found := nccl_event("NCCL WARN " + xla.group("text"))):
-        node, rank = locate(text, {})
-        return Event(line, found[0], found[1], timestamp(text), node, rank, seq)
+        node, rank = locate(line.text, {})
+        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
     if ("NCCL " in text or OLD_NCCL_WARN.search(text)) and (found := nccl_event(text)):
-        node, rank = locate(text, {})
-        return Event(line, found[0], found[1], timestamp(text), node, rank, seq)
+        node, rank = locate(line.text, {})
+        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
     if ERROR_LINE.search(text):
-        node, rank = locate(text, {})
-        return Event(line, None, {}, timestamp(text), node, rank, seq)
+        node, rank = locate(line.text, {})
+        return Event(line, None, {}, timestamp(line.text), node, rank, seq)
     return None

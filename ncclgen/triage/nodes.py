@@ -43,6 +43,12 @@ CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
+# Each collective a rank enqueues, at NCCL_DEBUG_SUBSYS=COLL ("AllReduce: opCount 1a sendbuff ... comm 0x... [nranks=16]",
+# src/enqueue.cc): with no error line, the last one per process says where a hang began and which ranks lag.
+COLL = re.compile(
+    r":(?P<pid>\d+):\d+ \[\d+\] NCCL INFO (?P<op>\w+): opCount (?P<count>[0-9a-f]+) .*\[nranks=(?P<n>\d+)\]"
+)
+MAX_PROCS = 256
 # The net plugin a process loaded, in the forms nccllines.py does not read: "Plugin Path : PATH" (the library
 # found, 2.2x src/plugin/plugin_open.cc) and "NET/Plugin : No plugin found (libnccl-net.so), using internal
 # implementation" (before 2.19, src/net.cc): an external plugin on some nodes only is a setup that differs.
@@ -83,6 +89,7 @@ class Host:
     started: set[str] = field(default_factory=set)  # "comm/rank" that printed Init START or a channel line
     complete: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)  # NCCL_* the process read from its environment
+    colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
 
 
@@ -174,8 +181,12 @@ def _channel(h: Host, gdr: bool, line: Line, net: str) -> None:
 
 
 def _read(h: Host, text: str, line: Line) -> None:
-    """The older forms (and the lines nccllines does not read): channels, init, version, net, then the rest."""
-    if "via NET/" in text and (m := CHANNEL_NET.search(text)):
+    """The older forms (and the lines nccllines does not read): collectives, channels, init, version, net, then
+    the rest."""
+    if "opCount" in text and (m := COLL.search(text)):
+        if m.group("pid") in h.colls or len(h.colls) < MAX_PROCS:
+            h.colls[m.group("pid")] = (int(m.group("count"), 16), m.group("op"), int(m.group("n")))
+    elif "via NET/" in text and (m := CHANNEL_NET.search(text)):
         _channel(h, bool(m.group("gdr")), line, m.group("net"))
     elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
@@ -348,6 +359,28 @@ def unfinished(facts: Facts) -> list[str]:
     if facts.success:
         return []
     return sorted(h.name for h in hosts if h.net_channels or h.started)
+
+
+def last_collectives(facts: Facts) -> list[str]:
+    """With no sign the run ended well, where each process's collectives stopped: the processes behind the
+    others first (what the rest wait for), and how many of the communicator's ranks the logs show. opCounts
+    count per communicator, so processes are compared only when their last lines are of one size of group."""
+    procs = [(c, f"{h.name}:{pid}") for h in facts.hosts.values() for pid, c in h.colls.items()]
+    if facts.success or not procs:
+        return []
+    top = max(procs, key=lambda p: p[0][0])[0]
+    if len({c[2] for c, _who in procs}) > 1:
+        return [
+            f"{len(procs)} processes' last collectives are in communicators of different sizes; the latest: {top[1]} opCount {top[0]:#x}"
+        ]
+    behind = sorted(who for c, who in procs if c[0] < top[0])
+    out = [f"{', '.join(behind[:8])} stopped before opCount {top[0]:#x}, which the others reached"] if behind else []
+    out.append(
+        f"{top[1]} opCount {top[0]:#x} is the last collective in the logs ({len(procs) - len(behind)} processes)"
+    )
+    if len(procs) < top[2]:
+        out.append(f"{len(procs)} of the communicator's {top[2]} ranks appear in these logs: read the others' too")
+    return out
 
 
 def ipoib(facts: Facts) -> list[str]:

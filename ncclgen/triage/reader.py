@@ -58,10 +58,11 @@ FACT_KEYS = (
     "Avg bus bandwidth",
     "NET/Plugin",
     "Plugin Path",
+    "opCount",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
-CAPPED = {"via NET/": 4096, "Init COMPLETE": 65536, "Init START": 65536}
+CAPPED = {"via NET/": 4096, "Init COMPLETE": 65536, "Init START": 65536, "opCount": 65536}
 # Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickles): not text.
 FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 # A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,
@@ -78,7 +79,8 @@ CONTINUED = re.compile(rb" \\\n#   ")
 class Line:
     file: str
     lineno: int
-    text: str
+    text: str  # as in the file
+    nccl_text: str | None = None  # NCCL's WARN text PyTorch quoted after "Last error:" (read as a WARN line)
 
 
 # What the reader searches for: short substrings, one of which every signature key, error marker, failure
@@ -202,6 +204,11 @@ ANCHORS = (
     "Torch not compiled",
     "too old",
     "no NVIDIA driver",
+    "custom_all_reduce",
+    "NV_ERR_",
+    "fallen off the bus",
+    "GPU is lost",
+    "opCount",
 )
 
 
@@ -292,10 +299,13 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: dict[byte
     """The lines grep finds, as _scan_one would give them (the corpus header skipped, the line after
     'Last error:' read from the file)."""
     done = 0
+    quoted = 0  # the line read as 'Last error:''s quote: not yielded again when grep finds it too
     for lineno, offset, raw in grepscan.lines(f, keys, capped):
         if progress and offset - done > CHUNK:
             progress(offset - done)
             done = offset
+        if lineno == quoted:
+            continue
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if not text.startswith(CORPUS_HEADER):
             yield Line(str(f), lineno, text)
@@ -303,14 +313,18 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: dict[byte
             fh.seek(offset + len(raw) + 1)
             body = fh.readline(1 << 16)
             if body.endswith(b"\n"):
-                yield Line(str(f), lineno + 1, _last_error(body.rstrip(b"\r\n").decode("utf-8", "replace")))
+                quoted = lineno + 1
+                yield _last_error(str(f), lineno + 1, text, body.rstrip(b"\r\n").decode("utf-8", "replace"))
     if progress:
         progress(f.stat().st_size - done)
 
 
-def _last_error(body: str) -> str:
-    """PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix."""
-    return "NCCL WARN " + (body.split(":", 1)[-1] if body.startswith("[") else body)
+def _last_error(name: str, lineno: int, head: str, body: str) -> Line:
+    """PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix but with the
+    launcher's or logger's prefix both lines share (`[trainer0|0]:`, Ray's `(Worker pid=1) ERROR ... ]`)."""
+    prefix = head[: -len("Last error:")]
+    text = body[len(prefix) :] if prefix and body.startswith(prefix) else body
+    return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text)
 
 
 def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
@@ -344,7 +358,7 @@ def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[byt
             if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
                 # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix
                 body = buf[stop + 1 : after].decode("utf-8", "replace").rstrip("\r")
-                yield Line(name, lineno + 1, _last_error(body))
+                yield _last_error(name, lineno + 1, text, body)
                 lineno += 1
                 seen = stop + 1
                 stop = after

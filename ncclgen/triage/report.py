@@ -52,9 +52,10 @@ def _hang(result: Result) -> dict | None:
     timeouts = [(text, g) for text, g in result.groups if _timeout(g.first)]
     first_timeout = result.first is not None and _timeout(result.first)
     incomplete = nodes.unfinished(result.facts)
-    if result.status not in ("unclassified", "clean") or not (timeouts or first_timeout or incomplete):
+    stopped = nodes.last_collectives(result.facts)
+    if result.status not in ("unclassified", "clean") or not (timeouts or first_timeout or incomplete or stopped):
         return None
-    last = [counted(text, g) for text, g in timeouts]
+    last = [counted(text, g) for text, g in timeouts] + stopped
     if first_timeout and not timeouts and result.first is not None and result.first.sig is not None:
         who = "rank " + (result.first.rank or "?")
         last.insert(0, catalogue.fill(result.first.sig.then.replace("{n} ranks", who), result.first.groups))
