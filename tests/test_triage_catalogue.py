@@ -367,3 +367,25 @@ def test_fourth_trial_families():
     assert (
         _event("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)").sig.id == "nccl-error"
     )
+
+
+def test_fifth_trial_families():
+    """NCCL's text after 'Last error:' on the same line names the cause; an NCCL WARN text without its prefix is
+    read by its format only when the format is long; other wrappers' CUDA runtime errors are refined by their
+    text; a connect to a loopback address is a loopback address advertised."""
+    joined = (
+        "10: torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled system error "
+        "10: Last error: 10: socketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused connection abort"
+    )
+    assert _event(joined).sig.id == "socket-loopback"
+    assert _event("socketStartConnect: Connect to 10.0.0.2<45069> failed : No route to host").sig.id == (
+        "socket-connect"
+    )
+    bare = "(Runner pid=8) Error while creating shared memory segment /dev/shm/nccl-Um (size 7340384)"
+    assert _event(bare).sig.id == "shm"
+    assert _event("(Runner pid=8) Connection closed") is None  # a short format is no evidence without NCCL's prefix
+    trt = "[TensorRT-LLM][ERROR] CUDA runtime error in error: peer access is not supported between these two devices"
+    assert _event(trt).sig.id == "p2p-ipc"
+    assert _event(
+        "RuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMalloc(ptr, n): out of memory"
+    ).sig.id == ("gpu-oom")

@@ -217,12 +217,36 @@ def test_prefixed_lines_and_the_pre_2_4_interface_line(tmp_path):
     assert data["first"]["node"] == "gpu2" and "lo (127.0.0.1)" in data["cause"]
 
 
-def test_channels_set_up_then_nothing_is_a_hang_in_init(tmp_path):
+def test_channels_set_up_then_nothing_ends_in_init(tmp_path):
+    """No rank printed Init COMPLETE and nothing shows the run's end: a hang there, or an excerpt cut short;
+    the log cannot tell which, so it is no failure (exit 0) but says where it ends and what to collect."""
     chan = "Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA"
     log = info("gpu1", 10, chan) + info("gpu2", 20, chan.replace("send", "receive"))
     data = triage(tmp_path, log)
-    assert data["status"] == "hang" and data["_code"] == 1
-    assert data["hang"]["init_incomplete"] == ["gpu1", "gpu2"]
+    assert data["status"] == "unfinished" and data["_code"] == 0 and "first" not in data
+    assert data["hang"]["ends_early"] == ["gpu1", "gpu2"] and not data["hang"]["certain"]
+
+
+def test_old_init_lines_without_a_network_channel_end_in_init(tmp_path):
+    """NCCL 2.4-2.7 init lines on one node (affinity, intra-node rings and channels) count as init begun."""
+    log = info("gpu1", 10, "Setting affinity for GPU 0 to ff00ff") + info("gpu1", 11, "Ring 00 : 0 -> 1 via P2P/IPC")
+    assert triage(tmp_path, log)["hang"]["ends_early"] == ["gpu1"]
+
+
+def test_nccl_tests_rows_show_the_run_got_past_init(tmp_path):
+    row = (
+        "           8             2     float     sum    45.82    0.00    0.00  2e-07    38.17    0.00    0.00  1e-07\n"
+    )
+    log = info("gpu1", 10, "Channel 00/02 :    0   1") + row
+    assert triage(tmp_path, log)["status"] == "clean"
+
+
+def test_ranks_behind_others_that_completed_init_are_a_hang(tmp_path):
+    start = "comm 0x1 rank {r} nranks 2 cudaDev {r} busId 1000 - Init {w}"
+    log = info("gpu1", 10, start.format(r=0, w="START")) + info("gpu1", 10, start.format(r=0, w="COMPLETE"))
+    log += info("gpu2", 20, start.format(r=1, w="START"))
+    data = triage(tmp_path, log)
+    assert data["status"] == "hang" and data["_code"] == 1 and data["hang"]["init_incomplete"] == ["gpu2 rank 1"]
 
 
 def test_a_run_that_finished_is_no_hang(tmp_path):

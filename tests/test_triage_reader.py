@@ -38,7 +38,7 @@ def test_grep_and_python_engines_give_the_same_lines():
 def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
     log = tmp_path / "big.log"
     log.write_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0\n" * 50 + "FATAL boom\n")
-    monkeypatch.setattr(reader, "CAPPED", {**reader.CAPPED, "via NET/": 7})
+    monkeypatch.setattr(reader, "CAPPED", {**reader.CAPPED, "via NET/": 7, "INFO Channel ": 7})
     from ncclgen.triage import grepscan
 
     for engine in ("python", "grep") if grepscan.available() else ("python",):

@@ -214,6 +214,7 @@ def counted(text: str, g: Group) -> str:
         shown = catalogue.fill(sig.then, {**g.first.groups, "n": f"{n}{'+' if n >= MAX_KEYS else ''}"})
         if n == 1:
             shown = shown.replace("1 ranks'", "1 rank's").replace("1 ranks", "1 rank").replace("agents", "agent")
+            shown = shown.replace(" their ", " its ")
         return shown
     lines = "line" if g.lines == 1 else "lines"
     if sig is None:

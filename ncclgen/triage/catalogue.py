@@ -151,9 +151,14 @@ def nccl_warn_formats() -> dict[str, str]:
     return {fmt: where for level, fmt, where in nccl_rows() if level == "WARN"}
 
 
+# The literal text a format needs before a line without NCCL's prefix is taken for it (bare=True)
+BARE_LITERAL = 24
+
+
 @functools.cache
-def nccl_index(level: str) -> tuple[tuple[re.Pattern[str], str, str, str], ...]:
-    """(regex, format, where, class) for each format of ``level``, longest literal text first."""
+def nccl_index(level: str) -> tuple[tuple[re.Pattern[str], str, str, str, int], ...]:
+    """(regex, format, where, class, literal length; 0 when the format starts with a conversion) for each
+    format of ``level``, longest literal text first."""
     out = []
     for lvl, fmt, where in nccl_rows():
         if lvl != level:
@@ -164,15 +169,19 @@ def nccl_index(level: str) -> tuple[tuple[re.Pattern[str], str, str, str], ...]:
             continue
         lead = r"\s*" if parts[0].strip() else ".*?"
         rx = re.compile(lead + ".*?".join(re.escape(p.strip()) for p in parts if p.strip()))
-        out.append((sum(len(p) for p in parts), rx, fmt, where, class_of(lvl, fmt, where)))
+        size = sum(len(p) for p in parts)
+        out.append((size, rx, fmt, where, class_of(lvl, fmt, where), size if parts[0].strip() else 0))
     out.sort(key=lambda t: -t[0])
     return tuple(t[1:] for t in out)
 
 
 @functools.lru_cache(maxsize=4096)
-def nccl_source(text: str, level: str = "WARN") -> tuple[str, str, str] | None:
-    """(format, src/file:line, class) of the NCCL line that printed ``text`` (the part after 'NCCL WARN ')."""
-    for rx, fmt, where, cid in nccl_index(level):
+def nccl_source(text: str, level: str = "WARN", bare: bool = False) -> tuple[str, str, str] | None:
+    """(format, src/file:line, class) of the NCCL line that printed ``text`` (the part after 'NCCL WARN ');
+    ``bare``: text without NCCL's prefix, taken only for a format that starts with BARE_LITERAL characters."""
+    for rx, fmt, where, cid, literal in nccl_index(level):
+        if bare and literal < BARE_LITERAL:
+            continue
         if rx.match(text):
             return fmt, where, cid
     return None

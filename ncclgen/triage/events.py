@@ -49,6 +49,12 @@ NCCL_LINE = re.compile(
 XLA_LAST = re.compile(
     r"Last NCCL warning\(error\)(?: log entry \(may be unrelated\))?:? ?(?P<q>'?)(?P<text>.+?)(?P=q)\.?$"
 )
+# PyTorch's "Last error:" with NCCL's text on the same line (a log whose lines were joined: an issue pasted without
+# a code block, a launcher or event stream that flattens them), after the launcher's prefix repeated ("10: ")
+LAST_INLINE = re.compile(r"(?:(?P<pre>\[[^\]]*\]:?|\S+:) )?Last error: +(?:(?P=pre) )?(?P<text>\S.*)$")
+# What a launcher or logger puts before a quoted NCCL WARN text whose own "host:pid:tid [dev] NCCL WARN" was
+# dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: ")
+BARE_PREFIX = re.compile(r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:))*\s*")
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
     r"NCCL WARN|" + OLD_NCCL_WARN.pattern + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception): "
@@ -131,8 +137,18 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
 
 def classify(line: Line, seq: int) -> Event | None:
     """The event for ``line``: the first signature whose key and regex match, else an NCCL WARN (or failing
-    INFO) line by its source, else an error line, else None."""
-    text = f"NCCL WARN {line.nccl_text}" if line.nccl_text is not None else line.text
+    INFO) line by its source, else an error line, else None. NCCL's text quoted after "Last error:" on the
+    same line is what names the cause, so it is tried first."""
+    if line.nccl_text is not None:
+        return _classify(line, f"NCCL WARN {line.nccl_text}", seq)
+    if "Last error:" in line.text and (m := LAST_INLINE.search(line.text)):
+        quoted = _classify(line, "NCCL WARN " + m.group("text"), seq)
+        if quoted is not None and quoted.sig is not None:
+            return quoted
+    return _classify(line, line.text, seq)
+
+
+def _classify(line: Line, text: str, seq: int) -> Event | None:
     for sig in catalogue.signatures():
         if any(k in text for k in sig.keys) and sig.match and (m := sig.match.search(text)):
             groups = {k: v for k, v in m.groupdict().items() if v is not None}
@@ -141,13 +157,26 @@ def classify(line: Line, seq: int) -> Event | None:
                 groups["text"] = text[:300]
             node, rank = locate(line.text, groups)
             return Event(line, sig, groups, timestamp(line.text), node, rank, seq)
-    if (xla := XLA_LAST.search(text)) and (found := nccl_event("NCCL WARN " + xla.group("text"))):
-        node, rank = locate(line.text, {})
-        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
-    if ("NCCL " in text or OLD_NCCL_WARN.search(text)) and (found := nccl_event(text)):
+    found = None
+    if xla := XLA_LAST.search(text):
+        found = nccl_event("NCCL WARN " + xla.group("text"))
+    if found is None and ("NCCL " in text or OLD_NCCL_WARN.search(text)):
+        found = nccl_event(text)
+    if found is None and "NCCL " not in text:
+        found = bare_warn(text)
+    if found is not None:
         node, rank = locate(line.text, {})
         return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
     if ERROR_LINE.search(text):
         node, rank = locate(line.text, {})
         return Event(line, None, {}, timestamp(line.text), node, rank, seq)
     return None
+
+
+def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
+    """An NCCL WARN text quoted without NCCL's prefix (Ray's log dedup, a person's paste): looked up among the
+    formats long enough that no other program's words match them by chance."""
+    body = BARE_PREFIX.sub("", text, count=1)
+    if catalogue.nccl_source(body, "WARN", bare=True) is None:
+        return None
+    return nccl_event("NCCL WARN " + body)

@@ -61,6 +61,14 @@ NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
 # nccl-tests' summary (src/common.cu).
 SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
+# Lines NCCL prints while a communicator is being set up, in any release: "Setting affinity for GPU" (src/init.cc),
+# "Channel 00/02 :" and "Ring 00 : 0 -> 1 via P2P/IPC" (src/graph/connect.cc, src/transport.cc). With no Init
+# COMPLETE anywhere they show that init began and the log ends before it finished: a hang there, or an excerpt
+# cut short. (reader.CAPPED keeps the first lines of each.)
+PROGRESS = re.compile(r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+)? :|Ring \d+ :)")
+# A row of nccl-tests' results table (NVIDIA/nccl-tests src/common.cu: size, count, type, redop, root, times):
+# collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
+BENCH_ROW = re.compile(r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int(?:8|32|64)|fp8_\w+)\s")
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -87,6 +95,7 @@ class Host:
     ib_channels: bool = False  # a network channel via NET/IB (InfiniBand or RoCE verbs), where GDRDMA applies
     gdr_disabled: bool = False
     started: set[str] = field(default_factory=set)  # "comm/rank" that printed Init START or a channel line
+    progress: bool = False  # a line NCCL prints during init (PROGRESS)
     complete: set[str] = field(default_factory=set)
     env: dict[str, str] = field(default_factory=dict)  # NCCL_* the process read from its environment
     colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
@@ -102,6 +111,7 @@ class Facts:
         self.success = False  # a line that only a finished run prints
         self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
         self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
+        self.ran = False  # nccl-tests printed a result row
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
@@ -109,6 +119,8 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
+        if "float" in text and BENCH_ROW.search(text):
+            self.ran = True
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
             self._bare_version(line, seq)
             return
@@ -192,6 +204,8 @@ def _read(h: Host, text: str, line: Line) -> None:
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
     elif "Init START" in text and (m := INIT_START.search(text)):
         h.started.add(f"{m.group('comm')}/{m.group('rank')}")
+    elif PROGRESS.search(text):
+        h.progress = True
     elif m := VERSION.search(text):
         h.version = h.version or m.group("v")
         h.lines.setdefault("version", line)
@@ -351,14 +365,19 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
 
 def unfinished(facts: Facts) -> list[str]:
     """'HOST rank R' for every rank that started NCCL init (Init START) and never printed Init COMPLETE, when
-    some rank did (so the log carries the COMPLETE lines); with none complete anywhere, every host that set up
-    channels or started init, unless the log shows the run ended well (Destroy COMPLETE, nccl-tests' average)."""
+    some rank did (so the log carries the COMPLETE lines, and these ranks are behind the others)."""
     hosts = facts.hosts.values()
-    if any(h.complete for h in hosts):
-        return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
-    if facts.success:
+    if not any(h.complete for h in hosts):
         return []
-    return sorted(h.name for h in hosts if h.net_channels or h.started)
+    return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
+
+
+def ends_early(facts: Facts) -> list[str]:
+    """With no Init COMPLETE anywhere and no sign the run got past init (Destroy COMPLETE, nccl-tests' rows or
+    average): the hosts whose NCCL init began. A hang there, or a log cut short: the log alone cannot tell."""
+    if facts.success or facts.ran or any(h.complete for h in facts.hosts.values()):
+        return []
+    return sorted(h.name for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
 
 
 def last_collectives(facts: Facts) -> list[str]:

@@ -62,7 +62,16 @@ FACT_KEYS = (
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
-CAPPED = {"via NET/": 4096, "Init COMPLETE": 65536, "Init START": 65536, "opCount": 65536}
+CAPPED = {
+    "via NET/": 4096,
+    "Init COMPLETE": 65536,
+    "Init START": 65536,
+    "opCount": 65536,
+    "INFO Channel ": 4096,
+    "INFO Ring ": 4096,
+    "Setting affinity for GPU": 4096,
+    "float ": 64,
+}
 # Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickles): not text.
 FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 # A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,

@@ -14,6 +14,7 @@ WHY = {
     "mismatch": "nodes set up differently, with no error line",
     "unclassified": "a failure ncclgen cannot classify; the earliest error line",
     "hang": "a hang with no error line",
+    "unfinished": "no error line, and the logs end before the run did (a hang there, or a log cut short)",
     "clean": "no failure found",
 }
 # What to collect next when the logs do not name the rank that stopped first.
@@ -48,18 +49,28 @@ def event_data(ev: Event) -> dict:
 
 def _hang(result: Result) -> dict | None:
     """What the logs show last when no line names a cause: unfinished NCCL inits and the collectives the
-    ranks timed out in, with what to collect next."""
+    ranks timed out in, with what to collect next. `certain`: a timeout, ranks behind others that completed
+    init, or collectives, rather than only a log that ends before the run's end."""
     timeouts = [(text, g) for text, g in result.groups if _timeout(g.first)]
     first_timeout = result.first is not None and _timeout(result.first)
     incomplete = nodes.unfinished(result.facts)
     stopped = nodes.last_collectives(result.facts)
-    if result.status not in ("unclassified", "clean") or not (timeouts or first_timeout or incomplete or stopped):
+    early = nodes.ends_early(result.facts)
+    certain = bool(timeouts or first_timeout or incomplete or stopped)
+    if result.status not in ("unclassified", "clean") or not (certain or early):
         return None
     last = [counted(text, g) for text, g in timeouts] + stopped
     if first_timeout and not timeouts and result.first is not None and result.first.sig is not None:
         who = "rank " + (result.first.rank or "?")
         last.insert(0, catalogue.fill(result.first.sig.then.replace("{n} ranks", who), result.first.groups))
-    return {"init_incomplete": incomplete[:32], "last": last[:16], "collect_next": COLLECT, "source": COLLECT_SOURCE}
+    return {
+        "certain": certain,
+        "init_incomplete": incomplete[:32],
+        "ends_early": early[:32],
+        "last": last[:16],
+        "collect_next": COLLECT,
+        "source": COLLECT_SOURCE,
+    }
 
 
 def _timeout(ev: Event) -> bool:
@@ -70,10 +81,8 @@ def _timeout(ev: Event) -> bool:
 def as_data(
     result: Result, files: int, plan, plan_notes: list[str], fr: dict | None, fabric: str | None = None
 ) -> dict:
-    data: dict = {"status": result.status, "files": files, "lines_kept": result.lines_kept}
     hang = _hang(result)
-    if result.status == "clean" and (hang or (fr and fr.get("collectives"))):
-        data["status"] = "hang"  # the logs or a rank's flight recorder show a collective left waiting
+    data: dict = {"status": _status(result, hang, fr), "files": files, "lines_kept": result.lines_kept}
     data["fabric"] = {
         "name": fabric,
         "from": ("the plan" if plan else "the logs' HCA link layer or IPoIB interfaces") if fabric else None,
@@ -110,6 +119,16 @@ def as_data(
     return data
 
 
+def _status(result: Result, hang: dict | None, fr: dict | None) -> str:
+    """A clean read becomes a hang when the logs or a rank's flight recorder show a collective left waiting,
+    and 'unfinished' when init began and nothing shows the run ended (hung, or cut short)."""
+    if result.status != "clean":
+        return result.status
+    if (hang and hang["certain"]) or (fr and fr.get("collectives")):
+        return "hang"
+    return "unfinished" if hang else "clean"
+
+
 def as_json(data: dict) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
@@ -127,9 +146,12 @@ def as_text(data: dict) -> str:
     if data["hang"]:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
+        for what in data["hang"]["ends_early"]:
+            out.append(f"ends early: {what} began NCCL init; no rank printed Init COMPLETE or an end of the run")
         for item in data["hang"]["last"]:
             out.append(f"last: {item}")
-        out.append(f"collect next: {data['hang']['collect_next']}")
+        unsure = "" if data["hang"]["certain"] else "if it hung: "
+        out.append(f"collect next: {unsure}{data['hang']['collect_next']}")
     if data["plan"]:
         for note in data["plan"]["notes"]:
             out.append(f"plan: {note}")
@@ -144,7 +166,7 @@ def as_text(data: dict) -> str:
 def _head(data: dict) -> list[str]:
     status = data["status"]
     first = data.get("first") or {}
-    if status in ("clean", "hang") and not first:
+    if status in ("clean", "hang", "unfinished") and not first:
         return [
             f"{WHY[status]}: {data['files']} file(s), {data['bytes_read']} bytes read, "
             f"{data['lines_kept']} line(s) matched a signature or error marker"
