@@ -224,13 +224,15 @@ def test_channels_set_up_then_nothing_ends_in_init(tmp_path):
     log = info("gpu1", 10, chan) + info("gpu2", 20, chan.replace("send", "receive"))
     data = triage(tmp_path, log)
     assert data["status"] == "unfinished" and data["_code"] == 0 and "first" not in data
-    assert data["hang"]["ends_early"] == ["gpu1", "gpu2"] and not data["hang"]["certain"]
+    assert (
+        data["hang"]["ends_early"] == ["gpu1 began NCCL init", "gpu2 began NCCL init"] and not data["hang"]["certain"]
+    )
 
 
 def test_old_init_lines_without_a_network_channel_end_in_init(tmp_path):
     """NCCL 2.4-2.7 init lines on one node (affinity, intra-node rings and channels) count as init begun."""
     log = info("gpu1", 10, "Setting affinity for GPU 0 to ff00ff") + info("gpu1", 11, "Ring 00 : 0 -> 1 via P2P/IPC")
-    assert triage(tmp_path, log)["hang"]["ends_early"] == ["gpu1"]
+    assert triage(tmp_path, log)["hang"]["ends_early"] == ["gpu1 began NCCL init"]
 
 
 def test_nccl_tests_rows_show_the_run_got_past_init(tmp_path):

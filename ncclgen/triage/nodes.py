@@ -68,7 +68,12 @@ SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
 PROGRESS = re.compile(r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+)? :|Ring \d+ :)")
 # A row of nccl-tests' results table (NVIDIA/nccl-tests src/common.cu: size, count, type, redop, root, times):
 # collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
-BENCH_ROW = re.compile(r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|u?int(?:8|32|64)|fp8_\w+)\s")
+# NCCL 1's tests print "bytes N type op" rows ("100 100 char sum 0.038 ..."). The table's banner ("out-of-place
+# in-place") with no row after it: the first collective never returned, or the excerpt ends there.
+BENCH_ROW = re.compile(
+    r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
+)
+BENCH_BANNER = re.compile(r"out-of-place\s+in-place")
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -112,6 +117,7 @@ class Facts:
         self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
         self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
         self.ran = False  # nccl-tests printed a result row
+        self.banner = False  # nccl-tests printed its results table's banner
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
@@ -119,8 +125,10 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
-        if "float" in text and BENCH_ROW.search(text):
+        if BENCH_ROW.search(text):
             self.ran = True
+        elif "out-of-place" in text and BENCH_BANNER.search(text):
+            self.banner = True
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
             self._bare_version(line, seq)
             return
@@ -374,10 +382,14 @@ def unfinished(facts: Facts) -> list[str]:
 
 def ends_early(facts: Facts) -> list[str]:
     """With no Init COMPLETE anywhere and no sign the run got past init (Destroy COMPLETE, nccl-tests' rows or
-    average): the hosts whose NCCL init began. A hang there, or a log cut short: the log alone cannot tell."""
+    average): the hosts whose NCCL init began, nccl-tests' table with no row. A hang there, or a log cut
+    short: the log alone cannot tell."""
     if facts.success or facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
-    return sorted(h.name for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
+    out = sorted(f"{h.name} began NCCL init" for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
+    if facts.banner:
+        out.append("nccl-tests printed its results table's header and no row")
+    return out
 
 
 def last_collectives(facts: Facts) -> list[str]:

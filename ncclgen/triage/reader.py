@@ -59,6 +59,11 @@ FACT_KEYS = (
     "NET/Plugin",
     "Plugin Path",
     "opCount",
+    "(): ",
+    "double free",
+    "corrupted size",
+    "Signal: ",
+    " failure ",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
@@ -71,6 +76,8 @@ CAPPED = {
     "INFO Ring ": 4096,
     "Setting affinity for GPU": 4096,
     "float ": 64,
+    " sum ": 64,
+    "out-of-place": 64,
 }
 # Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickles): not text.
 FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
@@ -218,6 +225,11 @@ ANCHORS = (
     "fallen off the bus",
     "GPU is lost",
     "opCount",
+    "(): ",
+    "double free",
+    "corrupted size",
+    "Signal: ",
+    " failure ",
 )
 
 

@@ -55,7 +55,7 @@ def _hang(result: Result) -> dict | None:
     first_timeout = result.first is not None and _timeout(result.first)
     incomplete = nodes.unfinished(result.facts)
     stopped = nodes.last_collectives(result.facts)
-    early = nodes.ends_early(result.facts)
+    early = nodes.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
     certain = bool(timeouts or first_timeout or incomplete or stopped)
     if result.status not in ("unclassified", "clean") or not (certain or early):
         return None
@@ -147,7 +147,7 @@ def as_text(data: dict) -> str:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
         for what in data["hang"]["ends_early"]:
-            out.append(f"ends early: {what} began NCCL init; no rank printed Init COMPLETE or an end of the run")
+            out.append(f"ends early: {what}; no rank printed Init COMPLETE or an end of the run")
         for item in data["hang"]["last"]:
             out.append(f"last: {item}")
         unsure = "" if data["hang"]["certain"] else "if it hung: "
