@@ -157,3 +157,14 @@ def test_streaming_gives_the_same_lines_at_any_chunk_size(monkeypatch, chunk):
     assert [(ln.lineno, ln.text) for ln in reader.scan(files)] == whole
     text = files[0].read_text().splitlines()
     assert all(text[n - 1] == t for n, t in whole)
+
+
+def test_lines_that_name_no_rank_are_counted_as_lines(tmp_path):
+    """Two symptom lines with no node or rank may be one rank, or two runs pasted together: not '2 ranks'."""
+    log = tmp_path / "x.log"
+    log.write_text(
+        "x:1:2 [0] misc/shmutils.cc:70 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a (size 9)\n"
+        "RuntimeError: NCCL error: unhandled system error\nRuntimeError: NCCL error: unhandled system error\n"
+    )
+    data = json.loads(run.triage([str(log)], fmt="json")[0])
+    assert data["then"][0]["summary"] == "ranks reported an NCCL error (2 lines, no node or rank named)"

@@ -365,7 +365,8 @@ def test_fourth_trial_families():
         "NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhanled system error"
     ).sig.role == ("symptom")
     assert (
-        _event("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)").sig.id == "nccl-error"
+        _event("RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)").sig.id
+        == "nccl-usage-error"
     )
 
 
@@ -402,3 +403,19 @@ def test_sixth_trial_families():
     assert _event("Cuda failure common.cu:891 'out of memory'").sig.id == "gpu-oom"
     shm = "h:1:2 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'"
     assert _event(shm).sig.id == "shm-cumem-host"
+
+
+def test_seventh_trial_families():
+    """NCCL's socket reset is not Gloo's; a recv on a live connection failing is a peer or link gone; invalid
+    usage is its own symptom; ibv_modify_qp's ENODEV is a local device; a config value no program passes is
+    a program built against another NCCL."""
+    nccl = "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer"
+    assert _event(f"h:1:2 [0] misc/socket.cc:60 NCCL WARN {nccl}").sig.id == "socket-peer-closed"
+    assert _event("Read error [10.0.0.2]:4321: Connection reset by peer").sig.id == "gloo-peer-closed"
+    usage = _event("[rank0]: RuntimeError: NCCL error: invalid usage (run with NCCL_DEBUG=WARN for details)")
+    assert usage.sig.id == "nccl-usage-error" and usage.sig.role == "symptom"
+    qp = "h:1:2 [0] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with error No such device"
+    assert _event(qp).sig.id == "ibv-modify-qp-no-device"
+    cfg = "h:1:2 [0] init.cc:1 NCCL WARN Invalid config blocking attribute value -2147483648"
+    assert _event(cfg).sig.id == "version-mismatch"
+    assert _event("h:1:2 [0] init.cc:1 NCCL WARN Invalid config blocking attribute value 2").sig.id == "usage"

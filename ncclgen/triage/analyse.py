@@ -113,7 +113,7 @@ class Accumulator:
         if order(ev) < order(group.first):
             group.first = ev
         if len(group.who) < MAX_KEYS:
-            group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or ev.where)
+            group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or UNPLACED + ev.where)
 
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the
@@ -206,10 +206,16 @@ def summary(ev: Event) -> str:
     return ev.sig.id
 
 
+UNPLACED = "@"  # a group member known only by its line: no node or rank in it
+
+
 def counted(text: str, g: Group) -> str:
     """'15 ranks timed out in ALLREDUCE SeqNum=812' from the group's summary and its count."""
     n = len(g.who)
     sig = g.first.sig
+    if sig is not None and sig.then and n > 1 and all(w.startswith(UNPLACED) for w in g.who):
+        # lines that name no node or rank may come from one rank, or from runs pasted together: count lines
+        return f"{catalogue.fill(sig.then.replace('{n} ', ''), g.first.groups)} ({n} lines, no node or rank named)"
     if sig is not None and sig.then:
         shown = catalogue.fill(sig.then, {**g.first.groups, "n": f"{n}{'+' if n >= MAX_KEYS else ''}"})
         if n == 1:

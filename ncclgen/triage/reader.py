@@ -64,6 +64,10 @@ FACT_KEYS = (
     "corrupted size",
     "Signal: ",
     " failure ",
+    "invalid usage",
+    "invalid argument",
+    "ncclInvalid",
+    "Read error [",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them).
@@ -230,6 +234,10 @@ ANCHORS = (
     "corrupted size",
     "Signal: ",
     " failure ",
+    "invalid usage",
+    "invalid argument",
+    "ncclInvalid",
+    "Read error [",
 )
 
 
