@@ -38,12 +38,24 @@ def test_grep_and_python_engines_give_the_same_lines():
 def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
     log = tmp_path / "big.log"
     log.write_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0\n" * 50 + "FATAL boom\n")
-    monkeypatch.setattr(reader, "CAPPED", {**reader.CAPPED, "via NET/": 7, "INFO Channel ": 7})
+    monkeypatch.setattr(reader, "CAPPED", {"via NET/": 7, ("INFO Channel ", "INFO Ring "): 7})
     from ncclgen.triage import grepscan
 
     for engine in ("python", "grep") if grepscan.available() else ("python",):
         kept = [ln.text for ln in reader.scan([log], engine=engine)]
         assert len(kept) == 8 and kept[-1] == "FATAL boom", engine
+
+
+def test_a_capped_group_shares_its_count_in_file_order(tmp_path, monkeypatch):
+    """A group's keys count together, line by line in file order, with both engines (grep -m's rule)."""
+    log = tmp_path / "g.log"
+    rows = [f"h:1:1 [0] NCCL INFO {'Ring' if i % 2 else 'Channel'} {i:02d} : 0 1" for i in range(40)]
+    log.write_text("\n".join(rows) + "\n")
+    monkeypatch.setattr(reader, "CAPPED", {("INFO Channel ", "INFO Ring "): 5})
+    from ncclgen.triage import grepscan
+
+    for engine in ("python", "grep") if grepscan.available() else ("python",):
+        assert [ln.text for ln in reader.scan([log], engine=engine)] == rows[:5], engine
 
 
 def test_progress_bar_only_on_a_terminal_and_over_100_mb():

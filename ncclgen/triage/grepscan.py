@@ -42,10 +42,12 @@ def _read(proc: subprocess.Popen) -> Iterator[tuple[int, int, bytes]]:
         yield int(lineno), int(offset), text.rstrip(b"\n")
 
 
-def lines(path: Path, anchors: tuple[bytes, ...], capped: dict[bytes, int]) -> Iterator[tuple[int, int, bytes]]:
+def lines(
+    path: Path, anchors: tuple[bytes, ...], capped: dict[tuple[bytes, ...], int]
+) -> Iterator[tuple[int, int, bytes]]:
     """(line number, byte offset, text) of every line holding an anchor, and of the first ``cap`` lines holding
-    each capped key, in file order, each line once."""
-    procs = [_spawn(path, anchors, None)] + [_spawn(path, (k,), n) for k, n in capped.items() if n > 0]
+    a key of each capped group, in file order, each line once."""
+    procs = [_spawn(path, anchors, None)] + [_spawn(path, group, n) for group, n in capped.items() if n > 0]
     last = 0
     try:
         for item in heapq.merge(*(_read(p) for p in procs)):

@@ -70,19 +70,23 @@ FACT_KEYS = (
     "Read error [",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
-# (the first thousands show each node's channels and init; later communicators repeat them).
-CAPPED = {
+# (the first thousands show each node's channels and init; later communicators repeat them). A tuple is one
+# group: its lines share the count (one grep -m for them all).
+CAPPED: dict[str | tuple[str, ...], int] = {
     "via NET/": 4096,
     "Init COMPLETE": 65536,
     "Init START": 65536,
     "opCount": 65536,
-    "INFO Channel ": 4096,
-    "INFO Ring ": 4096,
-    "Setting affinity for GPU": 4096,
-    "float ": 64,
-    " sum ": 64,
-    "out-of-place": 64,
+    ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU"): 4096,  # init under way (nodes.PROGRESS)
+    ("float ", " sum ", "out-of-place"): 64,  # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER)
 }
+Capped = dict[tuple[bytes, ...], int]
+
+
+def _capped() -> Capped:
+    return {tuple(x.encode() for x in ((k,) if isinstance(k, str) else k)): n for k, n in CAPPED.items()}
+
+
 # Flight-recorder dumps (TORCH_FR_DUMP_TEMP_FILE's default prefix, torch's pickles): not text.
 FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 # A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,
@@ -252,23 +256,26 @@ def all_keys() -> set[str]:
     )
 
 
-def _hits(buf: bytes, end: int, keys: tuple[bytes, ...], capped: dict[bytes, int]) -> list[int]:
+def _hits(buf: bytes, end: int, keys: tuple[bytes, ...], capped: Capped) -> list[int]:
     """Offsets of every key in buf[:end]. bytes.find per key runs at memory speed; one regex
-    alternation of ~50 literals ran at 5 MB/s (Python's re has no multi-literal search). A capped key
-    is looked for only while its count (per file, in ``capped``) lasts."""
+    alternation of ~50 literals ran at 5 MB/s (Python's re has no multi-literal search). A capped group's
+    lines are taken in file order only while its count (per file, in ``capped``) lasts, as grep -m does."""
     out = []
     for k in keys:
         i = buf.find(k, 0, end)
         while i >= 0:
             out.append(i)
             i = buf.find(k, i + 1, end)
-    for k, left in capped.items():
-        i = buf.find(k, 0, end) if left > 0 else -1
-        while i >= 0 and left > 0:
-            out.append(i)
-            left -= 1
-            i = buf.find(k, i + 1, end)
-        capped[k] = left
+    for group, left in capped.items():
+        starts: set[int] = set()
+        for k in group if left > 0 else ():
+            i = buf.find(k, 0, end)
+            while i >= 0:
+                starts.add(buf.rfind(b"\n", 0, i) + 1)
+                i = buf.find(k, i + 1, end)
+        taken = sorted(starts)[:left]
+        out += taken
+        capped[group] = left - len(taken)
     out.sort()
     return out
 
@@ -316,7 +323,7 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None, engin
                 if progress:
                     progress(f.stat().st_size)
                 continue
-            capped = {k.encode(): n for k, n in CAPPED.items()}
+            capped = _capped()
             if engine == "grep" or (engine == "auto" and grepscan.available()):
                 yield from _scan_grep(fh, f, keys, progress, capped)
                 continue
@@ -324,7 +331,7 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None, engin
             yield from _scan_one(fh, str(f), keys, progress, capped)
 
 
-def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
+def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped) -> Iterator[Line]:
     """The lines grep finds, as _scan_one would give them (the corpus header skipped, the line after
     'Last error:' read from the file)."""
     done = 0
@@ -356,7 +363,7 @@ def _last_error(name: str, lineno: int, head: str, body: str) -> Line:
     return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text)
 
 
-def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: dict[bytes, int]) -> Iterator[Line]:
+def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped) -> Iterator[Line]:
     carry = b""
     lineno = 1  # line number of the first line in buf
     while True:
