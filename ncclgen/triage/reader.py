@@ -59,15 +59,6 @@ FACT_KEYS = (
     "NET/Plugin",
     "Plugin Path",
     "opCount",
-    "(): ",
-    "double free",
-    "corrupted size",
-    "Signal: ",
-    " failure ",
-    "invalid usage",
-    "invalid argument",
-    "ncclInvalid",
-    "Read error [",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them). A tuple is one
