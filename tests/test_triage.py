@@ -168,3 +168,11 @@ def test_lines_that_name_no_rank_are_counted_as_lines(tmp_path):
     )
     data = json.loads(run.triage([str(log)], fmt="json")[0])
     assert data["then"][0]["summary"] == "ranks reported an NCCL error (2 lines, no node or rank named)"
+
+
+def test_the_exception_that_quotes_the_root_is_the_same_error():
+    """PyTorch's DistBackendError just above the NCCL text it quotes after 'Last error:' is one error, not an
+    earlier event (vllm#1726)."""
+    data, _code = triage("vllm-1726-two-nccl-libraries.log")
+    assert data["first"]["where"].endswith(":7")
+    assert [t["quotes_first"] for t in data["then"]] == [True, True]

@@ -26,6 +26,7 @@ COLLECT = (
     "joined; with any framework (JAX has no flight recorder), NCCL_DEBUG=INFO on every process shows each rank's "
     "last NCCL setup line, and `py-spy dump --native --pid PID` (or gdb) on a stuck rank shows where it waits"
 )
+QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
 
 
@@ -104,6 +105,7 @@ def as_data(
             "first": None if g.includes_first else event_data(g.first),
             # a symptom printed before the first failure (an exception's summary above its cause): not "then"
             "before_first": result.first is not None and order(g.first) < order(result.first),
+            "quotes_first": _quotes(g.first, result.first),
         }
         for text, g in result.groups
     ]
@@ -117,6 +119,13 @@ def as_data(
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
     return data
+
+
+def _quotes(ev: Event, first: Event | None) -> bool:
+    """PyTorch's exception just above the NCCL text it quotes after 'Last error:' (the root): one error."""
+    if first is None or first.line.nccl_text is None or ev.line.file != first.line.file:
+        return False
+    return 0 < first.line.lineno - ev.line.lineno <= QUOTE_SPAN
 
 
 def _status(result: Result, hang: dict | None, fr: dict | None) -> str:
@@ -137,7 +146,8 @@ def as_text(data: dict) -> str:
     out = _head(data)
     for item in data["then"]:
         at = f" (first at {item['first']['where']})" if item["first"] else ""
-        out.append(f"{'before it' if item['before_first'] else 'then'} {item['summary']}{at}")
+        lead = "the same error:" if item["quotes_first"] else "before it" if item["before_first"] else "then"
+        out.append(f"{lead} {item['summary']}{at}")
     for f in data["findings"]:
         out.append(f"also: {f['class']}: {f['detail']} ({f['where']})")
     if data["fabric"]["name"]:
