@@ -419,3 +419,16 @@ def test_seventh_trial_families():
     cfg = "h:1:2 [0] init.cc:1 NCCL WARN Invalid config blocking attribute value -2147483648"
     assert _event(cfg).sig.id == "version-mismatch"
     assert _event("h:1:2 [0] init.cc:1 NCCL WARN Invalid config blocking attribute value 2").sig.id == "usage"
+
+
+def test_eighth_trial_families():
+    """torchrun's healthy join names its timeout ('with timeout 600'): no rendezvous timeout; a store that
+    cannot be reached is its own root."""
+    join = (
+        "[INFO] [training.py:123:next_rendezvous] The node n attempts to join the next round of the rendezvous "
+        "'elastic' with timeout 600."
+    )
+    assert _event(join) is None
+    assert _event("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError").sig.id == "rendezvous-timeout"
+    conn = "RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details."
+    assert _event(conn).sig.id == "rendezvous-connection"
