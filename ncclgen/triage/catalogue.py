@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -179,9 +180,26 @@ def nccl_index(level: str) -> tuple[tuple[re.Pattern[str], str, str, str, int], 
 def nccl_source(text: str, level: str = "WARN", bare: bool = False) -> tuple[str, str, str] | None:
     """(format, src/file:line, class) of the NCCL line that printed ``text`` (the part after 'NCCL WARN ');
     ``bare``: text without NCCL's prefix, taken only for a format that starts with BARE_LITERAL characters."""
-    for rx, fmt, where, cid, literal in nccl_index(level):
-        if bare and literal < BARE_LITERAL:
-            continue
+    rows: Sequence[tuple] = nccl_index(level)
+    if bare:
+        index = _bare_index(level)
+        by_word = index.get(text.split(None, 1)[0] if text.strip() else "", ())
+        rows = sorted(by_word + index[""], key=lambda r: r[5]) if by_word else index[""]
+    for rx, fmt, where, cid, *_ in rows:
         if rx.match(text):
             return fmt, where, cid
     return None
+
+
+@functools.cache
+def _bare_index(level: str) -> dict[str, tuple[tuple[re.Pattern[str], str, str, str, int, int], ...]]:
+    """The formats a bare text may be taken for (those whose literal start is BARE_LITERAL long), by their
+    first word, so that an error line of another program is not matched against every format; under "" the
+    few whose first word runs into a conversion ("ibv_%s"), tried for every text. Each row ends with its
+    place in nccl_index, so that the two lists merge in nccl_index's order (longest first)."""
+    out: dict[str, list] = {"": []}
+    for pos, row in enumerate(nccl_index(level)):
+        head = row[1].split("%", 1)[0]
+        if row[4] >= BARE_LITERAL:
+            out.setdefault(head.split(None, 1)[0] if " " in head.strip() else "", []).append((*row, pos))
+    return {word: tuple(rows) for word, rows in out.items()}

@@ -26,8 +26,8 @@ COLLECT = (
     "joined; with any framework (JAX has no flight recorder), NCCL_DEBUG=INFO on every process shows each rank's "
     "last NCCL setup line, and `py-spy dump --native --pid PID` (or gdb) on a stuck rank shows where it waits"
 )
-QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
+QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 
 
 def event_data(ev: Event) -> dict:
