@@ -30,6 +30,7 @@ def test_triage_names_the_killed_rank_not_the_waiting_ones(slurm_cluster, tmp_pa
     job, result, _wall = _run_job(slurm_cluster, script, tmp_path, timeout=FAIL_BOUND_S + 120)
     log = _log(tmp_path, job)
     assert (out / "killed-node2").exists(), log
+    assert "ncclgen: torchrun on node node2 is pid " in log, log  # what ties torchrun's lines to their node
     assert result.state == "FAILED", result.raw + "\n" + log
     logfile = tmp_path / f"ncclgen-{job}.out"
     text, code = run.triage([str(logfile), str(script)], fmt="json")

@@ -437,6 +437,8 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
+# torchrun's own log lines name its pid, not its node: this line ties the two (`ncclgen triage` reads it)
+[[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $$" >&2
 exec "$@"
 NCCLGEN_NODE_SH_EOF
 
@@ -2029,6 +2031,8 @@ ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &
 ncclgen_launch=$!
+# torchrun's own log lines name its pid, not its node (as in node.sh)
+[[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $ncclgen_launch" >&2
 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
   --pid "$ncclgen_launch" "$ncclgen_since" &
 ncclgen_check=$!

@@ -377,6 +377,8 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
+# torchrun's own log lines name its pid, not its node: this line ties the two (`ncclgen triage` reads it)
+[[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $$" >&2
 exec "$@"
 NCCLGEN_NODE_SH_EOF
 

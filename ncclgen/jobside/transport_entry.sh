@@ -20,6 +20,8 @@ ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &
 ncclgen_launch=$!
+# torchrun's own log lines name its pid, not its node (as in node.sh)
+[[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $ncclgen_launch" >&2
 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
   --pid "$ncclgen_launch" "$ncclgen_since" &
 ncclgen_check=$!

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import catalogue, nodes
-from .events import REGENERATE, Event, classify
+from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
@@ -23,11 +23,18 @@ FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/", "Destroy COMPLETE", "opC
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
 BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")
 BLOCK_SPAN = 6  # lines from a field to the event it belongs to
+# ncclgen's launch (jobside/node.sh, transport_entry.sh) names the node of each torchrun agent's pid, which
+# torchrun's own log lines carry after their time stamp ('E1205 21:10:13.384000 29895 torch/...')
+PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
+GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
 # Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin")
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
 # driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
+# Python's traceback header names no error: the exception line that closes the traceback does (CPython
+# Lib/traceback.py prints `Type: message` last), so the header is the first failure only when nothing else is.
+TRACEBACK = "Traceback (most recent call last)"
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 
@@ -75,6 +82,8 @@ class Accumulator:
         self.suspects: list[Event] = []  # every suspect, earliest first (bounded)
         self.block: dict[str, tuple[str, int, str]] = {}  # field -> (file, line, value) of torchrun's table
         self.hardware: Event | None = None  # the earliest GPU hardware failure
+        self.pids: dict[str, str] = {}  # pid -> node, from ncclgen's 'torchrun on node N is pid P' lines
+        self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -84,6 +93,9 @@ class Accumulator:
         self.facts.add(line, self.seq)
         if any(k in line.text for k in FACT_ONLY):
             return  # a channel or init line: a fact about the node, never a failure (and the most frequent kept line)
+        if " is pid " in line.text and (m := PID_LINE.search(line.text)):
+            self.pids.setdefault(m.group("pid"), m.group("node"))
+            return
         if m := BLOCK_FIELD.match(line.text):
             self.block[m.group("field")] = (line.file, line.lineno, m.group("value"))
             return
@@ -95,14 +107,13 @@ class Accumulator:
 
     def _record(self, ev: Event) -> None:
         """The event into the earliest-per-role, the suspects and its group."""
-        role = ev.sig.role if ev.sig else "error"
+        role = ev.sig.role if ev.sig else "traceback" if TRACEBACK in ev.line.text else "error"
         if role == "context":
             self.contexts.setdefault(ev.sig.id, ev)  # type: ignore[union-attr]
             return
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
-        if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
-            self.hardware = ev
+        self._note(ev)
         if role == "suspect" and len(self.suspects) < MAX_KEYS:
             self.suspects.append(ev)
         key = (ev.sig.id if ev.sig else "error", summary(ev))
@@ -114,6 +125,13 @@ class Accumulator:
             group.first = ev
         if len(group.who) < MAX_KEYS:
             group.who.add(f"{ev.node or ''}/{ev.rank}" if ev.rank else ev.node or UNPLACED + ev.where)
+
+    def _note(self, ev: Event) -> None:
+        """What a later choice needs: the earliest GPU hardware failure, threads whose error runs through bootstrap."""
+        if ev.sig and ev.sig.id == "nccl-error-trace" and ev.groups.get("file", "").startswith("bootstrap"):
+            self.in_bootstrap.add(_thread(ev))
+        if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
+            self.hardware = ev
 
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the
@@ -132,6 +150,15 @@ class Accumulator:
         if same and ev.node and best.node is None:  # type: ignore[union-attr]
             best.node, best.rank = ev.node, best.rank or ev.rank  # type: ignore[union-attr]
 
+    def _node_of(self, first: Event) -> str | None:
+        """The node of a line that names none: by its process id where ncclgen's launch said which node runs that
+        pid (torchrun's log lines carry its pid), else the node srun names for the first task that failed (the
+        order in which srun reports its tasks' exits is a race)."""
+        if (m := GLOG_PID.search(first.line.text)) and m.group("pid") in self.pids:
+            return self.pids[m.group("pid")]
+        srun = self.best_of("srun-task-exit")
+        return srun.node if srun else None
+
     def best_of(self, sid: str) -> Event | None:
         """The earliest event of signature ``sid`` (from its group)."""
         return next((g.first for (gid, _t), g in self.groups.items() if gid == sid), None)
@@ -145,7 +172,7 @@ class Accumulator:
 
     def pick(self) -> tuple[str, Event | None]:
         """(status, first failure): the earliest root, or an earlier suspect that explains it."""
-        failed = any(r in self.best for r in ("root", "symptom", "error"))
+        failed = any(r in self.best for r in ("root", "symptom", "error", "traceback"))
         root = self.best.get("root")
         if root is not None:
             earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
@@ -160,17 +187,27 @@ class Accumulator:
         if failed and self.suspects:
             return "cause", min(self.suspects, key=order)
         if failed:
-            return "unclassified", min((self.best[r] for r in ("symptom", "error") if r in self.best), key=order)
+            told = [self.best[r] for r in ("symptom", "error") if r in self.best]
+            return "unclassified", min(told or [self.best["traceback"]], key=order)
         return "clean", None
 
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
         for ev in findings:
             self.add_finding(ev)
-        status, first = self._without_error(*self.pick(), findings)
-        if first is not None and first.node in NO_NODE and (srun := self.best_of("srun-task-exit")):
-            first.node = srun.node  # srun names the node of the first task that failed
+        status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
+        if first is not None and first.node in NO_NODE:
+            first.node = self._node_of(first) or first.node
         contexts = list(self.contexts.values())
         return Result(status, first, self._rest(first), contexts, self.regenerate, self.seq, self.facts, list(findings))
+
+    def _bootstrap(self, status: str, first: Event | None) -> tuple[str, Event | None]:
+        """A socket a peer closed is a symptom, except in NCCL's bootstrap (the thread's error trace runs through
+        bootstrap.cc): there no communicator exists yet, and the usual cause is an address the peer cannot reach."""
+        closed = status == "unclassified" and first and first.sig and first.sig.id == "socket-peer-closed"
+        if closed and first and _thread(first) in self.in_bootstrap:
+            sig = catalogue.classes()["bootstrap-connect"]
+            return "cause", Event(first.line, sig, first.groups, first.time, first.node, first.rank, first.seq)
+        return status, first
 
     def _without_error(self, status: str, first: Event | None, findings: list[Event]) -> tuple[str, Event | None]:
         """A log with no failure can still name a problem: network channels without GDRDMA (slow), or, with no
@@ -195,6 +232,12 @@ class Accumulator:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
         return rest
+
+
+def _thread(ev: Event) -> str:
+    """'host:pid:tid' of an NCCL line ('' when it has no NCCL prefix)."""
+    m = NCCL_PREFIX.search(ev.line.text)
+    return f"{m.group('host')}:{m.group('pid')}:{m.group('tid')}" if m else ""
 
 
 def summary(ev: Event) -> str:

@@ -22,7 +22,8 @@ TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>
 SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 # "node NAME", not English after "node" ("No available node types can fulfill", Ray's autoscaler)
 NODE_WORD = re.compile(
-    r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?)\b)"
+    r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?"
+    r"|please|only|will|can|cannot|should|must|may|at|as|by|not)\b)"
     r"(?P<node>[A-Za-z0-9][\w.-]*)"
 )
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
@@ -59,6 +60,8 @@ OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
     r"NCCL WARN|" + OLD_NCCL_WARN.pattern + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception): "
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
+    # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
+    r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
 )
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(

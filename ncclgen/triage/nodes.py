@@ -43,6 +43,7 @@ CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
+GDR_HCA = re.compile(r"Disabled for (?:GPU \S+ / )?HCA \d+ '([^']+)'")
 # Each collective a rank enqueues, at NCCL_DEBUG_SUBSYS=COLL ("AllReduce: opCount 1a sendbuff ... comm 0x... [nranks=16]",
 # src/enqueue.cc): with no error line, the last one per process says where a hang began and which ranks lag.
 COLL = re.compile(
@@ -242,7 +243,7 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
             h.lines.setdefault(f"env:{m.group('var')}", line)
     elif "Plugin" in text and (m := PLUGIN_PATH.search(text) or NO_PLUGIN.search(text)):
         _plugin(h, m.groupdict().get("path"), line)
-    elif GDR_DISABLED in text:
+    elif GDR_DISABLED in text and "NET/Socket" not in text:  # a socket NIC never has GPUDirect: not news
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)
 
@@ -342,7 +343,7 @@ def _iface_findings(facts: Facts) -> list[Finding]:
 
 
 def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
-    out = []
+    out = _gdr_off(facts)
     hosts = [h for h in facts.hosts.values() if h.net_channels]
     some = [h for h in hosts if h.gdr_channels]
     for h in hosts:
@@ -360,6 +361,21 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
             out.append(Finding("no-gdrdma", detail, shown, h.name))
     return out[:1]
+
+
+def _gdr_off(facts: Facts) -> list[Finding]:
+    """A node whose NCCL said GPUDirect RDMA is disabled for an RDMA NIC, with no channel lines to show what it
+    then used (NCCL prints it where neither nvidia-peermem nor nv_peer_mem is loaded, the only name NCCL up
+    to 2.22 looks for; the channels that follow would show NET/IB without /GDRDMA)."""
+    for h in facts.hosts.values():
+        if h.gdr_disabled and not h.net_channels:
+            hca = GDR_HCA.search(h.lines["gdr_disabled"].text)
+            what = f"HCA {hca.group(1)}" if hca else "an HCA"
+            detail = (
+                f"{h.name}: NCCL said GPU Direct RDMA is disabled for {what}, so its traffic is staged in host memory"
+            )
+            return [Finding("no-gdrdma", detail, h.lines["gdr_disabled"], h.name)]
+    return []
 
 
 def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:

@@ -83,8 +83,21 @@ FR_DUMP = re.compile(r"(^|/)nccl_trace_rank_\d+$")
 # A job script (ncclgen's sbatch output, any sbatch script): read for its Regenerate: line only, never as a log,
 # since its embedded programs hold the very message strings triage looks for.
 SCRIPT_MARKS = (b"#SBATCH", b"# Regenerate: ncclgen ")
-# The header of a corpus file (tests/data/triage/*.log: where it comes from, the established cause): not log.
-CORPUS_HEADER = ("# source: ", "# cause: ", "# root: ")
+# The header of a corpus file (tests/data/triage/*.log: `# source:`, `# cause:`, `# root:`; any `# key: value`
+# lines that open a file, as people annotate a log they share): not log, though it quotes the failing line.
+HEADER_LINE = re.compile(rb"# [A-Za-z][\w ()/-]{0,40}: ")
+
+
+def header_lines(head: bytes) -> int:
+    """How many `# key: value` lines open the file (read from its first 64 KiB)."""
+    n = 0
+    for raw in head.split(b"\n"):
+        if not HEADER_LINE.match(raw):
+            return n
+        n += 1
+    return n
+
+
 # One line, or (ncclgen slurm --comments full) continued with ' \\' onto '#   ' lines, joined when read.
 REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen (?:.* \\\n#   )*.*)$", re.M)
 CONTINUED = re.compile(rb" \\\n#   ")
@@ -233,6 +246,15 @@ ANCHORS = (
     "invalid argument",
     "ncclInvalid",
     "Read error [",
+    "xit code",
+    "xit Code",
+    "xit status",
+    "xit_code",
+    "navailable",
+    "existing cluster",
+    "gai error",
+    "via ssh",
+    " is pid ",
 )
 
 
@@ -315,14 +337,15 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None, engin
                     progress(f.stat().st_size)
                 continue
             capped = _capped()
+            skip = header_lines(head)
             if engine == "grep" or (engine == "auto" and grepscan.available()):
-                yield from _scan_grep(fh, f, keys, progress, capped)
+                yield from _scan_grep(fh, f, keys, progress, capped, skip)
                 continue
             fh.seek(0)
-            yield from _scan_one(fh, str(f), keys, progress, capped)
+            yield from _scan_one(fh, str(f), keys, progress, capped, skip)
 
 
-def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped) -> Iterator[Line]:
+def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped, skip: int) -> Iterator[Line]:
     """The lines grep finds, as _scan_one would give them (the corpus header skipped, the line after
     'Last error:' read from the file)."""
     done = 0
@@ -334,7 +357,7 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped) -
         if lineno == quoted:
             continue
         text = raw.decode("utf-8", "replace").rstrip("\r")
-        if not text.startswith(CORPUS_HEADER):
+        if lineno > skip:
             yield Line(str(f), lineno, text)
         if text.endswith("Last error:"):
             fh.seek(offset + len(raw) + 1)
@@ -354,7 +377,7 @@ def _last_error(name: str, lineno: int, head: str, body: str) -> Line:
     return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text)
 
 
-def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped) -> Iterator[Line]:
+def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped, skip: int) -> Iterator[Line]:
     carry = b""
     lineno = 1  # line number of the first line in buf
     while True:
@@ -380,7 +403,7 @@ def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped) 
             lineno += buf.count(b"\n", seen, start)
             seen = start
             text = buf[start:stop].decode("utf-8", "replace").rstrip("\r")
-            if not text.startswith(CORPUS_HEADER):
+            if lineno > skip:
                 yield Line(name, lineno, text)
             if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
                 # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix

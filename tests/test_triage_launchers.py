@@ -1,0 +1,87 @@
+"""Triage rules that hold for every launcher's log, not for one sample: file headers, Python tracebacks, the node
+of a torchrun line, NCCL's bootstrap. Each input is a few lines in the formats the programs print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ncclgen.triage import nodes, reader, run
+from ncclgen.triage.analyse import Accumulator
+from ncclgen.triage.reader import Line
+
+
+def _result(lines: list[str]):
+    acc = Accumulator()
+    for i, text in enumerate(lines, 1):
+        acc.add(Line("job.out", i, text))
+    return acc.result()
+
+
+def test_any_key_value_header_that_opens_a_file_is_not_log(tmp_path: Path):
+    """A person's note above a shared log quotes the failing line: it must not become the first failure."""
+    log = tmp_path / "shared.log"
+    quoted = "ValueError: When connecting to an existing cluster, num_cpus and num_gpus must not be provided."
+    log.write_text(f"# source: https://example.org/thread\n# established cause: {quoted}\nstarting\n{quoted}\n")
+    assert reader.header_lines(log.read_bytes()) == 2
+    assert [line.lineno for line in reader.scan([log])] == [4]
+    text, code = run.triage([str(log)], fmt="json")
+    assert code == 0 and '"where": "' + f"{log}:4" in text
+
+
+def test_header_lines_stop_at_the_first_line_of_log():
+    assert reader.header_lines(b"# note: a\nlog line\n# cause: b\n") == 1
+    assert reader.header_lines(b"#!/bin/bash\n# cause: b\n") == 0
+
+
+def test_traceback_header_is_not_the_first_failure_its_exception_line_is():
+    res = _result(
+        [
+            "Traceback (most recent call last):",
+            '  File "train.py", line 3, in <module>',
+            "KeyError: 'rollout'",
+        ]
+    )
+    assert res.status == "unclassified" and res.first is not None
+    assert res.first.line.text == "KeyError: 'rollout'"
+
+
+def test_a_bare_traceback_header_is_still_a_failure():
+    res = _result(["Traceback (most recent call last):", '  File "train.py", line 3, in <module>'])
+    assert res.status == "unclassified" and res.first and res.first.line.lineno == 1
+
+
+KILLED = "E1205 21:14:37.544000 7809 torch/distributed/elastic/multiprocessing/api.py:1002] failed (exitcode: -9) local_rank: 0 (pid: 7846) of binary: ncclgen-bind"
+SRUN = ["srun: error: node1: task 0: Exited with exit code 1", "srun: error: node2: task 1: Exited with exit code 1"]
+
+
+def test_torchrun_line_takes_its_node_from_ncclgen_pid_line_not_from_srun_order():
+    """srun reports its tasks' exits in the order it learns them (a race): node1's agent may be first."""
+    pids = ["ncclgen: torchrun on node node1 is pid 7808", "ncclgen: torchrun on node node2 is pid 7809"]
+    res = _result([*pids, KILLED, *SRUN])
+    assert res.first and res.first.sig and res.first.sig.id == "sigkill"
+    assert res.first.node == "node2"
+
+
+def test_without_the_pid_line_the_first_srun_exit_names_the_node():
+    res = _result([KILLED, *SRUN])
+    assert res.first and res.first.node == "node1"
+
+
+def test_socket_closed_in_nccl_bootstrap_is_a_cause_elsewhere_a_symptom():
+    warn = "seyun:17283:17549 [3] include/socket.h:371 WARN Connection closed by remote peer"
+    trace = "seyun:17283:17549 [3] INFO bootstrap.cu:45 -> 2 [Net]"
+    res = _result([warn, trace])
+    assert res.status == "cause" and res.first and res.first.sig and res.first.sig.id == "bootstrap-connect"
+    later = _result([warn, "seyun:17283:17549 [3] INFO transport/net_socket.cu:166 -> 2"])
+    assert later.status == "unclassified" and later.first and later.first.sig.id == "socket-peer-closed"  # type: ignore[union-attr]
+
+
+def test_a_gpudirect_disabled_line_on_a_socket_nic_is_not_a_slow_run():
+    acc = Accumulator()
+    acc.add(Line("a.log", 1, "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"))
+    acc.add(Line("a.log", 2, "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"))
+    found = nodes.findings(acc.facts)
+    assert [f.cls for f in found] == ["no-gdrdma"] and "mlx5_0" in found[0].detail
+    socket_only = Accumulator()
+    socket_only.add(Line("a.log", 1, "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"))
+    assert nodes.findings(socket_only.facts) == []
