@@ -85,3 +85,21 @@ def test_a_gpudirect_disabled_line_on_a_socket_nic_is_not_a_slow_run():
     socket_only = Accumulator()
     socket_only.add(Line("a.log", 1, "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"))
     assert nodes.findings(socket_only.facts) == []
+
+
+def test_vllm_waiting_for_its_placement_group_is_a_cause():
+    """vLLM's own lines (vllm/executor/ray_utils.py): the wait alone, then with its earlier GPU count warning."""
+    wait = (
+        "INFO 02-02 19:54:30 ray_utils.py:212] Waiting for creating a placement group of specs for 10 seconds. "
+        "specs=[{'GPU': 1.0, 'node:172.31.42.4': 0.001}, {'GPU': 1.0}]. Check `ray status` to see if you have enough resources."
+    )
+    alone = _result([wait])
+    assert (
+        alone.status == "cause"
+        and alone.first
+        and alone.first.sig
+        and alone.first.sig.id == "vllm-placement-group-wait"
+    )
+    fewer = "WARNING 02-02 19:54:20 ray_utils.py:315] The number of required GPUs exceeds the total number of available GPUs in the placement group."
+    both = _result(["Started a local Ray instance.", fewer, wait])
+    assert both.first and both.first.sig and both.first.sig.id == "ray-infeasible" and both.first.line.lineno == 2

@@ -255,6 +255,8 @@ ANCHORS = (
     "gai error",
     "via ssh",
     " is pid ",
+    "required GPUs",
+    "placement group",
 )
 
 
