@@ -103,3 +103,36 @@ def test_vllm_waiting_for_its_placement_group_is_a_cause():
     fewer = "WARNING 02-02 19:54:20 ray_utils.py:315] The number of required GPUs exceeds the total number of available GPUs in the placement group."
     both = _result(["Started a local Ray instance.", fewer, wait])
     assert both.first and both.first.sig and both.first.sig.id == "ray-infeasible" and both.first.line.lineno == 2
+
+
+def test_ray_cxx_error_lines_are_failures_not_a_clean_run():
+    """Ray's raylet and GCS log glog-style ('[date time,ms E pid tid] file.cc:N: ...'): an E line is an error."""
+    line = "(raylet) [2025-10-31 17:10:05,847 E 24507 24507] (raylet) node_manager.cc:1201: something went wrong"
+    res = _result([line])
+    assert res.status == "unclassified" and res.first and res.first.line.lineno == 1
+    info = "(raylet) [2025-10-31 17:10:05,847 I 24507 24507] (raylet) node_manager.cc:1201: all good"
+    assert _result([info]).status == "clean"
+
+
+def test_english_after_node_is_not_a_node_name():
+    res = _result(["srun: error: Unable to create step for job 77: Requested node configuration is not available"])
+    assert res.first and res.first.sig and res.first.sig.id == "srun-step-unavailable"
+    assert res.first.node is None
+
+
+def test_nccl_init_timings_line_means_the_run_got_past_init():
+    """NCCL 2.23+ prints it right after Init COMPLETE (src/init.cc): an excerpt without Init COMPLETE is not cut off."""
+    lines = [
+        "head:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA",
+        "head:1:2 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 16 total 3.08 (kernels 0.20, alloc 0.10,"
+        " bootstrap 0.50, allgathers 0.10, topo 1.00, graphs 0.01, connections 1.10, rest 0.07)",
+    ]
+    assert _result(lines).status == "clean"
+    assert _result(lines[:1]).status == "clean"  # the hang/unfinished call is the report's (nodes.ends_early)
+    acc = Accumulator()
+    for i, text in enumerate(lines, 1):
+        acc.add(Line("a.log", i, text))
+    assert nodes.ends_early(acc.facts) == []
+    only_channels = Accumulator()
+    only_channels.add(Line("a.log", 1, lines[0]))
+    assert nodes.ends_early(only_channels.facts) == ["head began NCCL init"]

@@ -18,7 +18,7 @@ from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
-FACT_ONLY = ("Init COMPLETE", "Init START", "via NET/", "Destroy COMPLETE", "opCount")
+FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Destroy COMPLETE", "opCount")
 # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
 BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")

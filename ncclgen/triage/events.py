@@ -23,7 +23,8 @@ SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 # "node NAME", not English after "node" ("No available node types can fulfill", Ray's autoscaler)
 NODE_WORD = re.compile(
     r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?"
-    r"|please|only|will|can|cannot|should|must|may|at|as|by|not)\b)"
+    r"|please|only|will|can|cannot|should|must|may|at|as|by|not|configuration|config|count|list|rank|selector"
+    r"|affinity|pool|group|labels?|address|state|status|failure|failed|count)\b)"
     r"(?P<node>[A-Za-z0-9][\w.-]*)"
 )
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
@@ -62,6 +63,8 @@ ERROR_LINE = re.compile(
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
     # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
+    # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [EC] \d+ \d+\]"
 )
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(

@@ -62,6 +62,9 @@ NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
 # nccl-tests' summary (src/common.cu).
 SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
+# NCCL 2.23+ prints 'Init timings - ncclCommInitRank: rank R nranks N total ...' just after Init COMPLETE (src/init.cc,
+# ncclCommInitRankFunc): an excerpt holding it got past init even where its Init COMPLETE line was left out
+INIT_TIMINGS = "Init timings - "
 # Lines NCCL prints while a communicator is being set up, in any release: "Setting affinity for GPU" (src/init.cc),
 # "Channel 00/02 :" and "Ring 00 : 0 -> 1 via P2P/IPC" (src/graph/connect.cc, src/transport.cc). With no Init
 # COMPLETE anywhere they show that init began and the log ends before it finished: a hang there, or an excerpt
@@ -117,7 +120,7 @@ class Facts:
         self.success = False  # a line that only a finished run prints
         self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
         self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
-        self.ran = False  # nccl-tests printed a result row
+        self.ran = False  # the run got past NCCL init: nccl-tests printed a result row, or NCCL its Init timings
         self.banner = False  # nccl-tests printed its results table's banner
 
     def add(self, line: Line, seq: int = 0) -> None:
@@ -126,7 +129,7 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
-        if BENCH_ROW.search(text):
+        if BENCH_ROW.search(text) or INIT_TIMINGS in text:
             self.ran = True
         elif "out-of-place" in text and BENCH_BANNER.search(text):
             self.banner = True

@@ -68,7 +68,8 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     "Init COMPLETE": 65536,
     "Init START": 65536,
     "opCount": 65536,
-    ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU"): 4096,  # init under way (nodes.PROGRESS)
+    # init under way (nodes.PROGRESS), and NCCL 2.23+'s 'Init timings' line printed just after Init COMPLETE
+    ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - "): 4096,
     ("float ", " sum ", "out-of-place"): 64,  # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER)
 }
 Capped = dict[tuple[bytes, ...], int]
@@ -257,6 +258,13 @@ ANCHORS = (
     " is pid ",
     "required GPUs",
     "placement group",
+    "172.17.",
+    "registered within",
+    "available agent",
+    "Socket timed out",
+    "configuration is not",
+    "local_world_size",
+    "local gpu count",
 )
 
 
