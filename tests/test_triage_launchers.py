@@ -136,3 +136,17 @@ def test_nccl_init_timings_line_means_the_run_got_past_init():
     only_channels = Accumulator()
     only_channels.add(Line("a.log", 1, lines[0]))
     assert nodes.ends_early(only_channels.facts) == ["head began NCCL init"]
+
+
+def test_gdrdma_on_the_send_end_only_names_the_receiving_node_the_reverse_is_normal():
+    send = "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA"
+    recv = "9[1a000] -> 2[6b000] [receive] via NET/IB/1"
+    acc = Accumulator()
+    for i, text in enumerate([send, recv], 1):
+        acc.add(Line("a.log", i, text))
+    found = nodes.findings(acc.facts)
+    assert [f.cls for f in found] == ["no-gdrdma"] and found[0].line.text == recv
+    normal = Accumulator()  # GDR reads (the send end) are off by default on some platforms, writes on
+    for i, text in enumerate([send.replace("/GDRDMA", ""), recv + "/GDRDMA"], 1):
+        normal.add(Line("a.log", i, text))
+    assert nodes.findings(normal.facts) == []

@@ -40,6 +40,9 @@ BOOTSTRAP = re.compile(
 HCAS = re.compile(r"NCCL INFO NET/IB ?: Using (?P<hcas>\[\d+\].*?)(?: ?; OOB |$)")
 HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
 CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
+# One connection's end: 'src[busid] -> dst[busid] [send|receive] via NET/IB/0/GDRDMA' (src/transport/net.cc)
+CONN = re.compile(r"(?P<pair>\d+\[\w+\] -> \d+\[\w+\]) \[(?P<dir>send|receive)\] via NET/[\w-]+/\d+(?P<gdr>/GDRDMA)?")
+MAX_CONNS = 4096
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
@@ -69,7 +72,9 @@ INIT_TIMINGS = "Init timings - "
 # "Channel 00/02 :" and "Ring 00 : 0 -> 1 via P2P/IPC" (src/graph/connect.cc, src/transport.cc). With no Init
 # COMPLETE anywhere they show that init began and the log ends before it finished: a hang there, or an excerpt
 # cut short. (reader.CAPPED keeps the first lines of each.)
-PROGRESS = re.compile(r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+)? :|Ring \d+ :)")
+PROGRESS = re.compile(
+    r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+)? :|Ring \d+ :|NVLS (?:Bind mem|comm|multicast))"
+)
 # A row of nccl-tests' results table (NVIDIA/nccl-tests src/common.cu: size, count, type, redop, root, times):
 # collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
 # NCCL 1's tests print "bytes N type op" rows ("100 100 char sum 0.038 ..."). The table's banner ("out-of-place
@@ -77,7 +82,7 @@ PROGRESS = re.compile(r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+
 BENCH_ROW = re.compile(
     r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
 )
-BENCH_BANNER = re.compile(r"out-of-place\s+in-place")
+BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -121,18 +126,12 @@ class Facts:
         self.last: tuple[str, str] | None = None  # (file, host) of the last prefixed NCCL line read
         self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
         self.ran = False  # the run got past NCCL init: nccl-tests printed a result row, or NCCL its Init timings
-        self.banner = False  # nccl-tests printed its results table's banner
+        self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
+        self.banner = False  # nccl-tests printed its start line or its results table's banner
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
-        if any(k in text for k in SUCCESS):
-            self.success = True
-        if "%ib" in text and IPOIB_PEER.search(text):
-            self.ipoib_peer = True
-        if BENCH_ROW.search(text) or INIT_TIMINGS in text:
-            self.ran = True
-        elif "out-of-place" in text and BENCH_BANNER.search(text):
-            self.banner = True
+        self._run_facts(line)
         if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
             self._bare_version(line, seq)
             return
@@ -149,6 +148,21 @@ class Facts:
             _read(host, text, line)
         if any(kept is line for kept in host.lines.values()):
             self.seqs[line] = seq
+
+    def _run_facts(self, line: Line) -> None:
+        """What a line says of the run as a whole, whatever its prefix: it ended well, got past init, began
+        nccl-tests' table, a peer on IPoIB, one end of a network connection."""
+        text = line.text
+        if any(k in text for k in SUCCESS):
+            self.success = True
+        if "%ib" in text and IPOIB_PEER.search(text):
+            self.ipoib_peer = True
+        if BENCH_ROW.search(text) or INIT_TIMINGS in text:
+            self.ran = True
+        elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
+            self.banner = True
+        if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
+            self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
 
     def _bare_version(self, line: Line, seq: int) -> None:
         """The unprefixed `NCCL version X` banner, to the host whose NCCL line came just before in that file."""
@@ -346,7 +360,7 @@ def _iface_findings(facts: Facts) -> list[Finding]:
 
 
 def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
-    out = _gdr_off(facts)
+    out = _gdr_off(facts) + _gdr_one_side(facts)
     hosts = [h for h in facts.hosts.values() if h.net_channels]
     some = [h for h in hosts if h.gdr_channels]
     for h in hosts:
@@ -364,6 +378,18 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
             out.append(Finding("no-gdrdma", detail, shown, h.name))
     return out[:1]
+
+
+def _gdr_one_side(facts: Facts) -> list[Finding]:
+    """A connection whose send end uses GDRDMA and whose receive end does not: the receiving node cannot write to its
+    GPU over the NIC (no peer-memory module there), a host name or not in the lines. Receive without send is left
+    alone: NCCL leaves GDR reads (the send side) off by default on some platforms."""
+    for (pair, side), (gdr, _line) in facts.conns.items():
+        other = facts.conns.get((pair, "receive"))
+        if side == "send" and gdr and other and not other[0]:
+            detail = f"the connection {pair} uses GDRDMA to send and not to receive: the receiving node has none"
+            return [Finding("no-gdrdma", detail, other[1], None)]
+    return []
 
 
 def _gdr_off(facts: Facts) -> list[Finding]:
@@ -407,7 +433,7 @@ def ends_early(facts: Facts) -> list[str]:
         return []
     out = sorted(f"{h.name} began NCCL init" for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
     if facts.banner:
-        out.append("nccl-tests printed its results table's header and no row")
+        out.append("nccl-tests printed its header and no result row")
     return out
 
 

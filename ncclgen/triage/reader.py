@@ -69,8 +69,8 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     "Init START": 65536,
     "opCount": 65536,
     # init under way (nodes.PROGRESS), and NCCL 2.23+'s 'Init timings' line printed just after Init COMPLETE
-    ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - "): 4096,
-    ("float ", " sum ", "out-of-place"): 64,  # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER)
+    ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - ", "INFO NVLS "): 4096,
+    ("float ", " sum ", "out-of-place", "# nThread "): 64,  # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER)
 }
 Capped = dict[tuple[bytes, ...], int]
 
@@ -265,6 +265,7 @@ ANCHORS = (
     "configuration is not",
     "local_world_size",
     "local gpu count",
+    "NCCL_GRAPH_FILE",
 )
 
 
