@@ -150,3 +150,85 @@ def test_gdrdma_on_the_send_end_only_names_the_receiving_node_the_reverse_is_nor
     for i, text in enumerate([send.replace("/GDRDMA", ""), recv + "/GDRDMA"], 1):
         normal.add(Line("a.log", i, text))
     assert nodes.findings(normal.facts) == []
+
+
+def test_a_few_socket_connect_retries_at_start_are_no_failure_many_are():
+    """NCCL 2.22+ logs every refused connect it retries (socket.cc socketConnectCheck): a peer a second late to
+    listen leaves one or two in a healthy run."""
+    fmt = "h1:1:2 [0] NCCL INFO socketPollConnect: connect to 10.0.0.2<43211> returned Connection refused, retrying ({}/34) after sleep for {} msec"
+    assert _result([fmt.format(1, 100), fmt.format(2, 200)]).status == "clean"
+    res = _result([fmt.format(n, n * 100) for n in range(1, 14)])
+    assert res.status == "unclassified" and res.first.sig.id == "socket-connect-retry"
+    assert res.first.line.lineno == 10
+
+
+def test_deepspeed_runner_master_address_only_when_it_is_no_address():
+    """runner.py logs the address it chose on every multi-node launch: an IPv4 is no failure, nothing or a path is."""
+    ok = "[2024-02-24 04:37:40,964] [INFO] [runner.py:568:main] Using IP address of 10.1.2.3 for node trainer-1"
+    assert _result([ok]).status == "clean"
+    bad = "[2022-12-15 21:00:19,543] [INFO] [runner.py:417:main] Using IP address of  for node ddp-0"
+    res = _result([bad])
+    assert res.status == "cause" and res.first.sig.id == "deepspeed-master-address"
+    cmd = "pdsh -S -f 1024 -w a,b export NCCL_DEBUG=INFO; cd /w; python -u -m deepspeed.launcher.launch --master_addr=/root/x.bashrc --master_port=1"
+    assert _result([cmd]).first.sig.id == "deepspeed-master-address"
+    assert _result([cmd.replace("/root/x.bashrc", "10.0.0.1")]).status == "clean"
+
+
+def test_nccl_device_allocation_is_gpu_memory_pinned_host_allocation_is_not():
+    """alloc.h: ncclCudaCalloc/ncclCudaMalloc take device memory; ncclCudaHostCalloc pinned host memory."""
+    dev = _result(["h1:1:2 [0] include/alloc.h:520 NCCL WARN Failed to CUDA calloc async 1920 bytes"])
+    host = _result(["h1:1:2 [0] include/alloc.h:159 NCCL WARN Failed to CUDA host alloc 4096 bytes"])
+    assert dev.first.sig.id == "gpu-oom" and host.first.sig.id == "host-resources"
+
+
+def test_pytorch_quote_of_nccl_names_the_failure_when_nothing_else_does():
+    """NCCLUtils.cpp getNcclErrorDetailStr: the exception, then 'Last error:', then NCCL's text: the text says what failed."""
+    res = _result(
+        [
+            "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5",
+            "ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.",
+            "Last error:",
+        ]
+    )
+    assert res.first.line.lineno == 1  # no quote read: the exception stays the first failure
+    log = [
+        "torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, remote process exited or there was a network error, NCCL version 2.21.5",
+        "Last error:",
+    ]
+    acc = Accumulator()
+    for i, text in enumerate(log, 1):
+        acc.add(Line("job.out", i, text))
+    acc.add(
+        Line(
+            "job.out",
+            3,
+            "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer",
+            "socketProgressOpt: Call to recv from 10.0.0.2<33759> failed : Connection reset by peer",
+        )
+    )
+    res = acc.result()
+    assert res.status == "unclassified" and res.first.line.lineno == 3 and res.first.sig.id == "socket-peer-closed"
+
+
+def test_graph_search_fallback_explains_only_the_nic_fusion_failure():
+    """nccl#1748: in 2.24-2.26 the fallback names NET 0, which NIC fusion removed; it explains that failure, not others."""
+    fallback = (
+        "h1:1:2 [0] graph/search.cc:1135 NCCL WARN Could not find a path for pattern 1, falling back to simple order"
+    )
+    res = _result([fallback, "h1:1:2 [0] graph/topo.h:230 NCCL WARN Could not find NET with id 0"])
+    assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "graph-search-fallback", 1)
+    res = _result([fallback, "[Mon Jul  1 10:00:00 2024] Out of memory: Killed process 4242 (python)"])
+    assert res.first.sig.id == "host-oom-kill"
+    assert _result([fallback.replace("graph/search.cc:1135 NCCL WARN", "NCCL INFO")]).status == "clean"
+
+
+def test_pyxis_names_enroots_own_error_not_its_wrapper():
+    """pyxis prints 'container start failed', then enroot's log: enroot's [ERROR] line says what failed."""
+    res = _result(
+        [
+            "slurmstepd: error: pyxis: container start failed with error code: 1",
+            "slurmstepd: error: pyxis: printing contents of log file ...",
+            "slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/99-mellanox.sh exited with return code 1",
+        ]
+    )
+    assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "enroot-error", 3)

@@ -37,6 +37,7 @@ HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 TRACEBACK = "Traceback (most recent call last)"
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
+QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 
 
 def order(ev: Event) -> tuple:
@@ -66,7 +67,9 @@ class Result:
 
 def explains(suspect: Event, root: Event) -> bool:
     """A suspect explains a later root of the same area; a launch-level difference (two NCCL releases)
-    explains any failure of the network, sockets or the program."""
+    explains any failure of the network, sockets or the program; a suspect that lists the roots it explains, only those."""
+    if suspect.sig.explains:  # type: ignore[union-attr]
+        return root.sig.id in suspect.sig.explains  # type: ignore[union-attr]
     a, b = suspect.sig.area, root.sig.area  # type: ignore[union-attr]
     return a == b or (a == "launch" and b in ("net", "socket", "program", "launch"))
 
@@ -84,6 +87,7 @@ class Accumulator:
         self.hardware: Event | None = None  # the earliest GPU hardware failure
         self.pids: dict[str, str] = {}  # pid -> node, from ncclgen's 'torchrun on node N is pid P' lines
         self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
+        self.quote: Event | None = None  # the earliest NCCL text PyTorch quoted after 'Last error:' (a symptom)
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -114,6 +118,8 @@ class Accumulator:
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
         self._note(ev)
+        if role == "symptom" and ev.line.nccl_text is not None and self.quote is None:
+            self.quote = ev
         if role == "suspect" and len(self.suspects) < MAX_KEYS:
             self.suspects.append(ev)
         key = (ev.sig.id if ev.sig else "error", summary(ev))
@@ -188,7 +194,9 @@ class Accumulator:
             return "cause", min(self.suspects, key=order)
         if failed:
             told = [self.best[r] for r in ("symptom", "error") if r in self.best]
-            return "unclassified", min(told or [self.best["traceback"]], key=order)
+            first = min(told or [self.best["traceback"]], key=order)
+            quote = self.quote
+            return "unclassified", quote if quote is not None and quotes(first, quote) else first
         return "clean", None
 
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
@@ -232,6 +240,13 @@ class Accumulator:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
         return rest
+
+
+def quotes(ev: Event, first: Event | None) -> bool:
+    """PyTorch's exception just above the NCCL text it quotes after 'Last error:': one error, named by the quote."""
+    if first is None or first.line.nccl_text is None or ev.line.file != first.line.file:
+        return False
+    return 0 < first.line.lineno - ev.line.lineno <= QUOTE_SPAN
 
 
 def _thread(ev: Event) -> str:

@@ -35,6 +35,7 @@ class Signature:
     fixes: tuple[tuple[str, str], ...] = field(default=())  # (fabric, fix) offered only on that fabric
     fabrics: tuple[str, ...] = field(default=())  # where the cause can hold at all (empty: any)
     refine_cuda: bool = False  # a generic CUDA error line: the CUDA error text names the class (refine)
+    explains: tuple[str, ...] = field(default=())  # a suspect that explains only these roots (empty: its area's)
 
 
 def _signature(raw: dict, sid: str) -> Signature:
@@ -58,6 +59,7 @@ def _signature(raw: dict, sid: str) -> Signature:
         fixes=fixes,
         fabrics=tuple(raw.get("fabrics", ())),
         refine_cuda=bool(raw.get("refine_cuda", False)),
+        explains=tuple(raw.get("explains", ())),
     )
 
 

@@ -68,7 +68,7 @@ ERROR_LINE = re.compile(
 )
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(
-    r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported"
+    r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported|no eligible"
 )
 
 
@@ -181,8 +181,11 @@ def _classify(line: Line, text: str, seq: int) -> Event | None:
 
 def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     """An NCCL WARN text quoted without NCCL's prefix (Ray's log dedup, a person's paste): looked up among the
-    formats long enough that no other program's words match them by chance."""
+    formats long enough that no other program's words match them by chance; the AWS OFI plugin's failures by
+    its NET/OFI tag."""
     body = BARE_PREFIX.sub("", text, count=1)
+    if body.startswith("NET/OFI ") and INFO_FAILURE.search(body):
+        return nccl_event("NCCL WARN " + body)  # the AWS OFI plugin's own failure, through NCCL's logger
     if catalogue.nccl_source(body, "WARN", bare=True) is None:
         return None
     return nccl_event("NCCL WARN " + body)

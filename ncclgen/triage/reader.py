@@ -266,6 +266,15 @@ ANCHORS = (
     "local_world_size",
     "local gpu count",
     "NCCL_GRAPH_FILE",
+    "remote rails",
+    "retrying (",
+    "RDMA device spec",
+    "--master_addr=",
+    "EFA devices found",
+    "Using IP address of",
+    "NET/OFI ",
+    "Original timeout",
+    "cumem_allocator",
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from . import catalogue, nodes, plancheck
-from .analyse import Result, counted, order
+from .analyse import Result, counted, order, quotes
 from .events import Event
 
 WHY = {
@@ -27,7 +27,6 @@ COLLECT = (
     "last NCCL setup line, and `py-spy dump --native --pid PID` (or gdb) on a stuck rank shows where it waits"
 )
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
-QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 
 
 def event_data(ev: Event) -> dict:
@@ -105,7 +104,7 @@ def as_data(
             "first": None if g.includes_first else event_data(g.first),
             # a symptom printed before the first failure (an exception's summary above its cause): not "then"
             "before_first": result.first is not None and order(g.first) < order(result.first),
-            "quotes_first": _quotes(g.first, result.first),
+            "quotes_first": quotes(g.first, result.first),
         }
         for text, g in result.groups
     ]
@@ -119,13 +118,6 @@ def as_data(
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
     return data
-
-
-def _quotes(ev: Event, first: Event | None) -> bool:
-    """PyTorch's exception just above the NCCL text it quotes after 'Last error:' (the root): one error."""
-    if first is None or first.line.nccl_text is None or ev.line.file != first.line.file:
-        return False
-    return 0 < first.line.lineno - ev.line.lineno <= QUOTE_SPAN
 
 
 def _status(result: Result, hang: dict | None, fr: dict | None) -> str:
