@@ -232,3 +232,27 @@ def test_pyxis_names_enroots_own_error_not_its_wrapper():
         ]
     )
     assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "enroot-error", 3)
+
+
+def test_a_loggers_error_prefix_on_traceback_frames_does_not_make_them_errors():
+    """vLLM's logger.exception prefixes every line of a traceback with ERROR: the exception line is the error."""
+    pre = "(Worker pid=509) ERROR 04-13 19:52:24 [multiproc_executor.py:800] "
+    res = _result(
+        [
+            pre + "Traceback (most recent call last):",
+            pre + '  File "/x/pynccl_wrapper.py", line 373, in NCCL_CHECK',
+            pre + '    raise RuntimeError(f"NCCL error: {error_str}")',
+            pre + "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)",
+        ]
+    )
+    assert res.status == "unclassified" and res.first.line.lineno == 4
+
+
+def test_a_socket_closed_by_a_peer_on_this_host_is_no_network_between_nodes():
+    local = _result(
+        ["h1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer localhost<56086>"]
+    )
+    remote = _result(
+        ["h1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h2<56086>"]
+    )
+    assert local.first.sig.id == "socket-local-closed" and remote.first.sig.id == "socket-peer-closed"

@@ -210,8 +210,11 @@ class Accumulator:
 
     def _bootstrap(self, status: str, first: Event | None) -> tuple[str, Event | None]:
         """A socket a peer closed is a symptom, except in NCCL's bootstrap (the thread's error trace runs through
-        bootstrap.cc): there no communicator exists yet, and the usual cause is an address the peer cannot reach."""
-        closed = status == "unclassified" and first and first.sig and first.sig.id == "socket-peer-closed"
+        bootstrap.cc): there no communicator exists yet, and the usual cause is an address the peer cannot reach.
+        So is a socket call's error trace with no WARN line (misc/socket.cc -> 2, then bootstrap.cc)."""
+        sid = first.sig.id if first and first.sig else None
+        socket_trace = sid == "nccl-error-trace" and first.groups.get("file", "").startswith("misc/socket")  # type: ignore[union-attr]
+        closed = status == "unclassified" and (sid == "socket-peer-closed" or socket_trace)
         if closed and first and _thread(first) in self.in_bootstrap:
             sig = catalogue.classes()["bootstrap-connect"]
             return "cause", Event(first.line, sig, first.groups, first.time, first.node, first.rank, first.seq)

@@ -66,6 +66,10 @@ ERROR_LINE = re.compile(
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [EC] \d+ \d+\]"
 )
+# A traceback's frame or code line that a logger printed with its ERROR prefix (vLLM's logger.exception prints
+# 'ERROR 04-13 19:52:24 [multiproc_executor.py:800]     self.NCCL_CHECK(' for every line): the exception line
+# that closes the traceback is the error, not its frames
+LOGGED_FRAME = re.compile(r"\bERROR\b[^\]]{0,80}\] {3,}\S")
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(
     r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported|no eligible"
@@ -173,7 +177,7 @@ def _classify(line: Line, text: str, seq: int) -> Event | None:
     if found is not None:
         node, rank = locate(line.text, {})
         return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
-    if ERROR_LINE.search(text):
+    if ERROR_LINE.search(text) and not LOGGED_FRAME.search(text):
         node, rank = locate(line.text, {})
         return Event(line, None, {}, timestamp(line.text), node, rank, seq)
     return None

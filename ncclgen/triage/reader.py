@@ -275,6 +275,7 @@ ANCHORS = (
     "NET/OFI ",
     "Original timeout",
     "cumem_allocator",
+    "maxSharedMem",
 )
 
 

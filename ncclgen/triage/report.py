@@ -27,6 +27,14 @@ COLLECT = (
     "last NCCL setup line, and `py-spy dump --native --pid PID` (or gdb) on a stuck rank shows where it waits"
 )
 COLLECT_SOURCE = "https://docs.pytorch.org/docs/stable/torch_nccl_environment_variables.html"
+# Ranks that stop in NCCL's setup with no error line: what holds connections there without failing them.
+IN_SETUP = (
+    "; ranks that stop in NCCL's setup: on Kubernetes, a service-mesh sidecar (Istio's istio-proxy) in the pods "
+    'intercepts their TCP connections; run the job\'s pods without it (annotation sidecar.istio.io/inject: "false")'
+)
+IN_SETUP_SOURCE = (
+    "https://github.com/NVIDIA/nccl/issues/1638 (the Istio sidecar held NCCL's setup; without it the run worked)"
+)
 
 
 def event_data(ev: Event) -> dict:
@@ -68,9 +76,15 @@ def _hang(result: Result) -> dict | None:
         "init_incomplete": incomplete[:32],
         "ends_early": early[:32],
         "last": last[:16],
-        "collect_next": COLLECT,
-        "source": COLLECT_SOURCE,
+        **_collect(bool(incomplete or early)),
     }
+
+
+def _collect(in_setup: bool) -> dict[str, str]:
+    """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup."""
+    if in_setup:
+        return {"collect_next": COLLECT + IN_SETUP, "source": f"{COLLECT_SOURCE}; {IN_SETUP_SOURCE}"}
+    return {"collect_next": COLLECT, "source": COLLECT_SOURCE}
 
 
 def _timeout(ev: Event) -> bool:
