@@ -256,3 +256,24 @@ def test_a_socket_closed_by_a_peer_on_this_host_is_no_network_between_nodes():
         ["h1:1:2 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer h2<56086>"]
     )
     assert local.first.sig.id == "socket-local-closed" and remote.first.sig.id == "socket-peer-closed"
+
+
+def test_a_retry_warning_alone_is_a_note_and_the_cause_when_the_connect_then_fails():
+    """c10d warns while it retries a name that does not resolve yet (normal while pods come up)."""
+    warn = "[W socket.cpp:558] [c10d] The IPv6 network addresses of (w-0-0.w, 3389) cannot be retrieved (gai error: -2 - Name or service not known)."
+    alone = _result([warn])
+    assert alone.status == "clean" and [n.sig.id for n in alone.notes] == ["store-name-not-yet-resolved"]
+    failed = _result(
+        [
+            warn,
+            "torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to connect to (w-0-0.w, 3389).",
+        ]
+    )
+    assert (failed.status, failed.first.sig.id, failed.first.line.lineno) == ("cause", "store-name-not-yet-resolved", 1)
+
+
+def test_fatal_words_of_other_programs_are_failures_but_not_on_nccl_info_lines():
+    nvshmem = "/src/host/init/init.cu:nvshmemi_check_state_and_init:1080: nvshmem initialization failed, exiting"
+    assert _result([nvshmem]).first.sig.id == "nvshmem-init-failed"
+    assert _result(["Ctran.cc:181] Ctran initialization failed"]).status == "unclassified"
+    assert _result(["h1:1:1 [0] NCCL INFO NET/OFI aws-ofi-nccl initialization failed"]).status == "clean"

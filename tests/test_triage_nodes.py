@@ -240,7 +240,11 @@ def test_nccl_tests_rows_show_the_run_got_past_init(tmp_path):
         "           8             2     float     sum    45.82    0.00    0.00  2e-07    38.17    0.00    0.00  1e-07\n"
     )
     log = info("gpu1", 10, "Channel 00/02 :    0   1") + row
-    assert triage(tmp_path, log)["status"] == "clean"
+    data = triage(tmp_path, log)  # past init, but a table with no closing average stopped (or was cut)
+    assert data["status"] == "unfinished" and data["hang"]["ends_early"] == [
+        "nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"
+    ]
+    assert triage(tmp_path, log + "# Avg bus bandwidth    : 1.5\n")["status"] == "clean"
 
 
 def test_ranks_behind_others_that_completed_init_are_a_hang(tmp_path):

@@ -63,6 +63,7 @@ class Result:
     lines_kept: int
     facts: nodes.Facts = field(default_factory=nodes.Facts)
     findings: list[Event] = field(default_factory=list)  # node and plan comparisons, as events
+    notes: list[Event] = field(default_factory=list)  # suspects seen in a log with no failure: harmless alone
 
 
 def explains(suspect: Event, root: Event) -> bool:
@@ -206,7 +207,20 @@ class Accumulator:
         if first is not None and first.node in NO_NODE:
             first.node = self._node_of(first) or first.node
         contexts = list(self.contexts.values())
-        return Result(status, first, self._rest(first), contexts, self.regenerate, self.seq, self.facts, list(findings))
+        rest = self._rest(first)
+        return Result(
+            status, first, rest, contexts, self.regenerate, self.seq, self.facts, list(findings), self._notes(status)
+        )
+
+    def _notes(self, status: str) -> list[Event]:
+        """With no failure, the suspects that have something to say alone (a signature's `then`), one per signature."""
+        if status != "clean":
+            return []
+        seen: dict[str, Event] = {}
+        for ev in self.suspects:
+            if ev.sig and ev.sig.then:
+                seen.setdefault(ev.sig.id, ev)
+        return list(seen.values())[:8]
 
     def _bootstrap(self, status: str, first: Event | None) -> tuple[str, Event | None]:
         """A socket a peer closed is a symptom, except in NCCL's bootstrap (the thread's error trace runs through

@@ -66,6 +66,13 @@ ERROR_LINE = re.compile(
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [EC] \d+ \d+\]"
 )
+# Fatal words of programs that follow none of the forms above (NVSHMEM's 'init.cu:1080: nvshmem initialization failed,
+# exiting', 'non-zero status: 7', a library's 'Ctran initialization failed', UCX's 'Caught signal 11'); never on an
+# NCCL INFO line, where a plugin that failed to load is normal (NCCL falls back); the kernel's Xid lines only by their
+# signatures (Xid 13 is a program's own fault, on any process of the node)
+OTHER_FATAL = re.compile(
+    r"\b(?:[Ii]nitiali[sz]ation|[Ii]nit) failed\b|failed, exiting|non-zero status: -?\d+|Caught signal \d+"
+)
 # A traceback's frame or code line that a logger printed with its ERROR prefix (vLLM's logger.exception prints
 # 'ERROR 04-13 19:52:24 [multiproc_executor.py:800]     self.NCCL_CHECK(' for every line): the exception line
 # that closes the traceback is the error, not its frames
@@ -159,28 +166,47 @@ def classify(line: Line, seq: int) -> Event | None:
 
 
 def _classify(line: Line, text: str, seq: int) -> Event | None:
+    if (ev := _by_signature(line, text, seq)) is not None:
+        return ev
+    if (found := _nccl_text(text)) is not None:
+        node, rank = locate(line.text, {})
+        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
+    if is_error_line(text):
+        node, rank = locate(line.text, {})
+        return Event(line, None, {}, timestamp(line.text), node, rank, seq)
+    return None
+
+
+def _by_signature(line: Line, text: str, seq: int) -> Event | None:
+    """The event of the first signature whose key and regex match ``text``."""
     for sig in catalogue.signatures():
         if any(k in text for k in sig.keys) and sig.match and (m := sig.match.search(text)):
-            groups = {k: v for k, v in m.groupdict().items() if v is not None}
+            # a line posted in Markdown emphasis ('_..._', '**...**') keeps the marks out of the text
+            groups = {k: v.rstrip("*_`") for k, v in m.groupdict().items() if v is not None}
             if sig.refine_cuda and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
                 sig = catalogue.classes()[cid]  # 'CUDA error: out of memory' is a GPU memory failure
                 groups["text"] = text[:300]
             node, rank = locate(line.text, groups)
             return Event(line, sig, groups, timestamp(line.text), node, rank, seq)
+    return None
+
+
+def _nccl_text(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
+    """An NCCL WARN (or failing INFO) text in the line: XLA's quote of it, NCCL's own line, or a bare paste."""
     found = None
-    if xla := XLA_LAST.search(text):
-        found = nccl_event("NCCL WARN " + xla.group("text"))
+    if (xla := XLA_LAST.search(text)) and catalogue.nccl_source(quoted := xla.group("text").strip(" '")) is not None:
+        found = nccl_event("NCCL WARN " + quoted)  # a quote cut short by a line break is no NCCL text
     if found is None and ("NCCL " in text or OLD_NCCL_WARN.search(text)):
         found = nccl_event(text)
     if found is None and "NCCL " not in text:
         found = bare_warn(text)
-    if found is not None:
-        node, rank = locate(line.text, {})
-        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
-    if ERROR_LINE.search(text) and not LOGGED_FRAME.search(text):
-        node, rank = locate(line.text, {})
-        return Event(line, None, {}, timestamp(line.text), node, rank, seq)
-    return None
+    return found
+
+
+def is_error_line(text: str) -> bool:
+    """An error marker, or another program's fatal words, outside a traceback frame a logger prefixed with ERROR."""
+    fatal = "NCCL INFO" not in text and OTHER_FATAL.search(text)
+    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text)
 
 
 def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:

@@ -128,6 +128,7 @@ class Facts:
         self.ran = False  # the run got past NCCL init: nccl-tests printed a result row, or NCCL its Init timings
         self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
         self.banner = False  # nccl-tests printed its start line or its results table's banner
+        self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
@@ -159,6 +160,7 @@ class Facts:
             self.ipoib_peer = True
         if BENCH_ROW.search(text) or INIT_TIMINGS in text:
             self.ran = True
+            self.rows = self.rows or INIT_TIMINGS not in text
         elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
             self.banner = True
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
@@ -429,7 +431,11 @@ def ends_early(facts: Facts) -> list[str]:
     """With no Init COMPLETE anywhere and no sign the run got past init (Destroy COMPLETE, nccl-tests' rows or
     average): the hosts whose NCCL init began, nccl-tests' table with no row. A hang there, or a log cut
     short: the log alone cannot tell."""
-    if facts.success or facts.ran or any(h.complete for h in facts.hosts.values()):
+    if facts.success:
+        return []
+    if facts.rows:  # a table that stops: the run froze or hung in a collective, or the log was cut
+        return ["nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"]
+    if facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
     out = sorted(f"{h.name} began NCCL init" for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
     if facts.banner:

@@ -276,6 +276,18 @@ ANCHORS = (
     "Original timeout",
     "cumem_allocator",
     "maxSharedMem",
+    ":443: ",
+    "low on resource",
+    "invalid int value",
+    "Evicted",
+    "memory available in /dev/shm",
+    "but not set",
+    "nvidia_peermem",
+    "isFabric",
+    "cuMemCreate",
+    "cuMemImport",
+    "Caught signal",
+    "non-zero status",
 )
 
 

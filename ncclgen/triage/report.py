@@ -127,6 +127,11 @@ def as_data(
         for f in result.findings
         if f is not result.first and f.sig is not None
     ]
+    data["notes"] = [
+        {"class": ev.sig.id, "says": catalogue.fill(ev.sig.then, ev.groups), "where": ev.where}
+        for ev in result.notes
+        if ev.sig is not None
+    ]
     data["nodes"] = nodes.as_data(result.facts)
     data["hang"] = hang
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
@@ -156,6 +161,8 @@ def as_text(data: dict) -> str:
         out.append(f"{lead} {item['summary']}{at}")
     for f in data["findings"]:
         out.append(f"also: {f['class']}: {f['detail']} ({f['where']})")
+    for n in data["notes"]:
+        out.append(f"note: {n['says']} ({n['where']})")
     if data["fabric"]["name"]:
         out.append(f"fabric: {data['fabric']['name']} (from {data['fabric']['from']}; fixes offered for it only)")
     out += _nodes_text(data["nodes"])
@@ -163,7 +170,8 @@ def as_text(data: dict) -> str:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
         for what in data["hang"]["ends_early"]:
-            out.append(f"ends early: {what}; no rank printed Init COMPLETE or an end of the run")
+            tail = "" if "Avg bus bandwidth" in what else "; no rank printed Init COMPLETE or an end of the run"
+            out.append(f"ends early: {what}{tail}")
         for item in data["hang"]["last"]:
             out.append(f"last: {item}")
         unsure = "" if data["hang"]["certain"] else "if it hung: "
