@@ -277,3 +277,25 @@ def test_fatal_words_of_other_programs_are_failures_but_not_on_nccl_info_lines()
     assert _result([nvshmem]).first.sig.id == "nvshmem-init-failed"
     assert _result(["Ctran.cc:181] Ctran initialization failed"]).status == "unclassified"
     assert _result(["h1:1:1 [0] NCCL INFO NET/OFI aws-ofi-nccl initialization failed"]).status == "clean"
+
+
+def test_ranks_timed_out_in_different_collectives_at_one_seqnum_diverged():
+    """The flight recorder's COLLECTIVE_TYPE_MISMATCH, read from the watchdog lines alone."""
+    fmt = "[E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=37, OpType={op}, Timeout(ms)=1800000) ran for 1801750 milliseconds before timing out."
+    res = _result(
+        [fmt.format(r=1, op="_ALLGATHER_BASE"), fmt.format(r=0, op="REDUCE"), fmt.format(r=2, op="_ALLGATHER_BASE")]
+    )
+    assert (res.status, res.first.sig.id, res.first.rank) == ("cause", "watchdog-op-mismatch", "0")
+    same = _result([fmt.format(r=1, op="REDUCE"), fmt.format(r=2, op="REDUCE")])
+    assert same.status == "unclassified"
+
+
+def test_a_generic_ray_death_takes_the_reason_its_message_gives_below():
+    res = _result(
+        [
+            "ray.exceptions.RayActorError: The actor died unexpectedly before finishing this task.",
+            "        pid: 1412",
+            "The actor is dead because its worker process has died. Worker exit type: USER_ERROR Worker exit detail: Task was killed due to the node running low on memory.",
+        ]
+    )
+    assert (res.first.sig.id, res.first.line.lineno) == ("ray-oom-kill", 3)

@@ -37,6 +37,7 @@ HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 TRACEBACK = "Traceback (most recent call last)"
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
+REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
 QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 
 
@@ -89,6 +90,7 @@ class Accumulator:
         self.pids: dict[str, str] = {}  # pid -> node, from ncclgen's 'torchrun on node N is pid P' lines
         self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
         self.quote: Event | None = None  # the earliest NCCL text PyTorch quoted after 'Last error:' (a symptom)
+        self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -139,6 +141,10 @@ class Accumulator:
             self.in_bootstrap.add(_thread(ev))
         if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
             self.hardware = ev
+        if ev.sig and ev.sig.id == "watchdog-timeout" and len(self.ops) < MAX_KEYS:
+            by_op = self.ops.setdefault(ev.groups.get("seq", ""), {})
+            if len(by_op.setdefault(ev.groups.get("op", ""), [])) < MAX_KEYS:
+                by_op[ev.groups.get("op", "")].append(ev)
 
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the
@@ -185,6 +191,8 @@ class Accumulator:
             earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
             if earlier:
                 return "cause", min(earlier, key=order)
+            if (why := self._why(root)) is not None:
+                return "cause", why
             hw = self.hardware
             if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
                 return "cause", Event(
@@ -200,7 +208,33 @@ class Accumulator:
             return "unclassified", quote if quote is not None and quotes(first, quote) else first
         return "clean", None
 
+    def _why(self, root: Event) -> Event | None:
+        """A generic root's message continued a few lines below with the line that says why (Ray's ActorDiedError,
+        then 'Task was killed due to the node running low on memory'): that line."""
+        for sid in root.sig.refined_by:  # type: ignore[union-attr]
+            ev = self.best_of(sid)
+            if (
+                ev is not None
+                and ev.line.file == root.line.file
+                and 0 < ev.line.lineno - root.line.lineno <= REFINE_SPAN
+            ):
+                return ev
+        return None
+
+    def _desync(self) -> None:
+        """Ranks that timed out at one SeqNum in different collectives called different collectives (the flight
+        recorder's COLLECTIVE_TYPE_MISMATCH): the collective fewest ranks were in is the odd one out."""
+        for seq, by_op in self.ops.items():
+            if len(by_op) > 1:
+                odd = min(by_op.values(), key=lambda evs: (len(evs), order(evs[0])))[0]
+                ops = ", ".join(f"{op} on {len(evs)}" for op, evs in sorted(by_op.items()))
+                sig = catalogue.classes()["watchdog-op-mismatch"]
+                groups = {**odd.groups, "text": f"SeqNum {seq}: {ops}"}
+                self._record(Event(odd.line, sig, groups, odd.time, odd.node, odd.rank, odd.seq))
+                return
+
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
+        self._desync()
         for ev in findings:
             self.add_finding(ev)
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))

@@ -36,6 +36,7 @@ class Signature:
     fabrics: tuple[str, ...] = field(default=())  # where the cause can hold at all (empty: any)
     refine_cuda: bool = False  # a generic CUDA error line: the CUDA error text names the class (refine)
     explains: tuple[str, ...] = field(default=())  # a suspect that explains only these roots (empty: its area's)
+    refined_by: tuple[str, ...] = field(default=())  # roots that, a few lines below in one message, say why
 
 
 def _signature(raw: dict, sid: str) -> Signature:
@@ -60,6 +61,7 @@ def _signature(raw: dict, sid: str) -> Signature:
         fabrics=tuple(raw.get("fabrics", ())),
         refine_cuda=bool(raw.get("refine_cuda", False)),
         explains=tuple(raw.get("explains", ())),
+        refined_by=tuple(raw.get("refined_by", ())),
     )
 
 

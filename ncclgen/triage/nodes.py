@@ -80,7 +80,7 @@ PROGRESS = re.compile(
 # NCCL 1's tests print "bytes N type op" rows ("100 100 char sum 0.038 ..."). The table's banner ("out-of-place
 # in-place") with no row after it: the first collective never returned, or the excerpt ends there.
 BENCH_ROW = re.compile(
-    r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
+    r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
 )
 BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
@@ -437,7 +437,9 @@ def ends_early(facts: Facts) -> list[str]:
         return ["nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"]
     if facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
-    out = sorted(f"{h.name} began NCCL init" for h in facts.hosts.values() if h.net_channels or h.started or h.progress)
+    # NCCL's version or bootstrap line is its setup under way too (a hang in P2P setup prints nothing more)
+    began = (h for h in facts.hosts.values() if h.net_channels or h.started or h.progress or h.version or h.iface)
+    out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.banner:
         out.append("nccl-tests printed its header and no result row")
     return out

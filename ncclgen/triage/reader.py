@@ -70,7 +70,21 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     "opCount": 65536,
     # init under way (nodes.PROGRESS), and NCCL 2.23+'s 'Init timings' line printed just after Init COMPLETE
     ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - ", "INFO NVLS "): 4096,
-    ("float ", " sum ", "out-of-place", "# nThread "): 64,  # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER)
+    # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER): every row names its data type (nccl-tests src/common.cu
+    # test_typenames: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)
+    (
+        "float ",
+        "half ",
+        "double ",
+        "int8 ",
+        "int32 ",
+        "int64 ",
+        "bfloat16 ",
+        "f8e",
+        "fp8_",
+        "out-of-place",
+        "# nThread ",
+    ): 64,
 }
 Capped = dict[tuple[bytes, ...], int]
 
@@ -288,6 +302,9 @@ ANCHORS = (
     "cuMemImport",
     "Caught signal",
     "non-zero status",
+    "memory usage threshold",
+    "allocate any GPUs",
+    "Trials did not complete",
 )
 
 
