@@ -305,6 +305,7 @@ ANCHORS = (
     "memory usage threshold",
     "allocate any GPUs",
     "Trials did not complete",
+    "Invalidate trace cache",
 )
 
 
