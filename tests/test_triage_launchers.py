@@ -299,3 +299,22 @@ def test_a_generic_ray_death_takes_the_reason_its_message_gives_below():
         ]
     )
     assert (res.first.sig.id, res.first.line.lineno) == ("ray-oom-kill", 3)
+
+
+def test_every_suspect_and_refinement_names_signatures_that_exist():
+    from ncclgen.triage import catalogue
+
+    known = {s.id for s in catalogue.signatures()} | set(catalogue.classes())
+    named = [
+        (s.id, n)
+        for s in (*catalogue.signatures(), *catalogue.classes().values())
+        for n in (*s.explains, *s.refined_by)
+    ]
+    assert named and [pair for pair in named if pair[1] not in known] == []
+
+
+def test_a_locked_memory_warning_is_a_note_when_the_run_went_on_and_the_cause_when_it_failed():
+    warn = "[1668693503.473099] [ampere:1188443:0]  ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory. Please set max locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)"
+    assert _result([warn]).status == "clean"
+    res = _result([warn, "[cn0022:4071024] pml_ucx.c:309  Error: Failed to create UCP worker"])
+    assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "ucx-verbs-memlock", 1)
