@@ -142,9 +142,9 @@ class Accumulator:
         if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
             self.hardware = ev
         if ev.sig and ev.sig.id == "watchdog-timeout" and len(self.ops) < MAX_KEYS:
-            by_op = self.ops.setdefault(ev.groups.get("seq", ""), {})
-            if len(by_op.setdefault(ev.groups.get("op", ""), [])) < MAX_KEYS:
-                by_op[ev.groups.get("op", "")].append(ev)
+            same = self.ops.setdefault(ev.groups.get("seq", ""), {}).setdefault(ev.groups.get("op", ""), [])
+            if len(same) < MAX_KEYS:
+                same.append(ev)
 
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the

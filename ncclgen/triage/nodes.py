@@ -83,6 +83,7 @@ BENCH_ROW = re.compile(
     r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
 )
 BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
+TABLE_STOPS = "nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"  # rows, no average
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -158,9 +159,10 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
-        if BENCH_ROW.search(text) or INIT_TIMINGS in text:
+        if BENCH_ROW.search(text):
+            self.ran = self.rows = True
+        elif INIT_TIMINGS in text:
             self.ran = True
-            self.rows = self.rows or INIT_TIMINGS not in text
         elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
             self.banner = True
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
@@ -428,16 +430,15 @@ def unfinished(facts: Facts) -> list[str]:
 
 
 def ends_early(facts: Facts) -> list[str]:
-    """With no Init COMPLETE anywhere and no sign the run got past init (Destroy COMPLETE, nccl-tests' rows or
-    average): the hosts whose NCCL init began, nccl-tests' table with no row. A hang there, or a log cut
-    short: the log alone cannot tell."""
+    """With no sign the run ended (Destroy COMPLETE, nccl-tests' average): a table that stops after rows; or, with
+    no Init COMPLETE, the hosts whose NCCL setup began (a version or bootstrap line: a hang in P2P setup prints
+    nothing more), nccl-tests' table with no row. A hang there, or a log cut short: the log cannot tell."""
     if facts.success:
         return []
     if facts.rows:  # a table that stops: the run froze or hung in a collective, or the log was cut
-        return ["nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"]
+        return [TABLE_STOPS]
     if facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
-    # NCCL's version or bootstrap line is its setup under way too (a hang in P2P setup prints nothing more)
     began = (h for h in facts.hosts.values() if h.net_channels or h.started or h.progress or h.version or h.iface)
     out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.banner:

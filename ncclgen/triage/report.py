@@ -170,7 +170,8 @@ def as_text(data: dict) -> str:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
         for what in data["hang"]["ends_early"]:
-            tail = "" if "Avg bus bandwidth" in what else "; no rank printed Init COMPLETE or an end of the run"
+            # past init (rows printed): only the table's end is missing
+            tail = "" if what == nodes.TABLE_STOPS else "; no rank printed Init COMPLETE or an end of the run"
             out.append(f"ends early: {what}{tail}")
         for item in data["hang"]["last"]:
             out.append(f"last: {item}")
