@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclgen.triage import run
+from ncclgen.triage import analyse, run
 
 DATA = Path(__file__).parent / "data" / "triage"
 FILES = sorted(DATA.glob("*.log"))
@@ -57,8 +57,12 @@ def test_cause_and_root_line(f):
         assert data["status"] == "unclassified" and code == 1
     else:
         # a difference between nodes in a log with no error line is named as such (status mismatch)
-        want = {"no-gdrdma": ("slow",)}.get(
-            cls, ("cause", "mismatch") if cls.startswith("nodes-differ-") else ("cause",)
+        want = (
+            ("slow",)
+            if cls in analyse.SLOW
+            else ("cause", "mismatch")
+            if cls.startswith("nodes-differ-")
+            else ("cause",)
         )
         assert data["status"] in want and code == 0, data.get("first")
         assert data["first"]["signature"] == cls

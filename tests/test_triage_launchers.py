@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ncclgen.triage import nodes, reader, run
+from ncclgen.triage import compare, nodes, reader, run
 from ncclgen.triage.analyse import Accumulator
 from ncclgen.triage.reader import Line
 
@@ -80,11 +80,11 @@ def test_a_gpudirect_disabled_line_on_a_socket_nic_is_not_a_slow_run():
     acc = Accumulator()
     acc.add(Line("a.log", 1, "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"))
     acc.add(Line("a.log", 2, "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'"))
-    found = nodes.findings(acc.facts)
+    found = compare.findings(acc.facts)
     assert [f.cls for f in found] == ["no-gdrdma"] and "mlx5_0" in found[0].detail
     socket_only = Accumulator()
     socket_only.add(Line("a.log", 1, "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'"))
-    assert nodes.findings(socket_only.facts) == []
+    assert compare.findings(socket_only.facts) == []
 
 
 def test_vllm_waiting_for_its_placement_group_is_a_cause():
@@ -144,12 +144,12 @@ def test_gdrdma_on_the_send_end_only_names_the_receiving_node_the_reverse_is_nor
     acc = Accumulator()
     for i, text in enumerate([send, recv], 1):
         acc.add(Line("a.log", i, text))
-    found = nodes.findings(acc.facts)
+    found = compare.findings(acc.facts)
     assert [f.cls for f in found] == ["no-gdrdma"] and found[0].line.text == recv
     normal = Accumulator()  # GDR reads (the send end) are off by default on some platforms, writes on
     for i, text in enumerate([send.replace("/GDRDMA", ""), recv + "/GDRDMA"], 1):
         normal.add(Line("a.log", i, text))
-    assert nodes.findings(normal.facts) == []
+    assert compare.findings(normal.facts) == []
 
 
 def test_a_few_socket_connect_retries_at_start_are_no_failure_many_are():

@@ -27,6 +27,8 @@ BLOCK_SPAN = 6  # lines from a field to the event it belongs to
 # torchrun's own log lines carry after their time stamp ('E1205 21:10:13.384000 29895 torch/...')
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
 GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
+# findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
+SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net")
 # Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin")
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
@@ -265,15 +267,31 @@ class Accumulator:
         closed = status == "unclassified" and (sid == "socket-peer-closed" or socket_trace)
         if closed and first and _thread(first) in self.in_bootstrap:
             sig = catalogue.classes()["bootstrap-connect"]
+            if shown := self._ipoib_bootstrap(first):
+                line, text = shown
+                groups = {**first.groups, "text": text}
+                return "cause", Event(
+                    line, sig, groups, first.time, first.node, first.rank, self.facts.seqs.get(line, 0)
+                )
             return "cause", Event(first.line, sig, first.groups, first.time, first.node, first.rank, first.seq)
         return status, first
+
+    def _ipoib_bootstrap(self, first: Event) -> tuple[Line, str] | None:
+        """The line where the failing rank's host chose an IPoIB interface for its sockets, NCCL_SOCKET_IFNAME unset:
+        NCCL tries ib* first (v2.21.5-1 src/misc/socket.cc:338), and an IPoIB subnet the containers or hosts do not
+        share is the usual bootstrap failure (nccl#1000), so that choice is the first sign."""
+        m = NCCL_PREFIX.search(first.line.text)
+        h = self.facts.hosts.get(m.group("host")) if m else None
+        if h is None or not h.iface or not nodes.IPOIB.match(h.iface) or "NCCL_SOCKET_IFNAME" in h.env:
+            return None
+        return h.lines["iface"], f"bootstrap over {h.iface} ({h.addr}), an IPoIB interface, NCCL_SOCKET_IFNAME unset"
 
     def _without_error(self, status: str, first: Event | None, findings: list[Event]) -> tuple[str, Event | None]:
         """A log with no failure can still name a problem: network channels without GDRDMA (slow), or, with no
         sign the run got through (a hang, a log cut short), nodes whose NCCL cannot talk to each other's."""
         if status != "clean":
             return status, first
-        if slow := next((f for f in findings if f.sig and f.sig.id == "no-gdrdma"), None):
+        if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None):
             return "slow", slow
         if not self.facts.success and (odd := next((f for f in findings if f.sig and f.sig.id in MISMATCH), None)):
             return "mismatch", odd

@@ -67,8 +67,16 @@ def _signature(raw: dict, sid: str) -> Signature:
 
 @functools.cache
 def signatures() -> tuple[Signature, ...]:
+    """The signatures; one with `class: NAME` in place of an id is another form of a line that class explains (NCCL's
+    WARN text quoted without its prefix): it is that class, with its fields (cause, fix, sources, ...) where it sets
+    none of its own."""
     doc = yaml.safe_load((DATA / "signatures.yaml").read_text())
-    return tuple(_signature(raw, raw["id"]) for raw in doc["signatures"])
+    base = _classes_doc()["classes"]
+    out = []
+    for raw in doc["signatures"]:
+        cls = raw.get("class")
+        out.append(_signature({**base[cls], **raw} if cls else raw, cls or raw["id"]))
+    return tuple(out)
 
 
 @functools.cache

@@ -19,6 +19,9 @@ from .reader import Line
 NCCL_PREFIX = re.compile(r"(?:^|(?<=[\s:>\])]))(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
 RAY_PREFIX = re.compile(r"\((?:\w+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>\d+)\]|\brank\s*:\s*(?P<rank3>\d+)")
+# Open MPI's own prefixes: "[HOST][[JOBID,VPID],RANK][file:line:func] ..." (opal/mca/btl/tcp/btl_tcp_endpoint.c and
+# the other BTLs' error lines) and "[HOST:PID] ..." (opal/util/stacktrace.c, orte's show_help lines)
+OMPI_PREFIX = re.compile(r"^\[(?P<node>[A-Za-z0-9][\w.-]*)(?:\]\[\[\d+,\d+\],\d+\]|:\d+\] )")
 SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 # "node NAME", not English after "node" ("No available node types can fulfill", Ray's autoscaler)
 NODE_WORD = re.compile(
@@ -121,6 +124,8 @@ def locate(text: str, groups: dict[str, str]) -> tuple[str | None, str | None]:
         node = node or m.group("ip")
     if m := SRUN.search(text):
         node, rank = node or m.group("node"), m.group("task")
+    if node is None and text.startswith("[") and (m := OMPI_PREFIX.match(text)):
+        node = m.group("node")
     if m := TORCH_RANK.search(text):
         rank = m.group("rank") or m.group("rank2") or m.group("rank3")
     if node is None and (m := NODE_WORD.search(text) or HOST_FIELD.search(text)):

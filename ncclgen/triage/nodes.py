@@ -1,4 +1,4 @@
-"""What NCCL's INFO lines say about each node, compared across nodes and with the plan.
+"""What NCCL's INFO lines say about each node (compare.py compares the nodes, plancheck.py them with the plan).
 
 NCCL prints, per process, the release (`NCCL version 2.18.1+cuda12.1`, src/init.cc), the bootstrap
 interface (`Bootstrap : Using eth0:10.0.0.1<0>`, src/bootstrap.cc), the net (`Using network IB`,
@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..jobside import nccllines
-from .events import NCCL_PREFIX, Event
+from .events import NCCL_PREFIX
 from .reader import Line
 
 VERSION = re.compile(r"NCCL INFO NCCL version (?P<v>\d+\.\d+\.\d+)")
@@ -37,7 +37,13 @@ BOOTSTRAP = re.compile(
     r"NCCL INFO (?:Bootstrap ?: Using|NET : Using interface|NET/Socket ?: Using) \[?\d*\]?"
     r"(?P<iface>[\w.:-]+?):(?P<addr>[\w.:%-]+?)<"
 )
+# The Socket net's interfaces (src/transport/net_socket.cc: "NET/Socket : Using [0]eth0:10.0.0.1<0>"): NCCL inits
+# that net only when no plugin or IB net was taken before it (v2.4.8-1 src/init.cc initNet; v2.21.5-1 src/net.cc;
+# v2.30.7-1 src/plugin/net.cc ncclNetInit), so with no IB line after it the node's traffic goes over TCP. (Releases
+# before 2.4.8 printed the list for the bootstrap too, then the IB net's 'NET/IB : Using' line: Facts.settle.)
+SOCKET_NET = re.compile(r"NCCL INFO NET/Socket ?: Using \[\d+\](?P<iface>[A-Za-z]\w*)")
 HCAS = re.compile(r"NCCL INFO NET/IB ?: Using (?P<hcas>\[\d+\].*?)(?: ?; OOB |$)")
+OOB = re.compile(r"; OOB (?P<iface>[\w.-]+):(?P<addr>[\w.:%-]+?)<")
 HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
 CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 # One connection's end: 'src[busid] -> dst[busid] [send|receive] via NET/IB/0/GDRDMA' (src/transport/net.cc)
@@ -93,6 +99,18 @@ IPOIB = re.compile(r"^ib[\w.]*$")
 # RoCE NICs carry Ethernet interfaces
 IPOIB_PEER = re.compile(r"%ib\d[\w.]*<\d+>")
 MAX_HOSTS = 1024
+# PyTorch Lightning's line as each process joins the process group (2.x src/lightning/fabric/utilities/distributed.py
+# _init_dist_connection: 'Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER: {global_rank + 1}/{world_size}';
+# 1.5 pytorch_lightning/plugins/training_type/ddp.py: 'initializing ddp: GLOBAL_RANK: ...'): one rank twice in one
+# job means two launchers each started the job's ranks (the scheduler's tasks and Lightning's num_nodes/devices differ)
+LIGHTNING_RANK = re.compile(
+    r"(?:[Ii]nitializing (?:ddp|distributed)): GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
+)
+MAX_RANKS = 65536
+MAX_HCAS = 64
+# NCCL's lines with the host:pid:tid prefix cut off (an excerpt, NCCL_DEBUG_FILE read through another tool): their
+# facts still count against the plan, never as a host of their own compared with the named ones
+UNPREFIXED = "?"
 
 
 @dataclass
@@ -100,6 +118,7 @@ class Host:
     name: str
     version: str | None = None
     net: str | None = None
+    socket_if: str | None = None  # the first interface of NCCL's Socket net, when it was inited
     iface: str | None = None
     addr: str | None = None
     hcas: tuple[str, ...] = ()
@@ -130,14 +149,19 @@ class Facts:
         self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
         self.banner = False  # nccl-tests printed its start line or its results table's banner
         self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
+        self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
+        self.twice: Line | None = None  # the first Lightning join line of a rank already joined
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
         self._run_facts(line)
-        if "NCCL INFO" not in text or not (m := NCCL_PREFIX.search(text)):
+        if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
+            self._joined((m.group("rank"), m.group("world")), line, seq)
+        if "NCCL INFO" not in text:
             self._bare_version(line, seq)
             return
-        name = m.group("host")
+        m = NCCL_PREFIX.search(text)
+        name = m.group("host") if m else UNPREFIXED
         self.last = (line.file, name)
         host = self.hosts.get(name)
         if host is None:
@@ -150,6 +174,21 @@ class Facts:
             _read(host, text, line)
         if any(kept is line for kept in host.lines.values()):
             self.seqs[line] = seq
+
+    def _joined(self, key: tuple[str, str], line: Line, seq: int) -> None:
+        if key in self.joined and self.twice is None:
+            self.twice = line
+            self.seqs[line] = seq
+        elif len(self.joined) < MAX_RANKS:
+            self.joined.add(key)
+
+    def settle(self) -> None:
+        """After the last line: a host whose Socket net listed its interfaces, with no 'Using network' line and no
+        IB net's HCA list, runs its net over Socket."""
+        for h in self.hosts.values():
+            if h.net is None and h.socket_if and not h.hcas:
+                h.net = "Socket"
+                h.lines["net"] = h.lines["socket"]
 
     def _run_facts(self, line: Line) -> None:
         """What a line says of the run as a whole, whatever its prefix: it ended well, got past init, began
@@ -196,10 +235,9 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
         h.lines.setdefault("net", line)
     elif kind in ("plugin", "nofile"):
         _plugin(h, f["name"] if kind == "plugin" else None, line)
-    elif kind == "ib" and not h.hcas and (devs := nccllines.ib_devices(f["devices"])):
-        h.hcas = tuple(f"{name}:{port}" for name, port, _link in devs)
-        h.link = devs[0][2]
-        h.lines["hcas"] = line
+    elif kind == "ib" and (devs := nccllines.ib_devices(f["devices"])):
+        _hcas(h, [f"{name}:{port}" for name, port, _link in devs], devs[0][2], line)
+        _oob(h, line)
     else:
         return False
     return True
@@ -213,6 +251,24 @@ def _plugin(h: Host, name: str | None, line: Line) -> None:
     elif name is None and h.plugin is None:
         h.plugin = INTERNAL
         h.lines["plugin"] = line
+
+
+def _hcas(h: Host, names: list[str], link: str, line: Line) -> None:
+    """The HCAs a node's processes use, all of them: each process lists its own (a launcher may give each local
+    rank its NIC), so one process's list is not the node's."""
+    if not h.hcas:
+        h.link = link
+        h.lines["hcas"] = line
+    h.hcas = tuple(dict.fromkeys(h.hcas + tuple(names)))[:MAX_HCAS]
+
+
+def _oob(h: Host, line: Line) -> None:
+    """The IB net's out-of-band socket interface ('NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>', v2.21.5-1
+    src/transport/net_ib.cc:538): chosen as the bootstrap's is (NCCL_SOCKET_IFNAME), so it stands for it when the
+    Bootstrap line is not in the log."""
+    if h.iface is None and (m := OOB.search(line.text)):
+        h.iface, h.addr = m.group("iface"), m.group("addr")
+        h.lines["iface"] = line
 
 
 def _channel(h: Host, gdr: bool, line: Line, net: str) -> None:
@@ -248,16 +304,17 @@ def _read(h: Host, text: str, line: Line) -> None:
 
 def _read_setup(h: Host, text: str, line: Line) -> None:
     """Bootstrap interface, HCAs, settings from the environment, GPUDirect disabled."""
+    if "NET/Socket" in text and h.socket_if is None and (m := SOCKET_NET.search(text)):
+        h.socket_if = m.group("iface")
+        h.lines["socket"] = line
     if m := BOOTSTRAP.search(text):
         if h.iface is None:
             h.iface, h.addr = m.group("iface"), m.group("addr")
             h.lines["iface"] = line
     elif m := HCAS.search(text):
-        found = HCA.findall(m.group("hcas"))
-        if found and not h.hcas:
-            h.hcas = tuple(f"{d}:{p}" for d, p, _ in found)
-            h.link = found[0][2]
-            h.lines["hcas"] = line
+        if found := HCA.findall(m.group("hcas")):
+            _hcas(h, [f"{d}:{p}" for d, p, _ in found], found[0][2], line)
+        _oob(h, line)
     elif "set by environment to" in text and (m := ENV_SET.search(text)):
         if len(h.env) < MAX_ENV:
             h.env.setdefault(m.group("var"), NUMBER_END.sub(r"\1", m.group("value").strip()))
@@ -269,14 +326,6 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
         h.lines.setdefault("gdr_disabled", line)
 
 
-@dataclass
-class Finding:
-    cls: str  # a class of classes.yaml
-    detail: str
-    line: Line
-    node: str | None
-
-
 def fabric(facts: Facts) -> str | None:
     """The fabric the logs show: RoCE or IB from the HCAs' link layer; else InfiniBand where an IPoIB interface
     (a bootstrap interface or a peer's address) shows it; else None."""
@@ -286,138 +335,6 @@ def fabric(facts: Facts) -> str | None:
     if links == {"IB"} or (not links and (facts.ipoib_peer or ipoib(facts))):
         return "infiniband"
     return None
-
-
-def _iface_kind(iface: str) -> str:
-    """What kind of interface a name is: hosts may name their NICs differently (eno2, enp3s0) and agree."""
-    return "virtual/bridge" if BRIDGE.match(iface) else "IPoIB" if IPOIB.match(iface) else "Ethernet"
-
-
-def _kind(attr: str, text: str) -> str:
-    """The value compared between hosts: an interface's kind; a plugin loaded or none (one release names
-    the library's path, another the plugin's own name); else the value itself."""
-    if attr == "iface":
-        return _iface_kind(text)
-    if attr == "plugin":
-        return text if text == INTERNAL else "a net plugin"
-    return text
-
-
-def _differs(facts: Facts, attr: str) -> Finding | None:
-    """A fact that differs between hosts (the bootstrap interface by its kind): the finding names every
-    value and shows the minority's line."""
-    by: dict[str, list[Host]] = {}
-    for h in facts.hosts.values():
-        value = getattr(h, attr)
-        if value:
-            text = ",".join(value) if isinstance(value, tuple) else str(value)
-            by.setdefault(_kind(attr, text), []).append(h)
-    if len(by) < 2:
-        return None
-    ranked = sorted(by.items(), key=lambda kv: (len(kv[1]), kv[0]))
-    odd = ranked[0][1][0]
-
-    def named(v: str, hs: list[Host]) -> str:
-        if attr == "iface":
-            v = f"{v} ({', '.join(sorted({h.iface or '' for h in hs}))})"
-        elif attr == "plugin" and v != INTERNAL:
-            v = ", ".join(sorted({h.plugin or "" for h in hs}))
-        return f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}"
-
-    detail = "; ".join(named(v, hs) for v, hs in ranked)
-    return Finding(f"nodes-differ-{attr}", detail, odd.lines[attr], odd.name)
-
-
-def _env_findings(facts: Facts) -> list[Finding]:
-    """An NCCL variable set to different values on different hosts, or on some hosts only (of those that log
-    their settings): the ranks did not get one environment."""
-    hosts = [h for h in facts.hosts.values() if h.env]
-    if len(hosts) < 2:
-        return []
-    for var in sorted({v for h in hosts for v in h.env}):
-        # NCCL prints a setting when it first reads it: a host that has not printed it is unset only once
-        # its communicator finished init (a host still starting may not have read it yet)
-        values = {h.name: h.env.get(var, "(unset)") for h in hosts if var in h.env or h.complete}
-        if len(set(values.values())) > 1:
-            odd = min(hosts, key=lambda h: (list(values.values()).count(values[h.name]), h.name))
-            detail = f"{var}: " + "; ".join(f"{v} on {n}" for n, v in sorted(values.items())[:4])
-            line = odd.lines.get(f"env:{var}") or next(iter(odd.lines.values()))
-            return [Finding("nodes-differ-env", detail, line, odd.name)]
-    return []
-
-
-def _iface_findings(facts: Facts) -> list[Finding]:
-    out = []
-    addrs: dict[str, list[str]] = {}
-    for h in facts.hosts.values():
-        if h.iface is None:
-            continue
-        addrs.setdefault(h.addr or "", []).append(h.name)
-        if BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
-            out.append(Finding("bootstrap-unroutable", f"{h.iface} ({h.addr}) on {h.name}", h.lines["iface"], h.name))
-    for addr, names in addrs.items():
-        if len(names) > 1 and addr:
-            first = facts.hosts[names[0]]
-            detail = f"{addr} on {', '.join(sorted(names)[:4])}"
-            out.append(Finding("bootstrap-same-address", detail, first.lines["iface"], first.name))
-    return out[:1] + [f for f in out[1:] if f.cls == "bootstrap-same-address"]
-
-
-def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
-    out = _gdr_off(facts) + _gdr_one_side(facts)
-    hosts = [h for h in facts.hosts.values() if h.net_channels]
-    some = [h for h in hosts if h.gdr_channels]
-    for h in hosts:
-        if h.gdr_channels:
-            continue
-        why = "the plan's fabric has GPUDirect RDMA" if planned_gdr else None
-        if some:
-            why = f"{some[0].name} uses GDRDMA"
-        elif h.gdr_disabled:
-            why = "NCCL said GPU Direct RDMA is disabled"
-        elif not why and h.ib_channels:  # IB verbs and no node uses GDRDMA: usually nvidia-peermem missing everywhere
-            why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
-        if why:
-            shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
-            detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
-            out.append(Finding("no-gdrdma", detail, shown, h.name))
-    return out[:1]
-
-
-def _gdr_one_side(facts: Facts) -> list[Finding]:
-    """A connection whose send end uses GDRDMA and whose receive end does not: the receiving node cannot write to its
-    GPU over the NIC (no peer-memory module there), a host name or not in the lines. Receive without send is left
-    alone: NCCL leaves GDR reads (the send side) off by default on some platforms."""
-    for (pair, side), (gdr, _line) in facts.conns.items():
-        other = facts.conns.get((pair, "receive"))
-        if side == "send" and gdr and other and not other[0]:
-            detail = f"the connection {pair} uses GDRDMA to send and not to receive: the receiving node has none"
-            return [Finding("no-gdrdma", detail, other[1], None)]
-    return []
-
-
-def _gdr_off(facts: Facts) -> list[Finding]:
-    """A node whose NCCL said GPUDirect RDMA is disabled for an RDMA NIC, with no channel lines to show what it
-    then used (NCCL prints it where neither nvidia-peermem nor nv_peer_mem is loaded, the only name NCCL up
-    to 2.22 looks for; the channels that follow would show NET/IB without /GDRDMA)."""
-    for h in facts.hosts.values():
-        if h.gdr_disabled and not h.net_channels:
-            hca = GDR_HCA.search(h.lines["gdr_disabled"].text)
-            what = f"HCA {hca.group(1)}" if hca else "an HCA"
-            detail = (
-                f"{h.name}: NCCL said GPU Direct RDMA is disabled for {what}, so its traffic is staged in host memory"
-            )
-            return [Finding("no-gdrdma", detail, h.lines["gdr_disabled"], h.name)]
-    return []
-
-
-def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
-    """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
-    out = [f for attr in ("version", "net", "plugin", "iface", "hcas") if (f := _differs(facts, attr))]
-    out += _env_findings(facts)
-    out += _iface_findings(facts)
-    out += _gdr_findings(facts, planned_gdr)
-    return out
 
 
 def unfinished(facts: Facts) -> list[str]:
@@ -489,12 +406,3 @@ def as_data(facts: Facts) -> list[dict]:
             }
         )
     return rows
-
-
-def evidence(f: Finding, facts: Facts) -> Event:
-    """The finding as an event at the line that shows it (its class from classes.yaml)."""
-    from . import catalogue
-    from .events import timestamp
-
-    sig = catalogue.classes()[f.cls]
-    return Event(f.line, sig, {"detail": f.detail}, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))

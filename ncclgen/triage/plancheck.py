@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .. import pipeline
 from ..errors import UserError
 from ..lint import knowledge as kb
-from . import catalogue, nodes
+from . import catalogue, compare, nodes
 from .analyse import Result
 
 GPUDIRECT_FABRICS = ("infiniband", "roce")
@@ -94,22 +94,22 @@ def _hcas_outside(value: str, hcas: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _host_findings(h: nodes.Host, plan: PlanInfo) -> list[nodes.Finding]:
+def _host_findings(h: nodes.Host, plan: PlanInfo) -> list[compare.Finding]:
     out = []
     ifname, ib_hca = plan.env.get("NCCL_SOCKET_IFNAME"), plan.env.get("NCCL_IB_HCA")
     if plan.fabric in GPUDIRECT_FABRICS and h.net == "Socket":
         detail = f"Socket on {h.name}, the plan's fabric is {plan.fabric}"
-        out.append(nodes.Finding("plan-net", detail, h.lines["net"], h.name))
+        out.append(compare.Finding("plan-net", detail, h.lines["net"], h.name))
     if ifname and h.iface and not _iface_planned(ifname, h.iface):
         detail = f"{h.iface} on {h.name}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
-        out.append(nodes.Finding("plan-iface", detail, h.lines["iface"], h.name))
+        out.append(compare.Finding("plan-iface", detail, h.lines["iface"], h.name))
     if ib_hca and h.hcas and (outside := _hcas_outside(ib_hca, h.hcas)):
         detail = f"{', '.join(outside)} on {h.name}, the plan sets NCCL_IB_HCA={ib_hca}"
-        out.append(nodes.Finding("plan-hca", detail, h.lines["hcas"], h.name))
+        out.append(compare.Finding("plan-hca", detail, h.lines["hcas"], h.name))
     return out
 
 
-def findings(facts: nodes.Facts, plan: PlanInfo) -> list[nodes.Finding]:
+def findings(facts: nodes.Facts, plan: PlanInfo) -> list[compare.Finding]:
     """What NCCL chose on each node against what the plan says it should."""
     out = []
     for h in sorted(facts.hosts.values(), key=lambda h: h.name):

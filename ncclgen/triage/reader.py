@@ -62,6 +62,7 @@ FACT_KEYS = (
     "NET/Plugin",
     "Plugin Path",
     "opCount",
+    "GLOBAL_RANK: ",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them). A tuple is one

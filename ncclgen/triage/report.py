@@ -35,6 +35,17 @@ IN_SETUP = (
 IN_SETUP_SOURCE = (
     "https://github.com/NVIDIA/nccl/issues/1638 (the Istio sidecar held NCCL's setup; without it the run worked)"
 )
+# Every rank in the logs on one host: NCCL's traffic there is GPU peer-to-peer (P2P/IPC), which the IOMMU or PCIe
+# ACS can break without an error, so the first thing to rule out is P2P.
+ONE_HOST = (
+    "; all ranks in these logs are on one host: a hang there in or right after NCCL's setup is most often GPU "
+    "peer-to-peer broken by the IOMMU or PCIe ACS: rerun once with NCCL_P2P_DISABLE=1 (if it then runs, P2P is the "
+    "cause), then boot with iommu=pt or turn ACS off on the PCIe switches (`nvidia-smi topo -p2p r` shows what P2P "
+    "the driver allows)"
+)
+ONE_HOST_SOURCE = (
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
+)
 
 
 def event_data(ev: Event) -> dict:
@@ -76,15 +87,28 @@ def _hang(result: Result) -> dict | None:
         "init_incomplete": incomplete[:32],
         "ends_early": early[:32],
         "last": last[:16],
-        **_collect(bool(incomplete or early)),
+        **_collect(bool(incomplete or early), _one_host(result.facts)),
     }
 
 
-def _collect(in_setup: bool) -> dict[str, str]:
-    """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup."""
+def _one_host(facts: nodes.Facts) -> bool:
+    """Every rank of the job on one host, as far as the logs show: one named host, no network channel, and no
+    collective of a communicator with more ranks than that host's processes in the logs."""
+    if len(facts.hosts) != 1 or nodes.UNPREFIXED in facts.hosts:
+        return False
+    h = next(iter(facts.hosts.values()))
+    return not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values())
+
+
+def _collect(in_setup: bool, one_host: bool = False) -> dict[str, str]:
+    """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup, and
+    the P2P test when every rank is on one host."""
+    text, source = COLLECT, COLLECT_SOURCE
     if in_setup:
-        return {"collect_next": COLLECT + IN_SETUP, "source": f"{COLLECT_SOURCE}; {IN_SETUP_SOURCE}"}
-    return {"collect_next": COLLECT, "source": COLLECT_SOURCE}
+        text, source = text + IN_SETUP, f"{source}; {IN_SETUP_SOURCE}"
+    if one_host:
+        text, source = text + ONE_HOST, f"{source}; {ONE_HOST_SOURCE}"
+    return {"collect_next": text, "source": source}
 
 
 def _timeout(ev: Event) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from . import flightrec, nodes, plancheck, reader, report
+from . import compare, flightrec, nodes, plancheck, reader, report
 from .analyse import Accumulator
 
 EXIT = {"cause": 0, "clean": 0, "slow": 0, "mismatch": 0, "unclassified": 1, "hang": 1, "unfinished": 0}
@@ -21,6 +21,7 @@ def scan(paths: list[str], progress: bool = True) -> tuple[Accumulator, list, li
     finally:
         if bar:
             bar.close()
+    acc.facts.settle()
     return acc, logs, dumps
 
 
@@ -30,10 +31,10 @@ def analyse(paths: list[str], cluster=None, tier=None, workload=None, progress: 
     acc, logs, dumps = scan(paths, progress)
     plan = plancheck.plan_info(cluster, tier, workload, acc.regenerate)
     fabric = plan.fabric if plan else nodes.fabric(acc.facts)
-    found = nodes.findings(acc.facts, planned_gdr=bool(plan and plan.fabric in plancheck.GPUDIRECT_FABRICS))
+    found = compare.findings(acc.facts, planned_gdr=bool(plan and plan.fabric in plancheck.GPUDIRECT_FABRICS))
     if plan:
         found += plancheck.findings(acc.facts, plan)
-    events = [nodes.evidence(f, acc.facts) for f in found]
+    events = [compare.evidence(f, acc.facts) for f in found]
     events = [e for e in events if e.sig and plancheck.holds_on(e.sig, fabric)]
     return acc.result(events), plan, fabric, logs, dumps
 

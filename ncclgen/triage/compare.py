@@ -1,0 +1,189 @@
+"""Nodes compared with each other: what one node's NCCL chose that another's did not (two releases, a bootstrap
+interface that is a container bridge on one host, IB on one and Socket on another, GDRDMA on one side of a
+connection), each a finding at the line that shows it. The per-node facts come from nodes.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import Event
+from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host
+from .reader import Line
+
+
+@dataclass
+class Finding:
+    cls: str  # a class of classes.yaml
+    detail: str
+    line: Line
+    node: str | None
+
+
+def _named(facts: Facts) -> list[Host]:
+    """The hosts named by NCCL's line prefix: lines without one may come from any host, so they are compared with
+    none (the plan check still reads them)."""
+    return [h for h in facts.hosts.values() if h.name != UNPREFIXED]
+
+
+def _iface_kind(iface: str) -> str:
+    """What kind of interface a name is: hosts may name their NICs differently (eno2, enp3s0) and agree."""
+    return "virtual/bridge" if BRIDGE.match(iface) else "IPoIB" if IPOIB.match(iface) else "Ethernet"
+
+
+def _kind(attr: str, text: str) -> str:
+    """The value compared between hosts: an interface's kind; a plugin loaded or none (one release names
+    the library's path, another the plugin's own name); else the value itself."""
+    if attr == "iface":
+        return _iface_kind(text)
+    if attr == "plugin":
+        return text if text == INTERNAL else "a net plugin"
+    return text
+
+
+def _differs(facts: Facts, attr: str) -> Finding | None:
+    """A fact that differs between hosts (the bootstrap interface by its kind): the finding names every
+    value and shows the minority's line."""
+    by: dict[str, list[Host]] = {}
+    for h in _named(facts):
+        value = getattr(h, attr)
+        if value:
+            text = ",".join(value) if isinstance(value, tuple) else str(value)
+            by.setdefault(_kind(attr, text), []).append(h)
+    if len(by) < 2:
+        return None
+    ranked = sorted(by.items(), key=lambda kv: (len(kv[1]), kv[0]))
+    odd = ranked[0][1][0]
+
+    def named(v: str, hs: list[Host]) -> str:
+        if attr == "iface":
+            v = f"{v} ({', '.join(sorted({h.iface or '' for h in hs}))})"
+        elif attr == "plugin" and v != INTERNAL:
+            v = ", ".join(sorted({h.plugin or "" for h in hs}))
+        return f"{v} on {', '.join(sorted(h.name for h in hs)[:4])}"
+
+    detail = "; ".join(named(v, hs) for v, hs in ranked)
+    return Finding(f"nodes-differ-{attr}", detail, odd.lines[attr], odd.name)
+
+
+def _env_findings(facts: Facts) -> list[Finding]:
+    """An NCCL variable set to different values on different hosts, or on some hosts only (of those that log
+    their settings): the ranks did not get one environment."""
+    hosts = [h for h in _named(facts) if h.env]
+    if len(hosts) < 2:
+        return []
+    for var in sorted({v for h in hosts for v in h.env}):
+        # NCCL prints a setting when it first reads it: a host that has not printed it is unset only once
+        # its communicator finished init (a host still starting may not have read it yet)
+        values = {h.name: h.env.get(var, "(unset)") for h in hosts if var in h.env or h.complete}
+        if len(set(values.values())) > 1:
+            odd = min(hosts, key=lambda h: (list(values.values()).count(values[h.name]), h.name))
+            detail = f"{var}: " + "; ".join(f"{v} on {n}" for n, v in sorted(values.items())[:4])
+            line = odd.lines.get(f"env:{var}") or next(iter(odd.lines.values()))
+            return [Finding("nodes-differ-env", detail, line, odd.name)]
+    return []
+
+
+def _iface_findings(facts: Facts) -> list[Finding]:
+    out = []
+    addrs: dict[str, list[str]] = {}
+    for h in _named(facts):  # an unprefixed line's loopback may be a one-host run's
+        if h.iface is None:
+            continue
+        addrs.setdefault(h.addr or "", []).append(h.name)
+        if BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
+            out.append(Finding("bootstrap-unroutable", f"{h.iface} ({h.addr}) on {h.name}", h.lines["iface"], h.name))
+    for addr, names in addrs.items():
+        if len(names) > 1 and addr:
+            first = facts.hosts[names[0]]
+            detail = f"{addr} on {', '.join(sorted(names)[:4])}"
+            out.append(Finding("bootstrap-same-address", detail, first.lines["iface"], first.name))
+    return out[:1] + [f for f in out[1:] if f.cls == "bootstrap-same-address"]
+
+
+def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
+    out = _gdr_off(facts) + _gdr_one_side(facts)
+    hosts = [h for h in facts.hosts.values() if h.net_channels]
+    some = [h for h in hosts if h.gdr_channels]
+    for h in hosts:
+        if h.gdr_channels:
+            continue
+        why = "the plan's fabric has GPUDirect RDMA" if planned_gdr else None
+        if some:
+            why = f"{some[0].name} uses GDRDMA"
+        elif h.gdr_disabled:
+            why = "NCCL said GPU Direct RDMA is disabled"
+        elif not why and h.ib_channels:  # IB verbs and no node uses GDRDMA: usually nvidia-peermem missing everywhere
+            why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
+        if why:
+            shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
+            detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
+            out.append(Finding("no-gdrdma", detail, shown, h.name))
+    return out[:1]
+
+
+def _gdr_one_side(facts: Facts) -> list[Finding]:
+    """A connection whose send end uses GDRDMA and whose receive end does not: the receiving node cannot write to its
+    GPU over the NIC (no peer-memory module there), a host name or not in the lines. Receive without send is left
+    alone: NCCL leaves GDR reads (the send side) off by default on some platforms."""
+    for (pair, side), (gdr, _line) in facts.conns.items():
+        other = facts.conns.get((pair, "receive"))
+        if side == "send" and gdr and other and not other[0]:
+            detail = f"the connection {pair} uses GDRDMA to send and not to receive: the receiving node has none"
+            return [Finding("no-gdrdma", detail, other[1], None)]
+    return []
+
+
+def _gdr_off(facts: Facts) -> list[Finding]:
+    """A node whose NCCL said GPUDirect RDMA is disabled for an RDMA NIC, with no channel lines to show what it
+    then used (NCCL prints it where neither nvidia-peermem nor nv_peer_mem is loaded, the only name NCCL up
+    to 2.22 looks for; the channels that follow would show NET/IB without /GDRDMA)."""
+    for h in facts.hosts.values():
+        if h.gdr_disabled and not h.net_channels:
+            hca = GDR_HCA.search(h.lines["gdr_disabled"].text)
+            what = f"HCA {hca.group(1)}" if hca else "an HCA"
+            detail = (
+                f"{h.name}: NCCL said GPU Direct RDMA is disabled for {what}, so its traffic is staged in host memory"
+            )
+            return [Finding("no-gdrdma", detail, h.lines["gdr_disabled"], h.name)]
+    return []
+
+
+def _socket_fallback(facts: Facts) -> list[Finding]:
+    """NCCL's Socket net over an IPoIB interface, not asked for (NCCL_NET=Socket, NCCL_IB_DISABLE=1): the node has
+    InfiniBand, and its traffic goes over TCP because the IB verbs net did not start."""
+    for h in facts.hosts.values():
+        forced = h.env.get("NCCL_NET", "").lower() == "socket" or h.env.get("NCCL_IB_DISABLE") == "1"
+        if h.net == "Socket" and h.socket_if and IPOIB.match(h.socket_if) and not forced:
+            detail = f"NET/Socket on {h.name} over {h.socket_if}, an IPoIB interface"
+            return [Finding("net-socket-fallback", detail, h.lines["net"], h.name)]
+    return []
+
+
+def _ranks_twice(facts: Facts) -> list[Finding]:
+    """A rank that joined twice (Lightning's join line): two launchers each started the job's ranks."""
+    if facts.twice is None:
+        return []
+    m = LIGHTNING_RANK.search(facts.twice.text)
+    detail = f"GLOBAL_RANK {m.group('rank')} of {m.group('world')} joined twice" if m else "a rank joined twice"
+    return [Finding("ranks-started-twice", detail, facts.twice, None)]
+
+
+def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
+    """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
+    out = [f for attr in ("version", "net", "plugin", "iface", "hcas") if (f := _differs(facts, attr))]
+    out += _env_findings(facts)
+    out += _iface_findings(facts)
+    out += _gdr_findings(facts, planned_gdr)
+    out += _socket_fallback(facts)
+    out += _ranks_twice(facts)
+    return out
+
+
+def evidence(f: Finding, facts: Facts) -> Event:
+    """The finding as an event at the line that shows it (its class from classes.yaml)."""
+    from . import catalogue
+    from .events import timestamp
+
+    sig = catalogue.classes()[f.cls]
+    return Event(f.line, sig, {"detail": f.detail}, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))

@@ -1,0 +1,104 @@
+"""Triage names a run slower than its fabric (NCCL's Socket net where IB/RoCE was there or planned), reads NCCL's
+lines without their host prefix, and the launch-level facts of this round (a rank that joined twice, Open MPI's
+prefixes, every rank on one host).
+
+The lines are in the formats NCCL (src/transport/net_socket.cc, net_ib.cc), Lightning and Open MPI print (cited in
+ncclgen/triage/nodes.py, events.py and classes.yaml); each test builds the smallest log that shows one behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ncclgen.triage import run
+
+
+def triage(tmp_path, text: str, **plan) -> dict:
+    log = tmp_path / "job.out"
+    log.write_text(text)
+    out, code = run.triage([str(log)], fmt="json", **plan)
+    data = json.loads(out)
+    data["_code"] = code
+    return data
+
+
+def info(host: str, text: str) -> str:
+    return f"{host}:10:11 [0] NCCL INFO {text}\n"
+
+
+SOCKET_IB0 = "NET/Socket : Using [0]ib0:10.1.0.2<0>"
+
+
+def test_socket_net_over_ipoib_is_a_slow_run(tmp_path):
+    data = triage(tmp_path, info("gpu1", "NCCL version 2.21.5+cuda12.4") + info("gpu1", SOCKET_IB0))
+    assert data["status"] == "slow" and data["_code"] == 0
+    assert data["first"]["signature"] == "net-socket-fallback" and data["first"]["where"].endswith(":2")
+    assert "ib0" in data["cause"]
+
+
+def test_socket_net_asked_for_is_no_fallback(tmp_path):
+    log = info("gpu1", "NCCL_NET set by environment to Socket") + info("gpu1", SOCKET_IB0)
+    assert triage(tmp_path, log)["status"] != "slow"
+
+
+def test_old_release_lists_socket_interfaces_before_its_ib_net(tmp_path):
+    """Before 2.4.8 NCCL printed the Socket list for its bootstrap, then 'NET/IB : Using': the net is IB, not Socket."""
+    log = info("gpu1", SOCKET_IB0) + info("gpu1", "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.1.0.2<0>")
+    data = triage(tmp_path, log)
+    assert data["status"] != "slow"
+    assert all(row["net"] != "Socket" for row in data["nodes"])
+
+
+def test_lines_without_host_prefix_are_checked_against_the_plan(tmp_path):
+    """An excerpt whose NCCL lines lost their host:pid:tid prefix: Socket on an InfiniBand plan is still slow."""
+    data = triage(tmp_path, "NCCL INFO NET/Socket : Using [0]bond0:10.0.0.2<0>\n", cluster="h100-ib")
+    assert data["status"] == "slow" and data["first"]["signature"] == "plan-net"
+    assert triage(tmp_path, "NCCL INFO NET/Socket : Using [0]bond0:10.0.0.2<0>\n")["status"] != "slow"
+
+
+def test_unprefixed_lines_are_not_compared_with_named_hosts(tmp_path):
+    log = info("gpu1", "NCCL version 2.21.5+cuda12.4") + "NCCL INFO NCCL version 2.18.1+cuda12.1\n"
+    data = triage(tmp_path, log)
+    assert data.get("first", {}).get("signature") != "nodes-differ-version"
+
+
+def test_hcas_of_a_node_are_the_union_of_its_processes(tmp_path):
+    """Each local rank may print its own NIC: two processes of one node with different HCAs are one node's set."""
+    log = (
+        "gpu1:10:11 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+        "gpu1:12:13 [1] NCCL INFO NET/IB : Using [0]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>\n"
+    )
+    row = triage(tmp_path, log)["nodes"][0]
+    assert row["hcas"] == ["mlx5_0:1", "mlx5_1:1"]
+
+
+def test_bootstrap_failure_points_at_the_ipoib_interface_chosen(tmp_path):
+    log = (
+        info("gpu1", "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:192.168.0.3<0>")
+        + info("gpu1", "misc/socket.cc:567 -> 2")
+        + info("gpu1", "bootstrap.cc:270 -> 2")
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "cause" and data["first"]["signature"] == "bootstrap-connect"
+    assert data["first"]["where"].endswith(":1") and "ib0" in data["cause"]
+
+
+def test_a_rank_that_joined_twice_is_the_cause_of_the_failure(tmp_path):
+    joins = "".join(f"Initializing distributed: GLOBAL_RANK: {r}, MEMBER: {r + 1}/4\n" for r in (0, 1, 0, 1))
+    data = triage(tmp_path, joins + "Traceback (most recent call last):\nRuntimeError: boom\n")
+    assert data["first"]["signature"] == "ranks-started-twice" and data["first"]["where"].endswith(":3")
+    clean = triage(tmp_path, joins)  # alone it is no failure: a log may hold two attempts of one job
+    assert clean["status"] == "clean"
+
+
+def test_open_mpi_prefix_names_the_node(tmp_path):
+    line = "[gpu7][[22157,1],4][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected process identifier [[22157,1],7]\n"
+    data = triage(tmp_path, line)
+    assert data["first"]["signature"] == "ompi-tcp-peer" and data["first"]["node"] == "gpu7"
+
+
+def test_one_host_hang_suggests_the_p2p_test(tmp_path):
+    setup = info("gpu1", "NCCL version 2.21.5+cuda12.4") + info("gpu1", "Channel 00/02 :    0   1")
+    assert "NCCL_P2P_DISABLE=1" in triage(tmp_path, setup)["hang"]["collect_next"]
+    two = setup + info("gpu2", "NCCL version 2.21.5+cuda12.4")
+    assert "NCCL_P2P_DISABLE=1" not in triage(tmp_path, two)["hang"]["collect_next"]
