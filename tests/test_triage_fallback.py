@@ -1,6 +1,6 @@
 """Triage names a run slower than its fabric (NCCL's Socket net where IB/RoCE was there or planned), reads NCCL's
 lines without their host prefix, and the launch-level facts of this round (a rank that joined twice, Open MPI's
-prefixes, every rank on one host).
+prefixes, every rank on one host, a command not found, KubeRay's init container waiting, CUDA's 'not supported').
 
 The lines are in the formats NCCL (src/transport/net_socket.cc, net_ib.cc), Lightning and Open MPI print (cited in
 ncclgen/triage/nodes.py, events.py and classes.yaml); each test builds the smallest log that shows one behaviour.
@@ -102,3 +102,22 @@ def test_one_host_hang_suggests_the_p2p_test(tmp_path):
     assert "NCCL_P2P_DISABLE=1" in triage(tmp_path, setup)["hang"]["collect_next"]
     two = setup + info("gpu2", "NCCL version 2.21.5+cuda12.4")
     assert "NCCL_P2P_DISABLE=1" not in triage(tmp_path, two)["hang"]["collect_next"]
+
+
+def test_command_not_found_is_the_cause_of_what_follows_and_a_note_alone(tmp_path):
+    missing = "/bin/bash: line 11: ray: command not found\n"
+    waits = "800 seconds elapsed: Still waiting for GCS to be ready.\n805 seconds elapsed: Still waiting for GCS to be ready.\n"
+    data = triage(tmp_path, missing + waits)
+    assert data["first"]["signature"] == "command-not-found" and "(ray)" in data["cause"]
+    alone = triage(tmp_path, missing)
+    assert alone["status"] == "clean" and "(ray)" in alone["notes"][0]["says"]
+
+
+def test_kuberay_init_container_wait_says_the_worker_never_started(tmp_path):
+    data = triage(tmp_path, "125 seconds elapsed: Still waiting for GCS to be ready.\n")
+    assert data["status"] == "unclassified" and "wait-gcs-ready" in data["symptom"]["says"]
+
+
+def test_cuda_operation_not_supported_is_its_own_class(tmp_path):
+    data = triage(tmp_path, "node1:1:2 [0] include/alloc.h:125 NCCL WARN Cuda failure 'operation not supported'\n")
+    assert data["first"]["signature"] == "cuda-unsupported" and "NCCL_CUMEM_ENABLE=0" in data["fix"]
