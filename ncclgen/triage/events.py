@@ -58,8 +58,10 @@ XLA_LAST = re.compile(
 # a code block, a launcher or event stream that flattens them), after the launcher's prefix repeated ("10: ")
 LAST_INLINE = re.compile(r"(?:(?P<pre>\[[^\]]*\]:?|\S+:) )?Last error: +(?:(?P=pre) )?(?P<text>\S.*)$")
 # What a launcher or logger puts before a quoted NCCL WARN text whose own "host:pid:tid [dev] NCCL WARN" was
-# dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: ")
-BARE_PREFIX = re.compile(r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:))*\s*")
+# dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: "), and the level word
+# a paste keeps when it cuts the "host:pid:tid [dev] NCCL" before it
+BARE_PREFIX = re.compile(r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:))*\s*(?:WARN\s+)?")
+WRONG_MAGIC = re.compile(r"wrong magic ([0-9a-f]{1,16}) != ")
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
     r"NCCL WARN|"
@@ -151,12 +153,22 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     sig = catalogue.classes()[cid]
     if level == "INFO" and sig.role == "root":
         sig = catalogue.as_role(sig, "suspect")  # reported at INFO: the cause only when a failure follows
-    groups = {"text": body[:300], "file": where.rsplit(":", 1)[0]}
+    groups = {"text": _with_magic(body)[:300], "file": where.rsplit(":", 1)[0]}
     if own or found:
         groups["nccl_where"] = where
     elif body.startswith("NET/OFI"):  # a net plugin's own line through NCCL's logger (aws-ofi-nccl)
         groups["plugin_source"] = "aws/aws-ofi-nccl"
     return sig, groups
+
+
+def _with_magic(body: str) -> str:
+    """A socket's 'wrong magic' with the 8 bytes the peer sent read as text where they are printable (NCCL prints
+    the little-endian uint64 it received): 'GET /met' is an HTTP probe, not NCCL."""
+    m = WRONG_MAGIC.search(body)
+    if m is None:
+        return body
+    sent = bytes.fromhex(m.group(1).zfill(16))[::-1]
+    return f"{body}; the peer sent {sent.decode('ascii')!r}" if all(32 <= b < 127 for b in sent) else body
 
 
 def classify(line: Line, seq: int) -> Event | None:

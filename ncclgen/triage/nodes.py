@@ -111,6 +111,8 @@ MAX_HCAS = 64
 # NCCL's lines with the host:pid:tid prefix cut off (an excerpt, NCCL_DEBUG_FILE read through another tool): their
 # facts still count against the plan, never as a host of their own compared with the named ones
 UNPREFIXED = "?"
+# an NCCL INFO line pasted from its level word on ('INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 ...')
+BARE_INFO = re.compile(r"^\W*INFO (?:NET/|Bootstrap|Using network|NCCL version|Channel |Ring |comm 0x)")
 
 
 @dataclass
@@ -157,7 +159,7 @@ class Facts:
         self._run_facts(line)
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
-        if "NCCL INFO" not in text:
+        if "NCCL INFO" not in text and not ("INFO " in text and BARE_INFO.match(text)):
             self._bare_version(line, seq)
             return
         m = NCCL_PREFIX.search(text)

@@ -43,6 +43,17 @@ ONE_HOST = (
     "cause), then boot with iommu=pt or turn ACS off on the PCIe switches (`nvidia-smi topo -p2p r` shows what P2P "
     "the driver allows)"
 )
+# Every timeout at SeqNum=1: the process group's first collective (PyTorch numbers a group's collectives from 1) never
+# completed, so no data ever passed: a rank that never reached it, or a transport that never carried data.
+FIRST_COLLECTIVE = (
+    "; the timeouts are all at SeqNum=1, the group's first collective: a rank of the group never reached it (it "
+    "failed, or waits elsewhere), or NCCL's connections never carried data: on one host GPU peer-to-peer (rerun once "
+    "with NCCL_P2P_DISABLE=1: if it then runs, P2P is broken: the IOMMU, PCIe ACS, or GPUs without peer access), "
+    "across hosts the network path NCCL_DEBUG=INFO's channel lines show"
+)
+FIRST_COLLECTIVE_SOURCE = (
+    "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (seqCollective_: a group's collectives from 1)"
+)
 ONE_HOST_SOURCE = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
 )
@@ -87,8 +98,16 @@ def _hang(result: Result) -> dict | None:
         "init_incomplete": incomplete[:32],
         "ends_early": early[:32],
         "last": last[:16],
-        **_collect(bool(incomplete or early), _one_host(result.facts)),
+        **_collect(bool(incomplete or early), _one_host(result.facts), _first_collective(result, timeouts)),
     }
+
+
+def _first_collective(result: Result, timeouts: list) -> bool:
+    """Every timeout the logs show is at SeqNum=1."""
+    seqs = {g.first.groups.get("seq") for _text, g in timeouts}
+    if result.first is not None and _timeout(result.first):
+        seqs.add(result.first.groups.get("seq"))
+    return seqs == {"1"}
 
 
 def _one_host(facts: nodes.Facts) -> bool:
@@ -100,15 +119,14 @@ def _one_host(facts: nodes.Facts) -> bool:
     return not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values())
 
 
-def _collect(in_setup: bool, one_host: bool = False) -> dict[str, str]:
-    """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup, and
-    the P2P test when every rank is on one host."""
-    text, source = COLLECT, COLLECT_SOURCE
-    if in_setup:
-        text, source = text + IN_SETUP, f"{source}; {IN_SETUP_SOURCE}"
-    if one_host:
-        text, source = text + ONE_HOST, f"{source}; {ONE_HOST_SOURCE}"
-    return {"collect_next": text, "source": source}
+def _collect(in_setup: bool, one_host: bool = False, first: bool = False) -> dict[str, str]:
+    """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup, the P2P
+    test when every rank is on one host, and what a first collective that never completed means."""
+    parts = [(COLLECT, COLLECT_SOURCE)]
+    parts += [(IN_SETUP, IN_SETUP_SOURCE)] if in_setup else []
+    parts += [(FIRST_COLLECTIVE, FIRST_COLLECTIVE_SOURCE)] if first else []
+    parts += [(ONE_HOST, ONE_HOST_SOURCE)] if one_host and not first else []
+    return {"collect_next": "".join(t for t, _s in parts), "source": "; ".join(s for _t, s in parts)}
 
 
 def _timeout(ev: Event) -> bool:
