@@ -79,3 +79,66 @@ def test_timeouts_all_at_the_first_collective_say_no_data_ever_passed(tmp_path):
     )
     assert "NCCL_P2P_DISABLE=1" in triage(tmp_path, line.format(seq=1))["hang"]["collect_next"]
     assert "SeqNum=1" not in triage(tmp_path, line.format(seq=812))["hang"]["collect_next"]
+
+
+def test_slurm_and_container_start_failures_name_their_own_line(tmp_path):
+    cases = {
+        "srun: fatal: Invalid user id: 1046\n": "slurm-fatal",
+        "srun: error: Task launch for 1.0 failed on node n1: Job credential expired\n": "slurm-credential",
+        "[2015-09-14T06:44:37.084] error: Munge decode failed: Expired credential\n": "slurm-credential",
+        "slurmstepd: error: pyxis: container start failed with error code: 1\n"
+        "slurmstepd: error: pyxis:     enroot-mount: failed to mount: /home/u/data at /tmp/x/data: Permission denied\n": "enroot-mount-failed",
+        "nvidia-container-cli: ldcache error: process /usr/sbin/ldconfig.real failed with error code: 1\n"
+        "[ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1\n": "nvidia-container-cli-error",
+        "n1: Test CUDA failure common.cu:1045 'unknown error'\n": "cuda-unknown",
+    }
+    for text, sid in cases.items():
+        data = triage(tmp_path, text)
+        assert data["status"] == "cause" and data["first"]["signature"] == sid, (text, data.get("first"))
+
+
+def test_pmix_noise_of_a_job_that_completed_is_no_failure(tmp_path):
+    log = "[nid1:82] UNPACK-PMIX-VALUE: UNSUPPORTED TYPE 104\n[nid2:13] PMIX ERROR: OUT-OF-RESOURCE in file base/bfrop_base_unpack.c at line 750\n"
+    assert triage(tmp_path, log)["status"] == "clean"
+
+
+def test_a_net_plugin_s_own_warning_is_no_failure_alone(tmp_path):
+    """A WARN from a file NCCL does not have is the plugin's: never credited to NVIDIA/nccl, a suspect."""
+    line = "h1:4300:4325 [0] net_fastsocket.cc:785 NCCL WARN Maximum retry reached for accept 3.\n"
+    data = triage(tmp_path, line + "h1:4300:4325 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.\n")
+    assert data["status"] == "clean" and data["lines_kept"] == 1
+    assert "NVIDIA/nccl" not in json.dumps(data)
+
+
+def test_ib_asked_for_and_not_found_is_a_slow_run(tmp_path):
+    log = (
+        "n13:377:388 [0] NCCL INFO NET/IB : No device found.\n"
+        "n13:377:388 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+        "n13:377:388 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "slow" and data["first"]["signature"] == "net-socket-fallback"
+    assert (
+        triage(
+            tmp_path, log.replace("NCCL_IB_DISABLE set by environment to 0.", "NCCL_DEBUG set by environment to INFO.")
+        )["status"]
+        != "slow"
+    )
+
+
+def test_mid_run_failures(tmp_path):
+    cases = {
+        "[ERROR] [launch.py:434:sigkill_handler] ['python', 'train.py'] exits with return code = -9\n": "sigkill",
+        "RuntimeError: DataLoader worker (pid 123140) is killed by signal: Killed\n": "dataloader-worker-killed",
+        "RuntimeError: write(): fd 29 failed with Input/output error\n": "tensor-write-failed",
+        "OSError: [Errno 122] Disk quota exceeded: '/ckpt/step_100'\n": "no-space-left",
+    }
+    for text, sid in cases.items():
+        assert triage(tmp_path, text)["first"]["signature"] == sid, text
+    stack = "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2 (0x1 in libtorch_cuda.so)\n"
+    data = triage(tmp_path, stack)
+    assert data["status"] == "unclassified" and data["hang"]["last"] == [
+        "rank ? ended by the NCCL watchdog (a collective timed out)"
+    ]
+    cuda = triage(tmp_path, "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n")
+    assert "CUDA call inside NCCL" in cuda["symptom"]["says"]

@@ -159,6 +159,17 @@ def nccl_rows() -> tuple[tuple[str, str, str], ...]:
     return tuple(rows)
 
 
+@functools.cache
+def nccl_files() -> frozenset[str]:
+    """The stems of NCCL's own source files that print a WARN or INFO of nccl-warn.tsv (net_ib, socket, ...): without
+    the extension, since releases before 2.4 named them .cu (transport/net_ib.cu)."""
+    return frozenset(source_stem(where.rsplit(":", 1)[0]) for _lvl, _fmt, where in nccl_rows())
+
+
+def source_stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
 def nccl_warn_formats() -> dict[str, str]:
     """NCCL WARN format string -> where (src/file:line)."""
     return {fmt: where for level, fmt, where in nccl_rows() if level == "WARN"}

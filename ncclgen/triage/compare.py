@@ -150,13 +150,20 @@ def _gdr_off(facts: Facts) -> list[Finding]:
 
 
 def _socket_fallback(facts: Facts) -> list[Finding]:
-    """NCCL's Socket net over an IPoIB interface, not asked for (NCCL_NET=Socket, NCCL_IB_DISABLE=1): the node has
-    InfiniBand, and its traffic goes over TCP because the IB verbs net did not start."""
+    """NCCL's Socket net not asked for (NCCL_NET=Socket, NCCL_IB_DISABLE=1) where the node has InfiniBand (the Socket
+    net over an IPoIB interface) or the job asked for it (NCCL_IB_HCA, NCCL_IB_DISABLE=0) and the IB net found no
+    device (no /dev/infiniband in the container, no libibverbs provider): its traffic goes over TCP."""
     for h in facts.hosts.values():
         forced = h.env.get("NCCL_NET", "").lower() == "socket" or h.env.get("NCCL_IB_DISABLE") == "1"
-        if h.net == "Socket" and h.socket_if and IPOIB.match(h.socket_if) and not forced:
+        asked = next((f"{v}={h.env[v]}" for v in ("NCCL_IB_HCA", "NCCL_IB_DISABLE") if v in h.env), None)
+        if forced:
+            continue
+        if h.net == "Socket" and h.socket_if and IPOIB.match(h.socket_if):
             detail = f"NET/Socket on {h.name} over {h.socket_if}, an IPoIB interface"
             return [Finding("net-socket-fallback", detail, h.lines["net"], h.name)]
+        if asked and "no_ib" in h.lines and not h.hcas:
+            detail = f"NET/IB found no device on {h.name}, though {asked} asks for InfiniBand"
+            return [Finding("net-socket-fallback", detail, h.lines["no_ib"], h.name)]
     return []
 
 

@@ -68,6 +68,8 @@ ERROR_LINE = re.compile(
     + OLD_NCCL_WARN.pattern
     + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception)(?:\([\w.]+\))?: "
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
+    # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
+    r"|Exception raised from \w+ at "
     # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
@@ -142,6 +144,8 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     if m is None or (m.group("level") == "INFO" and not INFO_FAILURE.search(m.group("text"))):
         return None
     level, body = m.group("level"), m.group("text").strip().rstrip("*`_")
+    if m.group("file") and catalogue.source_stem(m.group("file")) not in catalogue.nccl_files():
+        return _plugin_event(level, body, f"{m.group('file')}:{m.group('line')}")
     found = catalogue.nccl_source(body, level)
     if found is None and level == "INFO":
         return None
@@ -159,6 +163,20 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     elif body.startswith("NET/OFI"):  # a net plugin's own line through NCCL's logger (aws-ofi-nccl)
         groups["plugin_source"] = "aws/aws-ofi-nccl"
     return sig, groups
+
+
+def _plugin_event(level: str, body: str, where: str) -> tuple[catalogue.Signature, dict[str, str]]:
+    """A WARN from a source file NCCL does not have (net_fastsocket.cc, nccl_ofi_net.cpp, sharp_plugin.c): a net
+    plugin's own line through NCCL's logger. Its words give the class, never its file's name (a plugin's socket file
+    is not NCCL's socket.cc); a warning no class names is the plugin's. A suspect either way: a plugin warns of what it
+    may recover from ('Maximum retry reached', then 'Connected after 1000 retries'); what it cannot recover from it
+    returns to NCCL, which reports it."""
+    cid = catalogue.class_of(level, body, "")
+    cid = "net-plugin-warn" if cid == "nccl-other" else catalogue.refine(cid, body)
+    sig = catalogue.classes()[cid]
+    if sig.role == "root":
+        sig = catalogue.as_role(sig, "suspect")
+    return sig, {"text": body[:300], "file": where.rsplit(":", 1)[0], "plugin_source": f"a net plugin's {where}"}
 
 
 def _with_magic(body: str) -> str:

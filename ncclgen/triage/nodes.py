@@ -52,6 +52,7 @@ MAX_CONNS = 4096
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
 GDR_DISABLED = "GPU Direct RDMA Disabled"
+NO_IB = "NET/IB : No device found"  # src/transport/net_ib.cc: the IB verbs net found no usable HCA
 GDR_HCA = re.compile(r"Disabled for (?:GPU \S+ / )?HCA \d+ '([^']+)'")
 # Each collective a rank enqueues, at NCCL_DEBUG_SUBSYS=COLL ("AllReduce: opCount 1a sendbuff ... comm 0x... [nranks=16]",
 # src/enqueue.cc): with no error line, the last one per process says where a hang began and which ranks lag.
@@ -323,6 +324,8 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
             h.lines.setdefault(f"env:{m.group('var')}", line)
     elif "Plugin" in text and (m := PLUGIN_PATH.search(text) or NO_PLUGIN.search(text)):
         _plugin(h, m.groupdict().get("path"), line)
+    elif NO_IB in text:
+        h.lines.setdefault("no_ib", line)
     elif GDR_DISABLED in text and "NET/Socket" not in text:  # a socket NIC never has GPUDirect: not news
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)

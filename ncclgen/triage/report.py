@@ -131,7 +131,7 @@ def _collect(in_setup: bool, one_host: bool = False, first: bool = False) -> dic
 
 def _timeout(ev: Event) -> bool:
     """A line saying a rank waited too long (a watchdog or Gloo timeout): what a hang leaves."""
-    return ev.sig is not None and ev.sig.id in ("watchdog-timeout", "watchdog-stuck", "gloo-timeout")
+    return ev.sig is not None and ev.sig.id in ("watchdog-timeout", "watchdog-stack", "watchdog-stuck", "gloo-timeout")
 
 
 def as_data(
