@@ -121,3 +121,12 @@ def test_kuberay_init_container_wait_says_the_worker_never_started(tmp_path):
 def test_cuda_operation_not_supported_is_its_own_class(tmp_path):
     data = triage(tmp_path, "node1:1:2 [0] include/alloc.h:125 NCCL WARN Cuda failure 'operation not supported'\n")
     assert data["first"]["signature"] == "cuda-unsupported" and "NCCL_CUMEM_ENABLE=0" in data["fix"]
+
+
+def test_socket_channels_over_several_interfaces_explain_the_failure(tmp_path):
+    chans = "".join(info("gpu1", f"Channel 0{i}/0 : 0[90000] -> 1[1000] [send] via NET/Socket/{i}") for i in range(3))
+    fail = info("gpu1", "include/net.h:25 -> 2") + info("gpu1", "transport/net.cc:515 -> 2")
+    data = triage(tmp_path, chans + fail)
+    assert data["first"]["signature"] == "socket-net-spread" and data["first"]["where"].endswith(":2")
+    pinned = info("gpu1", "NCCL_SOCKET_IFNAME set by environment to bond0") + chans + fail
+    assert triage(tmp_path, pinned).get("first", {}).get("signature") != "socket-net-spread"

@@ -167,6 +167,16 @@ def _socket_fallback(facts: Facts) -> list[Finding]:
     return []
 
 
+def _socket_spread(facts: Facts) -> list[Finding]:
+    """The Socket net's channels over several interfaces with NCCL_SOCKET_IFNAME unset: NCCL took every interface it
+    found, and one the peer cannot reach (a docker bridge, a veth pair, a link-local address) fails its connections."""
+    for h in facts.hosts.values():
+        if "socket_dev" in h.lines and "NCCL_SOCKET_IFNAME" not in h.env:
+            detail = f"{h.name}: channels via NET/Socket/1 and up, NCCL_SOCKET_IFNAME unset"
+            return [Finding("socket-net-spread", detail, h.lines["socket_dev"], h.name)]
+    return []
+
+
 def _ranks_twice(facts: Facts) -> list[Finding]:
     """A rank that joined twice (Lightning's join line): two launchers each started the job's ranks."""
     if facts.twice is None:
@@ -184,6 +194,7 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _gdr_findings(facts, planned_gdr)
     out += _socket_fallback(facts)
     out += _ranks_twice(facts)
+    out += _socket_spread(facts)
     return out
 
 

@@ -47,6 +47,10 @@ OOB = re.compile(r"; OOB (?P<iface>[\w.-]+):(?P<addr>[\w.:%-]+?)<")
 HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
 CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 # One connection's end: 'src[busid] -> dst[busid] [send|receive] via NET/IB/0/GDRDMA' (src/transport/net.cc)
+# a channel on the Socket net's device 1 or later: NCCL's Socket net makes every interface it finds a device (v2.12.12-1
+# src/transport/net_socket.cc ncclFindInterfaces(..., MAX_IFS); src/misc/socket.cc: unset NCCL_SOCKET_IFNAME takes ib*,
+# else all but docker* and lo, bridges and veth pairs among them)
+SOCKET_DEV = re.compile(r"via NET/Socket/[1-9]")
 CONN = re.compile(r"(?P<pair>\d+\[\w+\] -> \d+\[\w+\]) \[(?P<dir>send|receive)\] via NET/[\w-]+/\d+(?P<gdr>/GDRDMA)?")
 MAX_CONNS = 4096
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
@@ -279,6 +283,8 @@ def _channel(h: Host, gdr: bool, line: Line, net: str) -> None:
     h.ib_channels = h.ib_channels or net.startswith("IB")
     h.gdr_channels += 1 if gdr else 0
     h.lines.setdefault("gdr" if gdr else "nogdr", line)
+    if net.startswith("Socket") and "socket_dev" not in h.lines and SOCKET_DEV.search(line.text):
+        h.lines["socket_dev"] = line  # a channel on the Socket net's second interface or later
 
 
 def _read(h: Host, text: str, line: Line) -> None:
