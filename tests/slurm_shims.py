@@ -37,7 +37,7 @@ SHIMS = {
     "act.sh": """
         act() {
           case "$1" in
-            block) exec sleep "$SHIM_SLEEP" ;;
+            block) [[ ! -e $SHIM_LOG/scancelled ]] || exit 143; exec sleep "$SHIM_SLEEP" ;;
             exit:*) exit "${1#exit:}" ;;
             after:*) local rest=${1#after:}; sleep "${rest%%:*}"; exit "${rest#*:}" ;;
             await:*)
@@ -129,10 +129,13 @@ SHIMS = {
         act "$SHIM_DRIVER"
         """,
     # scancel --signal=TERM JOB: every step process gets TERM (the stand-ins that block are this run's
-    # unique `sleep`s).
+    # unique `sleep`s). Real Slurm signals each step's whole cgroup, so a stand-in that was still starting
+    # ends too: a flag file stops those not yet blocking, and the TERM is repeated for one between its
+    # check of the flag and its exec (on a loaded machine that gap let one sleep on past the test's timeout).
     "scancel": """
         NAME=scancel; . "$SHIM_DIR/act.sh"; record "$@"
-        pkill -TERM -f "^sleep $SHIM_SLEEP\\$" || true
+        : > "$SHIM_LOG/scancelled"
+        for _ in 1 2 3 4 5 6 7 8 9 10; do pkill -TERM -f "^sleep $SHIM_SLEEP\\$" || true; sleep 0.1; done
         """,
     "ncclgen": """
         NAME=ncclgen; . "$SHIM_DIR/act.sh"; record "$@"
