@@ -71,7 +71,8 @@ def test_classes_by_source_file_and_call_site():
         ("WARN", "Error while %s shared memory segment %s", "src/misc/shmutils.cc:1"): "shm",
         ("WARN", "Bootstrap : no socket interface found", "src/bootstrap.cc:1"): "socket-interface",
         ("WARN", "Failed to initialize any NET plugin", "src/plugin/net.cc:1"): "plugin-load",
-        ("WARN", "Failed to find CUDA library (NCCL_CUDA_PATH='%s') : %s", "src/misc/cudawrap.cc:1"): "cuda-init",
+        # init ignores it ((void) ncclCudaLibraryInit(), v2.16.2-1 src/init.cc:1198): a note, not a failure
+        ("WARN", "Failed to find CUDA library (NCCL_CUDA_PATH='%s') : %s", "src/misc/cudawrap.cc:1"): "cuda-lib-path",
         ("WARN", "Mismatched NCCL version detected : rank %d version %d", "src/init.cc:1"): "version-mismatch",
         ("INFO", "NET/IB : No device found.", "src/transport/net_ib/init.cc:1"): "nccl-advice",
     }

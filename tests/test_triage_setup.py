@@ -142,3 +142,53 @@ def test_mid_run_failures(tmp_path):
     ]
     cuda = triage(tmp_path, "RuntimeError: NCCL error: unhandled cuda error (run with NCCL_DEBUG=INFO for details)\n")
     assert "CUDA call inside NCCL" in cuda["symptom"]["says"]
+
+
+def test_hang_and_end_of_run_evidence(tmp_path):
+    stall = "[0]<stderr>:W stall_inspector.cc:105] One or more tensors were submitted to be reduced, gathered or broadcasted by subset of ranks and are waiting for remainder of ranks for more than 60 seconds.\n"
+    assert triage(tmp_path, stall)["status"] == "unclassified"
+    old = "h1:1:1 [0] NCCL INFO NCCL version 2.3.5+cuda9.0\nh1:1:1 [0] NCCL INFO Using internal Network Socket\n"
+    assert triage(tmp_path, old)["status"] == "clean"  # NCCL before 2.4.2 never prints Init COMPLETE
+    assert triage(tmp_path, "h1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n")["status"] == "unfinished"
+    done = triage(
+        tmp_path, "  8589934592  2147483648  float  sum  -1  44734  192.02  360.04  0\n# Out of bounds values : 0 OK\n"
+    )
+    assert done["status"] == "clean" and done["run_end_seen"]
+    bench = "#  Rank  0 Group  0 Pid  28329 on   SAIS1020 device  0 [0x01] A100\n#  Rank  1 Group  0 Pid  28329 on   SAIS1020 device  1 [0x41] A100\n"
+    assert (
+        "NCCL_P2P_DISABLE=1"
+        in triage(tmp_path, bench + "SAIS1020:1:1 [0] NCCL INFO Channel 00/02 :    0   1\n")["hang"]["collect_next"]
+    )
+
+
+def test_nccl_lines_joined_into_one_are_read_one_by_one(tmp_path):
+    joined = (
+        "[0] NCCL INFO NCCL_IB_DISABLE set by environment to 0. [0] NCCL INFO NET/IB : No device found. "
+        "[0] NCCL INFO NET/Socket : Using [0]eth0:10.47.14.218<0> [0] NCCL INFO Using network Socket\n"
+    )
+    data = triage(tmp_path, joined)
+    assert data["status"] == "slow" and data["first"]["line"] == "[0] NCCL INFO NET/IB : No device found."
+
+
+def test_a_cuda_library_nccl_could_not_load_is_a_note(tmp_path):
+    line = "h:1:1 [0] misc/cudawrap.cc:90 NCCL WARN Failed to find CUDA library in /usr/local/cuda (NCCL_CUDA_PATH=/usr/local/cuda)\n"
+    data = triage(tmp_path, line)
+    assert "first" not in data and data["notes"][0]["class"] == "cuda-lib-path"
+
+
+def test_crash_banners_and_fabric_lines(tmp_path):
+    cases = {
+        "[rtptest1621:405884] *** Process received signal ***\n": "process-crash",
+        "!!!!!!! Segfault encountered !!!!!!!\n": "process-crash",
+        "/src/bootstrap_uid.cpp:bootstrap_net_recv:99: Message truncated : received 36 bytes instead of 16\n": "nvshmem-bootstrap-truncated",
+        "[Oct 31 2023 21:11:20] [ERROR] [tid 527118] failed to find the GPU handle 1276 in the multicast team request setup 42.\n": "fabric-manager-multicast-team",
+        "h: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available\n": "algo-unavailable",
+        "[rank1]: NET/OFI Unable to insert remote address into address vector for device 1. RC: 0\n": "ofi-completion-error",
+    }
+    for text, sid in cases.items():
+        data = triage(tmp_path, text)
+        assert data["status"] == "cause" and data["first"]["signature"] == sid, (text, data.get("first"))
+    tune = triage(
+        tmp_path, "2022-11-15 19:26:36,618\tERROR tune.py:773 -- Trials did not complete: [TorchTrainer_96bfe_00000]\n"
+    )
+    assert tune["status"] == "unclassified" and "NCCL_SOCKET_IFNAME" in tune["symptom"]["says"]

@@ -204,11 +204,18 @@ class Accumulator:
         if failed and self.suspects:
             return "cause", min(self.suspects, key=order)
         if failed:
-            told = [self.best[r] for r in ("symptom", "error") if r in self.best]
-            first = min(told or [self.best["traceback"]], key=order)
-            quote = self.quote
-            return "unclassified", quote if quote is not None and quotes(first, quote) else first
+            return "unclassified", self._unclassified()
         return "clean", None
+
+    def _unclassified(self) -> Event:
+        """With no root: the earliest symptom or error line (a summary line gives way to the error it sums up a few
+        lines below; PyTorch's exception to the NCCL text it quotes)."""
+        told = [self.best[r] for r in ("symptom", "error") if r in self.best]
+        first = min(told or [self.best["traceback"]], key=order)
+        if first.sig is not None:
+            first = self._why(first) or first
+        quote = self.quote
+        return quote if quote is not None and quotes(first, quote) else first
 
     def _why(self, root: Event) -> Event | None:
         """A generic root's message continued a few lines below with the line that says why (Ray's ActorDiedError,

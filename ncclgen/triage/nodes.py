@@ -75,7 +75,7 @@ MAX_ENV = 64
 NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a period ('to 1.')
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
 # nccl-tests' summary (src/common.cu).
-SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth")
+SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth", "Out of bounds values : 0 OK")
 # NCCL 2.23+ prints 'Init timings - ncclCommInitRank: rank R nranks N total ...' just after Init COMPLETE (src/init.cc,
 # ncclCommInitRankFunc): an excerpt holding it got past init even where its Init COMPLETE line was left out
 INIT_TIMINGS = "Init timings - "
@@ -94,6 +94,9 @@ BENCH_ROW = re.compile(
     r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
 )
 BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
+# nccl-tests' device list (src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [...] NAME"); rccl-tests'
+# own form the same
+BENCH_RANK = re.compile(r"^(?:\S*[:>]\s*)?#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
 TABLE_STOPS = "nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"  # rows, no average
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
@@ -156,6 +159,9 @@ class Facts:
         self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
         self.banner = False  # nccl-tests printed its start line or its results table's banner
         self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
+        self.bench_hosts: set[str] = (
+            set()
+        )  # the hosts nccl-tests' '#  Rank  0 Group  0 Pid  1 on HOST device' lines name
         self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
 
@@ -211,6 +217,8 @@ class Facts:
             self.ran = True
         elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
             self.banner = True
+        if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.bench_hosts) < MAX_HOSTS:
+            self.bench_hosts.add(b.group("host"))
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
             self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
 
@@ -357,6 +365,12 @@ def unfinished(facts: Facts) -> list[str]:
     return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
 
 
+def _began(h: Host) -> bool:
+    """Setup lines, from a release that prints Init COMPLETE when it ends (2.4.2 on: v2.4.2-1 src/init.cu)."""
+    old = h.version is not None and tuple(int(p) for p in h.version.split(".")[:2]) < (2, 4)
+    return not old and bool(h.net_channels or h.started or h.progress or h.version or h.iface)
+
+
 def ends_early(facts: Facts) -> list[str]:
     """With no sign the run ended (Destroy COMPLETE, nccl-tests' average): a table that stops after rows; or, with
     no Init COMPLETE, the hosts whose NCCL setup began (a version or bootstrap line: a hang in P2P setup prints
@@ -367,7 +381,7 @@ def ends_early(facts: Facts) -> list[str]:
         return [TABLE_STOPS]
     if facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
-    began = (h for h in facts.hosts.values() if h.net_channels or h.started or h.progress or h.version or h.iface)
+    began = (h for h in facts.hosts.values() if _began(h))
     out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.banner:
         out.append("nccl-tests printed its header and no result row")

@@ -9,6 +9,7 @@ Memory is one chunk plus the kept lines, whatever the file's size.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -63,6 +64,8 @@ FACT_KEYS = (
     "Plugin Path",
     "opCount",
     "GLOBAL_RANK: ",
+    "Out of bounds values",
+    " Pid ",
 )
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them). A tuple is one
@@ -128,6 +131,24 @@ class Line:
     lineno: int
     text: str  # as in the file
     nccl_text: str | None = None  # NCCL's WARN text PyTorch quoted after "Last error:" (read as a WARN line)
+
+
+# NCCL lines joined into one ("[0] NCCL INFO a [0] NCCL INFO b"): a forum post or a log collector that dropped the
+# newlines; each part is read as its own line (same line number)
+JOINED = re.compile(r"\s(?:[\w.-]+:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN) ")
+
+
+def split_joined(line: Line) -> list[Line]:
+    text = line.text
+    if text.count(" NCCL ") < 2:
+        return [line]
+    # a prefix after the line's start begins a new message (the search after 'host:pid:tid ' finds the whole prefix)
+    cuts = [m.start() + 1 for m in JOINED.finditer(text) if text[: m.start()].strip()]
+    cuts = [c for c in cuts if not re.search(r"[\w.-]+:\d+:\d+$", text[:c].rstrip())]
+    if not cuts:
+        return [line]
+    bounds = [0, *cuts, len(text)]
+    return [Line(line.file, line.lineno, text[a:b].strip()) for a, b in itertools.pairwise(bounds)]
 
 
 @functools.cache

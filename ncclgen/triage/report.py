@@ -17,6 +17,11 @@ WHY = {
     "unfinished": "no error line, and the logs end before the run did (a hang there, or a log cut short)",
     "clean": "no failure found",
 }
+# A clean read of logs that do not show the run's end: what was checked, and what it cannot tell apart.
+NO_END = (
+    "end of run: not in these logs (no line ncclgen reads as a finished run: NCCL's 'Destroy COMPLETE', "
+    "nccl-tests' closing lines); a run that hung with no error line reads the same"
+)
 # What to collect next when the logs do not name the rank that stopped first.
 COLLECT = (
     "with PyTorch, read the flight recorder's dumps (the last collectives of every rank): a job ncclgen rendered "
@@ -111,12 +116,14 @@ def _first_collective(result: Result, timeouts: list) -> bool:
 
 
 def _one_host(facts: nodes.Facts) -> bool:
-    """Every rank of the job on one host, as far as the logs show: one named host, no network channel, and no
-    collective of a communicator with more ranks than that host's processes in the logs."""
-    if len(facts.hosts) != 1 or nodes.UNPREFIXED in facts.hosts:
+    """Every rank of the job on one host, as far as the logs show: one named host (in NCCL's lines or nccl-tests'
+    device list), no network channel, and no collective of a communicator with more ranks than that host's
+    processes in the logs."""
+    named = set(facts.hosts) | facts.bench_hosts
+    if len(named) != 1 or nodes.UNPREFIXED in named:
         return False
-    h = next(iter(facts.hosts.values()))
-    return not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values())
+    h = facts.hosts.get(next(iter(named)))
+    return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))
 
 
 def _collect(in_setup: bool, one_host: bool = False, first: bool = False) -> dict[str, str]:
@@ -175,6 +182,7 @@ def as_data(
         if ev.sig is not None
     ]
     data["nodes"] = nodes.as_data(result.facts)
+    data["run_end_seen"] = result.facts.success
     data["hang"] = hang
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
@@ -234,10 +242,11 @@ def _head(data: dict) -> list[str]:
     status = data["status"]
     first = data.get("first") or {}
     if status in ("clean", "hang", "unfinished") and not first:
-        return [
+        head = [
             f"{WHY[status]}: {data['files']} file(s), {data['bytes_read']} bytes read, "
             f"{data['lines_kept']} line(s) matched a signature or error marker"
         ]
+        return head + ([NO_END] if status == "clean" and not data["run_end_seen"] else [])
     out = [f"{WHY[status]}: {_where(first)}", f"  {first['line']}"]
     source = first.get("nccl_source") or first.get("plugin_source")
     out.append(f"  at {first['where']}" + (f" ({source})" if source else ""))

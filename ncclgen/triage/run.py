@@ -17,7 +17,8 @@ def scan(paths: list[str], progress: bool = True) -> tuple[Accumulator, list, li
     acc = Accumulator()
     try:
         for line in reader.scan(logs, bar):
-            acc.add(line)
+            for part in reader.split_joined(line):
+                acc.add(part)
     finally:
         if bar:
             bar.close()
