@@ -117,7 +117,7 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
         if why:
             shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
-            detail = f"{h.name}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
+            detail = f"{h.shown}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
             out.append(Finding("no-gdrdma", detail, shown, h.name))
     return out[:1]
 
@@ -143,7 +143,7 @@ def _gdr_off(facts: Facts) -> list[Finding]:
             hca = GDR_HCA.search(h.lines["gdr_disabled"].text)
             what = f"HCA {hca.group(1)}" if hca else "an HCA"
             detail = (
-                f"{h.name}: NCCL said GPU Direct RDMA is disabled for {what}, so its traffic is staged in host memory"
+                f"{h.shown}: NCCL said GPU Direct RDMA is disabled for {what}, so its traffic is staged in host memory"
             )
             return [Finding("no-gdrdma", detail, h.lines["gdr_disabled"], h.name)]
     return []
@@ -159,10 +159,10 @@ def _socket_fallback(facts: Facts) -> list[Finding]:
         if forced:
             continue
         if h.net == "Socket" and h.socket_if and IPOIB.match(h.socket_if):
-            detail = f"NET/Socket on {h.name} over {h.socket_if}, an IPoIB interface"
+            detail = f"NET/Socket on {h.shown} over {h.socket_if}, an IPoIB interface"
             return [Finding("net-socket-fallback", detail, h.lines["net"], h.name)]
         if asked and "no_ib" in h.lines and not h.hcas:
-            detail = f"NET/IB found no device on {h.name}, though {asked} asks for InfiniBand"
+            detail = f"NET/IB found no device on {h.shown}, though {asked} asks for InfiniBand"
             return [Finding("net-socket-fallback", detail, h.lines["no_ib"], h.name)]
     return []
 
@@ -172,7 +172,7 @@ def _socket_spread(facts: Facts) -> list[Finding]:
     found, and one the peer cannot reach (a docker bridge, a veth pair, a link-local address) fails its connections."""
     for h in facts.hosts.values():
         if "socket_dev" in h.lines and "NCCL_SOCKET_IFNAME" not in h.env:
-            detail = f"{h.name}: channels via NET/Socket/1 and up, NCCL_SOCKET_IFNAME unset"
+            detail = f"{h.shown}: channels via NET/Socket/1 and up, NCCL_SOCKET_IFNAME unset"
             return [Finding("socket-net-spread", detail, h.lines["socket_dev"], h.name)]
     return []
 

@@ -145,6 +145,11 @@ class Host:
     colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
 
+    @property
+    def shown(self) -> str:
+        """The host as a finding names it ('?' reads as a typo there)."""
+        return "an unnamed host (lines without NCCL's host prefix)" if self.name == UNPREFIXED else self.name
+
 
 class Facts:
     """Per-host facts, bounded: at most MAX_HOSTS hosts, a few fields each."""

@@ -98,13 +98,13 @@ def _host_findings(h: nodes.Host, plan: PlanInfo) -> list[compare.Finding]:
     out = []
     ifname, ib_hca = plan.env.get("NCCL_SOCKET_IFNAME"), plan.env.get("NCCL_IB_HCA")
     if plan.fabric in GPUDIRECT_FABRICS and h.net == "Socket":
-        detail = f"Socket on {h.name}, the plan's fabric is {plan.fabric}"
+        detail = f"Socket on {h.shown}, the plan's fabric is {plan.fabric}"
         out.append(compare.Finding("plan-net", detail, h.lines["net"], h.name))
     if ifname and h.iface and not _iface_planned(ifname, h.iface):
-        detail = f"{h.iface} on {h.name}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
+        detail = f"{h.iface} on {h.shown}, the plan sets NCCL_SOCKET_IFNAME={ifname}"
         out.append(compare.Finding("plan-iface", detail, h.lines["iface"], h.name))
     if ib_hca and h.hcas and (outside := _hcas_outside(ib_hca, h.hcas)):
-        detail = f"{', '.join(outside)} on {h.name}, the plan sets NCCL_IB_HCA={ib_hca}"
+        detail = f"{', '.join(outside)} on {h.shown}, the plan sets NCCL_IB_HCA={ib_hca}"
         out.append(compare.Finding("plan-hca", detail, h.lines["hcas"], h.name))
     return out
 
