@@ -433,3 +433,21 @@ def test_eighth_trial_families():
     assert _event("torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError").sig.id == "rendezvous-timeout"
     conn = "RendezvousConnectionError: The connection to the C10d store has failed. See inner exception for details."
     assert _event(conn).sig.id == "rendezvous-connection"
+
+
+def test_no_key_is_given_twice_in_one_entry():
+    """YAML keeps the last of two equal keys without a word: a second `fix:` would silently replace the first."""
+    import yaml
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        keys = [loader.construct_object(k, deep=deep) for k, _v in node.value]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        assert not twice, f"line {node.start_mark.line + 1}: {twice} given twice"
+        return yaml.SafeLoader.construct_mapping(loader, node, deep)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    for name in ("signatures.yaml", "classes.yaml", "anchors.yaml"):
+        yaml.load((catalogue.DATA / name).read_text(), Loader=Strict)  # a SafeLoader subclass

@@ -192,3 +192,19 @@ def test_crash_banners_and_fabric_lines(tmp_path):
         tmp_path, "2022-11-15 19:26:36,618\tERROR tune.py:773 -- Trials did not complete: [TorchTrainer_96bfe_00000]\n"
     )
     assert tune["status"] == "unclassified" and "NCCL_SOCKET_IFNAME" in tune["symptom"]["says"]
+
+
+def test_rl_engines_meshes_and_other_libraries_words(tmp_path):
+    cases = {
+        "(WorkerDict pid=1) Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::WorkerDict.generate() (pid=1, ip=10.0.0.1)\n": "ray-task-error",
+        "(RayWorkerWrapper pid=4183) ERROR 06-03 23:13:39 worker_base.py:148] Error executing method start_worker_execution_loop. This might cause deadlock in distributed execution.\n": "vllm-method-failed",
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=103\n": "torch-memory-saver-oom",
+        '[2024-01-01T00:00:00.000Z] "- - -" 0 - rbac_access_denied_matched_policy[none] - "-" 0 0 0 - "-"\n': "envoy-rbac-denied",
+        "[1700000000.1] [node1:77] ib_iface.c:766 UCX  ERROR ibv_create_ah(dlid=49152 sl=0 port=1 src_path_bits=0 dgid=::ffff:10.0.0.2 flow_label=0xffffffff) failed: Invalid argument\n": "ucx-create-ah-failed",
+        "W20250825 11:10:33.595331   331 util_rdma.h:547] NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument\n": "roce-gid-sysfs",
+        "CQE ERROR wr_id=3 status=12(transport retry counter exceeded) opcode=1 byte_len=0 vendor_err=0xa qp_num=0x2c10\n": "ib-completion-error-12",
+        "h:1:2 [0] misc/shmutils.cc:64 NCCL WARN Error: failed to open shared memory /dev/shm/nccl-x : Permission denied\n": "shm-permission",
+    }
+    for text, sid in cases.items():
+        data = triage(tmp_path, text)
+        assert data["first"]["signature"] == sid, (text, data.get("first"))

@@ -116,14 +116,18 @@ def _cuda_refinements() -> tuple[tuple[re.Pattern[str], str], ...]:
 
 
 @functools.cache
-def _event_refinements() -> tuple[tuple[str, re.Pattern[str], str], ...]:
-    return tuple((r["class"], re.compile(r["text"]), r["to"]) for r in _classes_doc().get("events", ()))
+def _event_refinements() -> tuple[tuple[str, re.Pattern[str], re.Pattern[str] | None, str], ...]:
+    return tuple(
+        (r["class"], re.compile(r["text"]), re.compile(r["file"]) if "file" in r else None, r["to"])
+        for r in _classes_doc().get("events", ())
+    )
 
 
-def refine_event(cid: str, line: str) -> str:
-    """A class refined by what the line's arguments say (the async event NCCL names in its %s)."""
-    for source, rx, target in _event_refinements():
-        if cid == source and rx.search(line):
+def refine_event(cid: str, line: str, where: str = "") -> str:
+    """A class refined by what the line's arguments say (the async event NCCL names in its %s), where the rule
+    names a source file, only for a line printed there."""
+    for source, rx, file, target in _event_refinements():
+        if cid == source and rx.search(line) and (file is None or file.search(where)):
             return target
     return cid
 

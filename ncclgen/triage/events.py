@@ -27,7 +27,7 @@ SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 NODE_WORD = re.compile(
     r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?"
     r"|please|only|will|can|cannot|should|must|may|at|as|by|not|configuration|config|count|list|rank|selector"
-    r"|affinity|pool|group|labels?|address|state|status|failure|failed|count)\b)"
+    r"|affinity|pool|group|labels?|address|state|status|failure|failed|count|running)\b)"
     r"(?P<node>[A-Za-z0-9][\w.-]*)"
 )
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
@@ -59,8 +59,12 @@ XLA_LAST = re.compile(
 LAST_INLINE = re.compile(r"(?:(?P<pre>\[[^\]]*\]:?|\S+:) )?Last error: +(?:(?P=pre) )?(?P<text>\S.*)$")
 # What a launcher or logger puts before a quoted NCCL WARN text whose own "host:pid:tid [dev] NCCL WARN" was
 # dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: "), and the level word
-# a paste keeps when it cuts the "host:pid:tid [dev] NCCL" before it
-BARE_PREFIX = re.compile(r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:))*\s*(?:WARN\s+)?")
+# a paste keeps when it cuts the "host:pid:tid [dev] NCCL" before it; a glog prefix
+BARE_PREFIX = re.compile(
+    r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:"
+    # a glog prefix ('W20250825 11:10:33.595331   331 util_rdma.h:547] '): a library reusing NCCL's code and words
+    r"|[IWEF]\d{8} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]))*\s*(?:WARN\s+)?"
+)
 WRONG_MAGIC = re.compile(r"wrong magic ([0-9a-f]{1,16}) != ")
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
@@ -152,7 +156,7 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     own = f"src/{m.group('file')}:{m.group('line')}" if m.group("file") else None  # the line's own release
     fmt, where = (found[0], own or found[1]) if found else (body, own or "src/?")
     cid = catalogue.class_of(level, fmt, where) if own or not found else found[2]
-    event = catalogue.refine_event(cid, body)  # the class's own refinement first; else the CUDA error's
+    event = catalogue.refine_event(cid, body, where)  # the class's own refinement first; else the CUDA error's
     cid = event if event != cid else catalogue.refine(cid, body)
     sig = catalogue.classes()[cid]
     if level == "INFO" and sig.role == "root":
