@@ -208,3 +208,35 @@ def test_rl_engines_meshes_and_other_libraries_words(tmp_path):
     for text, sid in cases.items():
         data = triage(tmp_path, text)
         assert data["first"]["signature"] == sid, (text, data.get("first"))
+
+
+def test_pcie_errors_before_a_gpu_fault_are_its_cause_and_alone_are_not(tmp_path):
+    aer = "pcieport 0000:00:1b.0: AER: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)\n"
+    lost = "NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.\n"
+    assert triage(tmp_path, aer + lost)["first"]["signature"] == "pcie-aer-corrected"
+    assert triage(tmp_path, aer)["status"] == "clean"
+    fatal = "pcieport 0000:00:1b.0: PCIe Bus Error: severity=Uncorrectable (Fatal), type=Transaction Layer, (Requester ID)\n"
+    assert triage(tmp_path, fatal)["first"]["signature"] == "pcie-aer-uncorrected"
+
+
+def test_torchrun_ddp_and_launcher_messages(tmp_path):
+    wrapper = "RendezvousConnectionError: The connection to the C10d store has failed.\nTCP client failed to connect/validate to host slinky-0:29400 - Name or service not known\n"
+    data = triage(tmp_path, wrapper)
+    assert data["first"]["signature"] == "tcpstore-client-failed" and data["first"]["where"].endswith(":2")
+    cases = {
+        "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one.\n": "ddp-unused-parameters",
+        "RuntimeError: Expected to mark a variable ready only once. This error is caused by ...\n": "ddp-ready-twice",
+        "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n": "no-gpu-visible",
+        "RuntimeError: Timed out initializing process group in store based barrier on rank: 3\n": "ranks-not-joined",
+    }
+    for text, sid in cases.items():
+        assert triage(tmp_path, text)["first"]["signature"] == sid, text
+    hostfile = "[WARNING] [runner.py:178:fetch_hostfile] Unable to find hostfile, will proceed with training with local resources only.\n"
+    assert (
+        triage(tmp_path, hostfile + "RendezvousConnectionError: The connection to the C10d store has failed.\n")[
+            "first"
+        ]["signature"]
+        == "deepspeed-no-hostfile"
+    )
+    record = 'ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n  "message": {\n    "message": "RendezvousClosedError: ",\n'
+    assert triage(tmp_path, record)["first"]["where"].endswith(":3")

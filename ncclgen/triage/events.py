@@ -74,6 +74,8 @@ ERROR_LINE = re.compile(
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
     r"|Exception raised from \w+ at "
+    # a CUDA error in any case (a log or a paste that lowered it: 'runtimeerror: cuda error: invalid device ordinal')
+    r"|(?i:\bcuda error: )"
     # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
@@ -247,7 +249,8 @@ def _nccl_text(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
 def is_error_line(text: str) -> bool:
     """An error marker, or another program's fatal words, outside a traceback frame a logger prefixed with ERROR."""
     fatal = "NCCL INFO" not in text and OTHER_FATAL.search(text)
-    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text)
+    record = text.endswith("{") and "error_handler" in text  # torchelastic's error record opens: its lines say why
+    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text) and not record
 
 
 def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
