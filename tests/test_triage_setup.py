@@ -21,6 +21,14 @@ def triage(tmp_path, text: str) -> dict:
     return data
 
 
+def named(tmp_path, cases: dict[str, str], status: str | None = None) -> None:
+    """Each log (a line or two) is read as its signature names it, at the given status when one is given."""
+    for text, sid in cases.items():
+        data = triage(tmp_path, text)
+        assert data.get("first", {}).get("signature") == sid, (text, data.get("first"))
+        assert status is None or data["status"] == status, (text, data["status"])
+
+
 def test_a_program_run_by_a_path_that_is_not_there_is_the_cause(tmp_path):
     log = "/bin/bash: line 1: /usr/sbin/sshd: No such file or directory\n[ERROR] Job nccl-test failed: no result\n"
     data = triage(tmp_path, log)
@@ -92,9 +100,7 @@ def test_slurm_and_container_start_failures_name_their_own_line(tmp_path):
         "[ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1\n": "nvidia-container-cli-error",
         "n1: Test CUDA failure common.cu:1045 'unknown error'\n": "cuda-unknown",
     }
-    for text, sid in cases.items():
-        data = triage(tmp_path, text)
-        assert data["status"] == "cause" and data["first"]["signature"] == sid, (text, data.get("first"))
+    named(tmp_path, cases, status="cause")
 
 
 def test_pmix_noise_of_a_job_that_completed_is_no_failure(tmp_path):
@@ -133,8 +139,7 @@ def test_mid_run_failures(tmp_path):
         "RuntimeError: write(): fd 29 failed with Input/output error\n": "tensor-write-failed",
         "OSError: [Errno 122] Disk quota exceeded: '/ckpt/step_100'\n": "no-space-left",
     }
-    for text, sid in cases.items():
-        assert triage(tmp_path, text)["first"]["signature"] == sid, text
+    named(tmp_path, cases)
     stack = "frame #1: c10d::ProcessGroupNCCL::WorkNCCL::checkTimeout(std::optional<long>) + 0x1d2 (0x1 in libtorch_cuda.so)\n"
     data = triage(tmp_path, stack)
     assert data["status"] == "unclassified" and data["hang"]["last"] == [
@@ -185,9 +190,7 @@ def test_crash_banners_and_fabric_lines(tmp_path):
         "h: :41367:41367 [1] enqueue.cc:422 NCCL WARN Error : no algorithm/protocol available\n": "algo-unavailable",
         "[rank1]: NET/OFI Unable to insert remote address into address vector for device 1. RC: 0\n": "ofi-completion-error",
     }
-    for text, sid in cases.items():
-        data = triage(tmp_path, text)
-        assert data["status"] == "cause" and data["first"]["signature"] == sid, (text, data.get("first"))
+    named(tmp_path, cases, status="cause")
     tune = triage(
         tmp_path, "2022-11-15 19:26:36,618\tERROR tune.py:773 -- Trials did not complete: [TorchTrainer_96bfe_00000]\n"
     )
@@ -205,9 +208,7 @@ def test_rl_engines_meshes_and_other_libraries_words(tmp_path):
         "CQE ERROR wr_id=3 status=12(transport retry counter exceeded) opcode=1 byte_len=0 vendor_err=0xa qp_num=0x2c10\n": "ib-completion-error-12",
         "h:1:2 [0] misc/shmutils.cc:64 NCCL WARN Error: failed to open shared memory /dev/shm/nccl-x : Permission denied\n": "shm-permission",
     }
-    for text, sid in cases.items():
-        data = triage(tmp_path, text)
-        assert data["first"]["signature"] == sid, (text, data.get("first"))
+    named(tmp_path, cases)
 
 
 def test_pcie_errors_before_a_gpu_fault_are_its_cause_and_alone_are_not(tmp_path):
@@ -229,8 +230,7 @@ def test_torchrun_ddp_and_launcher_messages(tmp_path):
         "RuntimeError: ProcessGroupNCCL is only supported with GPUs, no GPUs found!\n": "no-gpu-visible",
         "RuntimeError: Timed out initializing process group in store based barrier on rank: 3\n": "ranks-not-joined",
     }
-    for text, sid in cases.items():
-        assert triage(tmp_path, text)["first"]["signature"] == sid, text
+    named(tmp_path, cases)
     hostfile = "[WARNING] [runner.py:178:fetch_hostfile] Unable to find hostfile, will proceed with training with local resources only.\n"
     assert (
         triage(tmp_path, hostfile + "RendezvousConnectionError: The connection to the C10d store has failed.\n")[
