@@ -240,3 +240,17 @@ def test_torchrun_ddp_and_launcher_messages(tmp_path):
     )
     record = 'ERROR:torch.distributed.elastic.multiprocessing.errors.error_handler:{\n  "message": {\n    "message": "RendezvousClosedError: ",\n'
     assert triage(tmp_path, record)["first"]["where"].endswith(":3")
+
+
+def test_a_net_that_failed_to_start_before_another_took_over_is_no_failure(tmp_path):
+    log = (
+        "h:1:1 [0] NCCL INFO Failed to open libibverbs.so[.1]\n"
+        "h:1:1 [0] NCCL INFO transport/net_ib/init.cc:370 -> 3\n"
+        "h:1:1 [0] NCCL INFO Failed to initialize NET plugin IB\n"
+        "h:1:1 [0] NCCL INFO Initialized NET plugin Socket\n"
+        "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
+    )
+    assert triage(tmp_path, log)["status"] == "clean"
+    assert triage(tmp_path, log.replace(" - Destroy COMPLETE", " - Init COMPLETE"))["status"] == "unclassified"
+    ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered (cudaErrorECCUncorrectable)\n"
+    assert triage(tmp_path, ecc)["first"]["signature"] == "gpu-hardware"

@@ -187,7 +187,7 @@ class Accumulator:
 
     def pick(self) -> tuple[str, Event | None]:
         """(status, first failure): the earliest root, or an earlier suspect that explains it."""
-        failed = any(r in self.best for r in ("root", "symptom", "error", "traceback"))
+        failed = any(r in self.best for r in ("root", "symptom", "error", "traceback")) and not self._recovered()
         root = self.best.get("root")
         if root is not None:
             earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
@@ -206,6 +206,20 @@ class Accumulator:
         if failed:
             return "unclassified", self._unclassified()
         return "clean", None
+
+    def _recovered(self) -> bool:
+        """A run that ended well (Destroy COMPLETE, nccl-tests' average) whose only failure lines are NCCL's error
+        traces ('file.cc:N -> 3'): a step NCCL recovered from (its IB net failing to start before it took Socket)."""
+        only_traces = set(self.best) <= {"symptom", "suspect", "context"} and self.best.get("symptom") is not None
+        return (
+            self.facts.success
+            and only_traces
+            and all(
+                gid == "nccl-error-trace"
+                for (gid, _t), g in self.groups.items()
+                if g.first.sig and g.first.sig.role == "symptom"
+            )
+        )
 
     def _unclassified(self) -> Event:
         """With no root: the earliest symptom or error line (a summary line gives way to the error it sums up a few
