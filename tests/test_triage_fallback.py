@@ -8,18 +8,7 @@ ncclgen/triage/nodes.py, events.py and classes.yaml); each test builds the small
 
 from __future__ import annotations
 
-import json
-
-from ncclgen.triage import run
-
-
-def triage(tmp_path, text: str, **plan) -> dict:
-    log = tmp_path / "job.out"
-    log.write_text(text)
-    out, code = run.triage([str(log)], fmt="json", **plan)
-    data = json.loads(out)
-    data["_code"] = code
-    return data
+from triage_json import triage
 
 
 def info(host: str, text: str) -> str:

@@ -6,18 +6,9 @@ signatures.yaml); each test builds the smallest log that shows one behaviour.
 
 from __future__ import annotations
 
-import json
+from triage_json import triage
 
 from ncclgen.triage import run
-
-
-def triage(tmp_path, text: str, *extra) -> dict:
-    log = tmp_path / "job.out"
-    log.write_text(text)
-    out, code = run.triage([str(log)], *extra, fmt="json")
-    data = json.loads(out)
-    data["_code"] = code
-    return data
 
 
 def info(host: str, pid: int, text: str) -> str:

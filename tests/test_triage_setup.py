@@ -9,16 +9,7 @@ from __future__ import annotations
 
 import json
 
-from ncclgen.triage import run
-
-
-def triage(tmp_path, text: str) -> dict:
-    log = tmp_path / "job.out"
-    log.write_text(text)
-    out, code = run.triage([str(log)], fmt="json")
-    data = json.loads(out)
-    data["_code"] = code
-    return data
+from triage_json import triage
 
 
 def named(tmp_path, cases: dict[str, str], status: str | None = None) -> None:

@@ -210,16 +210,10 @@ class Accumulator:
     def _recovered(self) -> bool:
         """A run that ended well (Destroy COMPLETE, nccl-tests' average) whose only failure lines are NCCL's error
         traces ('file.cc:N -> 3'): a step NCCL recovered from (its IB net failing to start before it took Socket)."""
-        only_traces = set(self.best) <= {"symptom", "suspect", "context"} and self.best.get("symptom") is not None
-        return (
-            self.facts.success
-            and only_traces
-            and all(
-                gid == "nccl-error-trace"
-                for (gid, _t), g in self.groups.items()
-                if g.first.sig and g.first.sig.role == "symptom"
-            )
-        )
+        if not self.facts.success or any(r in self.best for r in ("root", "error", "traceback")):
+            return False
+        symptoms = {gid for (gid, _t), g in self.groups.items() if g.first.sig and g.first.sig.role == "symptom"}
+        return symptoms == {"nccl-error-trace"}
 
     def _unclassified(self) -> Event:
         """With no root: the earliest symptom or error line (a summary line gives way to the error it sums up a few

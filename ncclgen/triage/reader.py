@@ -136,6 +136,7 @@ class Line:
 # NCCL lines joined into one ("[0] NCCL INFO a [0] NCCL INFO b"): a forum post or a log collector that dropped the
 # newlines; each part is read as its own line (same line number)
 JOINED = re.compile(r"\s(?:[\w.-]+:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN) ")
+TID_END = re.compile(r"[\w.-]+:\d+:\d+$")  # a 'host:pid:tid' the cut would take from the prefix it belongs to
 
 
 def split_joined(line: Line) -> list[Line]:
@@ -144,7 +145,7 @@ def split_joined(line: Line) -> list[Line]:
         return [line]
     # a prefix after the line's start begins a new message (the search after 'host:pid:tid ' finds the whole prefix)
     cuts = [m.start() + 1 for m in JOINED.finditer(text) if text[: m.start()].strip()]
-    cuts = [c for c in cuts if not re.search(r"[\w.-]+:\d+:\d+$", text[:c].rstrip())]
+    cuts = [c for c in cuts if not TID_END.search(text[:c].rstrip())]
     if not cuts:
         return [line]
     bounds = [0, *cuts, len(text)]
