@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+
+from .record import dataclass
 
 # Characters refused in every value ncclgen reads (YAML scalars, --set values): C0 controls but tab and
 # newline, DEL, C1 controls (U+0085 NEL among them) and the Unicode line/paragraph separators. bash drops

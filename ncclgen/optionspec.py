@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from .record import dataclass
 
 
 @dataclass(frozen=True)

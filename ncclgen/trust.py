@@ -21,18 +21,18 @@ someone else is refused unless the user's own config allows it. ncclgen does the
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import stat
 
 from . import datapaths
 from .errors import UserError
 from .load.schema import field
+from .record import dataclass
 
 ENV = "NCCLGEN_SAFE_DIRECTORIES"
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class UserConfig:
     """~/.config/ncclgen/config.yaml: settings that belong to the person, never to a project folder."""
 

@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
+
 import pytest
 
 from ncclgen.cli import main
@@ -36,3 +40,41 @@ def test_comments_full_explains_each_value_in_lines_under_100_characters(capsys,
     comments = [line for line in env if line.startswith("#")]
     assert len(comments) > 2 * len(exports)  # wrapped, not one long line per value
     assert max(len(line) for line in comments) < 100
+
+
+def _ncclgen(*argv: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ncclgen", *argv], capture_output=True, timeout=120, check=False, **kw)
+
+
+def test_the_console_script_ends_without_teardown_but_with_all_output(capsys, tmp_path):
+    """`run` ends with os._exit (cli._leave): everything written reaches the pipe, exit statuses are kept,
+    and exit handlers still run."""
+    assert main(["slurm", "--cluster", "h100-ib", "--tier", "3"]) == 0
+    whole = capsys.readouterr().out.encode()
+    r = _ncclgen("slurm", "--cluster", "h100-ib", "--tier", "3")
+    assert (r.returncode, r.stdout, r.stderr) == (0, whole, b"")
+    bad = _ncclgen("slurm", "--cluster", "no-such-cluster")
+    assert bad.returncode == 2 and bad.stdout == b"" and bad.stderr.count(b"\n") == 1
+    marker = tmp_path / "ran"
+    code = (
+        "import atexit, pathlib, sys\n"
+        f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes')\n"
+        "sys.argv = ['ncclgen', 'slurm', '--cluster', 'h100-ib', '--tier', '1']\n"
+        "from ncclgen.cli import run\n"
+        "run()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120, check=False)
+    assert r.returncode == 0 and r.stdout.startswith(b"#!/bin/bash") and marker.read_text() == "yes"
+
+
+def test_a_reader_that_stops_early_is_no_error():
+    """`ncclgen slurm ... | head -1`: the pipe closes under the writer; no traceback, status 0."""
+    r = subprocess.run(
+        f"{shlex.quote(sys.executable)} -m ncclgen slurm --cluster h100-ib --tier 3 | head -c 20",
+        shell=True,
+        capture_output=True,
+        timeout=120,
+        check=False,
+        executable="/bin/bash",
+    )
+    assert r.stdout == b"#!/bin/bash\n#SBATCH "[:20] and b"Traceback" not in r.stderr, r.stderr

@@ -17,6 +17,7 @@ LAYERS = {
     "__init__": 0,
     "__main__": 7,
     "errors": 0,
+    "record": 0,  # the dataclass decorator every layer uses
     "datapaths": 0,
     "trust": 1,  # reads the user's config with the load layer's YAML reader
     "output": 0,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..record import dataclass
 from . import knowledge as kb
 from .knowledge import matches, parse_if_list
 from .rules import VERBS_FABRICS, _Target

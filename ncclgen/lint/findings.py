@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from ..record import dataclass
 
 # code -> (rule name, what it catches). Codes are stable: never renumber, only append.
 CODES = {

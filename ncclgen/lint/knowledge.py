@@ -27,10 +27,10 @@ import difflib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from .. import datapaths
+from ..record import dataclass
 from .releases import (  # noqa: F401  (the knowledge base's public names: callers ask here)
     KB_COVERS,
     KB_VERSIONS,

@@ -77,7 +77,7 @@ def _tree(text: str, name: str) -> list:
     crashes on it), an alias never expanded (it reads as None: no alias-bomb blow-up)."""
     import yaml
 
-    from ..load import yamlio
+    from ..load import yamlio, yamlparse
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     docs: list = []
@@ -121,7 +121,7 @@ def _tree(text: str, name: str) -> list:
             col=mark.column + 1 if mark else None,
         ) from None
     except yaml.YAMLError as exc:
-        raise yamlio.yaml_error(exc, text, name) from None
+        raise yamlparse.yaml_error(exc, text, name) from None
     return docs
 
 

@@ -7,9 +7,9 @@ Precedence, highest first: command-line flag, NCCLGEN_CLUSTER / NCCLGEN_TIER / N
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 from ..errors import UserError
+from ..record import dataclass
 from . import workload
 from .schema import field, load_dataclass
 from .yamlio import Document, load_file, require_regular

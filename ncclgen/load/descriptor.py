@@ -11,11 +11,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from .. import datapaths
 from ..errors import Location, UserError, did_you_mean, non_ascii, shown, warn
+from ..record import dataclass
 from . import cpuset
 from .desccheck import check, env_name_problem, kb_newest_nccl  # noqa: F401 (descriptor.check is the public name)
 from .kubesection import Kubernetes, Mount, PodNetwork, PodTopoFile, Sidecar, Toleration, Volume  # noqa: F401

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
 
 from .. import datapaths
 from ..errors import char_name, shown
+from ..record import dataclass
 from .patterns import ENV_NAME
 
 OPT_IN_YAML = "unchecked: true"

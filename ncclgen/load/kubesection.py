@@ -5,9 +5,9 @@ Split out of descriptor.py (one module per section); its cross-field checks are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
+from ..record import dataclass
 from . import podspec
 from .patterns import DNS1123, ENV_NAME, HCA, IFNAME, IMAGE, IMAGE_DOC, QUANTITY, RESOURCE_NAME
 from .schema import field

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-from dataclasses import dataclass
 from typing import Literal
 
 from .. import datapaths
+from ..record import dataclass
 from .descriptor import ENV_NAME, Sidecar, Volume
 from .schema import field, load_dataclass
 from .yamlio import load_file

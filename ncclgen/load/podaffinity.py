@@ -5,9 +5,9 @@ ValidateNodeSelectorRequirement, ValidatePodAffinityTerm; apimachinery ValidateL
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
 
+from ..record import dataclass
 from .k8snames import DNS1123_LABEL, Invalid, label_value, qualified_name
 from .schema import field
 

@@ -13,15 +13,14 @@ and key, never its value, so no manifest, annotation or comment can contain it.
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Literal
 
 from ..errors import UserError
+from ..record import dataclass
 from .k8snames import (  # noqa: F401 (re-exported: podspec.subdomain, podspec.Invalid ...)
     ANNOTATIONS_MAX,
     CONFIG_KEY,
@@ -83,6 +82,8 @@ class Volume:
         base = f"{self.kind}-{readable}" if readable else self.kind
         if exact and len(base) <= 63:
             return base
+        import hashlib  # here: only long or dotted names need it, and `ncclgen k8s` imports it for nothing else
+
         digest = hashlib.sha256(self.source.encode()).hexdigest()[:8]
         readable = re.sub(r"[^a-z0-9]+", "-", readable.lower()).strip("-")
         return f"{self.kind}-{readable}"[:54].rstrip("-") + f"-{digest}"

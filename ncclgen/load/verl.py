@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import json
 import re
-from dataclasses import dataclass
 
 from .. import datapaths
+from ..record import dataclass
 
 # Keys ncclgen derives from the plan for verl Ray drivers; a workload or an override never sets them.
 DERIVED = ("trainer.nnodes", "trainer.n_gpus_per_node")

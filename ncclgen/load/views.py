@@ -15,10 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Literal
 
 from ..errors import UserError
+from ..record import dataclass
 from . import plugins
 from .descriptor import Descriptor, Volume
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass
 from typing import Literal
 
 from .. import datapaths
 from ..errors import UserError, did_you_mean, shown
+from ..record import dataclass
 from . import verl as verlkb
 from .descriptor import DNS1123, IMAGE, IMAGE_DOC, EnvSetting, check_env, with_locations
 from .patterns import PLAN_PREFIXES

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..load.descriptor import Descriptor
+from ..record import dataclass
 
 
 @dataclass(frozen=True)

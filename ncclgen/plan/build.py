@@ -9,12 +9,13 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from ..errors import Location, UserError, shown, unsafe_char
 from ..load import envnames, plugins, views
 from ..load.descriptor import Descriptor, EnvSetting
 from ..load.workload import Workload
+from ..record import dataclass
 from . import binding, launch, rules
 from . import transport as transportmod
 from .request import TARGETS, Request, Target

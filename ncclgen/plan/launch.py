@@ -9,10 +9,10 @@ KubeRay's rayStartParams spelling, where a file lives) stay with each renderer.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..load.patterns import PLAN_PREFIXES
+from ..record import dataclass
 from . import overrides, rules
 
 if TYPE_CHECKING:

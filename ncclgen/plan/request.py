@@ -3,10 +3,11 @@ line and `ncclgen.io/explain` annotation (a cluster given as a file stays a file
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass
+from dataclasses import MISSING
 from typing import Literal
 
 from ..optionspec import flags, option
+from ..record import dataclass
 
 Target = Literal["host", "pod"]
 TARGETS: tuple[str, ...] = ("host", "pod")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from .. import datapaths
@@ -17,6 +16,7 @@ from ..load.descriptor import Descriptor
 from ..load.schema import field, load_dataclass
 from ..load.workload import Workload
 from ..load.yamlio import load_file
+from ..record import dataclass
 
 
 @dataclass(frozen=True, kw_only=True)

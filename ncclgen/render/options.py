@@ -9,11 +9,11 @@ dry run renders. A new option is one field here: its flag, help and Regenerate a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from ..errors import UserError
 from ..load import sbatch as sbatchmod
 from ..optionspec import flags, option
+from ..record import dataclass
 
 
 def argv(opts) -> list[str]:

@@ -5,11 +5,11 @@ that would end an #SBATCH line."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from ..errors import UserError
 from ..load import sbatch
 from ..plan import Plan
+from ..record import dataclass
 from . import shell
 from .options import SlurmOptions as Options
 

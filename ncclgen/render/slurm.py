@@ -13,7 +13,6 @@ Imports stay light (no torch, ray or kubernetes): `ncclgen slurm` runs on login 
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 
 from .. import __version__, jobside
 from ..errors import UserError
@@ -23,6 +22,7 @@ from ..plan import launch as launchmod
 from ..plan import preflight as preflightmod
 from ..plan import transport as transportmod
 from ..plan.build import prepends
+from ..record import dataclass
 from . import containers, options, pluginnote, sbatchopts, shell, slurmtransport, templates
 from .options import SlurmOptions as Options
 from .shell import Raw

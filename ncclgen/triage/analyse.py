@@ -10,8 +10,9 @@ failed; symptoms alone leave the failure unclassified. Memory stays bounded: one
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..record import dataclass
 from . import catalogue, nodes
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line

@@ -8,10 +8,12 @@ import dataclasses
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 import yaml
+
+from ..record import dataclass
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "triage"
 ROLES = ("root", "suspect", "symptom", "context")

@@ -5,8 +5,7 @@ connection), each a finding at the line that shows it. The per-node facts come f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from ..record import dataclass
 from .events import Event
 from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host
 from .reader import Line

@@ -9,8 +9,9 @@ Times carry no year in glog form, so they sort as month-day-time, which is enoug
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from ..record import dataclass
 from . import catalogue
 from .reader import Line
 

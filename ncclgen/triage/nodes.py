@@ -17,9 +17,10 @@ no "+cuda" suffix), the Bootstrap line and "Init START".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from ..jobside import nccllines
+from ..record import dataclass
 from .events import NCCL_PREFIX
 from .reader import Line
 

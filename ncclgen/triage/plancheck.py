@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 import shlex
-from dataclasses import dataclass
 
 from .. import pipeline
 from ..errors import UserError
 from ..lint import knowledge as kb
+from ..record import dataclass
 from . import catalogue, compare, nodes
 from .analyse import Result
 

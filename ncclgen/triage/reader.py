@@ -13,12 +13,12 @@ import itertools
 import re
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from ..errors import UserError
+from ..record import dataclass
 from . import catalogue, grepscan
 
 CHUNK = 4 << 20
