@@ -158,12 +158,30 @@ def _socket_fallback(facts: Facts) -> list[Finding]:
         if forced:
             continue
         if h.net == "Socket" and h.socket_if and IPOIB.match(h.socket_if):
-            detail = f"NET/Socket on {h.shown} over {h.socket_if}, an IPoIB interface"
-            return [Finding("net-socket-fallback", detail, h.lines["net"], h.name)]
+            detail = f"NET/Socket on {h.shown} over {h.socket_if}, an IPoIB interface{_why_no_ib(h)}"
+            return [Finding("net-socket-fallback", detail, _no_ib_line(h) or h.lines["net"], h.name)]
         if asked and "no_ib" in h.lines and not h.hcas:
-            detail = f"NET/IB found no device on {h.shown}, though {asked} asks for InfiniBand"
-            return [Finding("net-socket-fallback", detail, h.lines["no_ib"], h.name)]
+            detail = f"NET/IB found no device on {h.shown}, though {asked} asks for InfiniBand{_why_no_ib(h)}"
+            return [Finding("net-socket-fallback", detail, _no_ib_line(h) or h.lines["no_ib"], h.name)]
     return []
+
+
+def _no_ib_line(h: Host) -> Line | None:
+    """The line that says why the IB net started with no device: NCCL_IB_HCA's value where it then found none of
+    them, else 'NET/IB : No device found.' (the root, before the Socket net it leads to)."""
+    if "no_ib" not in h.lines or h.hcas:
+        return None
+    return h.lines.get("env:NCCL_IB_HCA") or h.lines["no_ib"]
+
+
+def _why_no_ib(h: Host) -> str:
+    if "no_ib" not in h.lines or h.hcas or "NCCL_IB_HCA" not in h.env:
+        return ""
+    value = h.env["NCCL_IB_HCA"]
+    return (
+        f"; NET/IB found no device matching NCCL_IB_HCA={value} (a list of name prefixes: 'mlx5_1' also takes "
+        "mlx5_10; '=' before the list names exact devices, '^' excludes them)"
+    )
 
 
 def _socket_spread(facts: Facts) -> list[Finding]:

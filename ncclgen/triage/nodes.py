@@ -71,7 +71,11 @@ MAX_PROCS = 256
 PLUGIN_PATH = re.compile(r"NCCL INFO (?:NET/Plugin: ?)?Plugin Path : (?P<path>\S+)")
 NO_PLUGIN = re.compile(r"NCCL INFO NET/Plugin ?: (?:No plugin found|Could not find)")
 INTERNAL = "none (NCCL's internal nets)"
-ENV_SET = re.compile(r"NCCL INFO (?P<var>NCCL_\w+) set by environment to (?P<value>.*)$")  # src/misc/param.cc
+# src/misc/param.cc; and the two a net prints itself: 'NCCL_IB_HCA set to %s' (net_ib.cc), 'NCCL_SOCKET_IFNAME set to
+# %s' (socket.cc), NVIDIA/nccl v2.12.12-1 to v2.21.5-1
+ENV_SET = re.compile(
+    r"NCCL INFO (?:(?P<var>NCCL_\w+) set by environment to|(?P<net_var>NCCL_IB_HCA|NCCL_SOCKET_IFNAME) set to) (?P<value>.*)$"
+)
 MAX_ENV = 64
 NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a period ('to 1.')
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
@@ -338,10 +342,11 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
         if found := HCA.findall(m.group("hcas")):
             _hcas(h, [f"{d}:{p}" for d, p, _ in found], found[0][2], line)
         _oob(h, line)
-    elif "set by environment to" in text and (m := ENV_SET.search(text)):
+    elif " set " in text and (m := ENV_SET.search(text)):
+        var = m.group("var") or m.group("net_var")
         if len(h.env) < MAX_ENV:
-            h.env.setdefault(m.group("var"), NUMBER_END.sub(r"\1", m.group("value").strip()))
-            h.lines.setdefault(f"env:{m.group('var')}", line)
+            h.env.setdefault(var, NUMBER_END.sub(r"\1", m.group("value").strip()))
+            h.lines.setdefault(f"env:{var}", line)
     elif "Plugin" in text and (m := PLUGIN_PATH.search(text) or NO_PLUGIN.search(text)):
         _plugin(h, m.groupdict().get("path"), line)
     elif NO_IB in text:
