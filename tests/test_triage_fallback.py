@@ -119,3 +119,45 @@ def test_socket_channels_over_several_interfaces_explain_the_failure(tmp_path):
     assert data["first"]["signature"] == "socket-net-spread" and data["first"]["where"].endswith(":2")
     pinned = info("gpu1", "NCCL_SOCKET_IFNAME set by environment to bond0") + chans + fail
     assert triage(tmp_path, pinned).get("first", {}).get("signature") != "socket-net-spread"
+
+
+def test_the_ib_hca_list_that_matched_nothing_is_the_root_of_a_socket_fallback(tmp_path):
+    """NCCL_IB_HCA as the IB net prints it (net_ib.cc 'NCCL_IB_HCA set to %s'), then no device, then sockets on ib0."""
+    log = (
+        info("gpu1", "NCCL_IB_HCA set to mlx5_1") + info("gpu1", "NET/IB : No device found.") + info("gpu1", SOCKET_IB0)
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "slow" and data["first"]["where"].endswith(":1")
+    assert "NCCL_IB_HCA=mlx5_1" in data["cause"] and "prefixes" in data["cause"]
+    without = triage(tmp_path, info("gpu1", "NET/IB : No device found.") + info("gpu1", SOCKET_IB0))
+    assert without["first"]["where"].endswith(":1") and "NCCL_IB_HCA=" not in without["cause"]
+
+
+WATCHDOG = (
+    "[rank{r}]:[E218 04:54:22.86 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout: "
+    "WorkNCCL(SeqNum={seq}, OpType={op}, NumelIn=32, NumelOut=32, Timeout(ms)=600000) ran for 600045 milliseconds "
+    "before timing out.\n"
+)
+
+
+def test_global_ranks_above_the_hosts_devices_are_not_one_host(tmp_path):
+    """[rank15] beside NCCL's device [7]: the job had other hosts, so no single-host P2P advice."""
+    setup = info("gpu1", "NCCL version 2.21.5+cuda12.4").replace("[0]", "[7]") + info(
+        "gpu1", "Channel 00/02 :    0   1"
+    )
+    assert "NCCL_P2P_DISABLE=1" in triage(tmp_path, setup)["hang"]["collect_next"]
+    assert (
+        "NCCL_P2P_DISABLE=1"
+        in triage(tmp_path, setup + WATCHDOG.format(r=7, seq=3, op="ALLREDUCE"))["hang"]["collect_next"]
+    )
+    other = setup + WATCHDOG.format(r=15, seq=3, op="ALLREDUCE")
+    assert "NCCL_P2P_DISABLE=1" not in triage(tmp_path, other)["hang"]["collect_next"]
+
+
+def test_timeouts_in_different_collectives_are_each_listed_with_what_that_may_mean(tmp_path):
+    log = WATCHDOG.format(r=13, seq=216, op="ALLTOALL_BASE") + WATCHDOG.format(r=15, seq=57, op="ALLREDUCE")
+    hang = triage(tmp_path, log)["hang"]
+    assert any("ALLTOALL_BASE SeqNum=216" in x for x in hang["last"]) and any("SeqNum=57" in x for x in hang["last"])
+    assert "in different collectives (ALLREDUCE SeqNum=57, ALLTOALL_BASE SeqNum=216)" in hang["collect_next"]
+    same = triage(tmp_path, WATCHDOG.format(r=13, seq=5, op="ALLREDUCE") + WATCHDOG.format(r=15, seq=5, op="ALLREDUCE"))
+    assert "different collectives" not in same["hang"]["collect_next"] and len(same["hang"]["last"]) == 1

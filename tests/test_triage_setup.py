@@ -245,3 +245,23 @@ def test_a_net_that_failed_to_start_before_another_took_over_is_no_failure(tmp_p
     assert triage(tmp_path, log.replace(" - Destroy COMPLETE", " - Init COMPLETE"))["status"] == "unclassified"
     ecc = "RuntimeError: CUDA error: uncorrectable ECC error encountered (cudaErrorECCUncorrectable)\n"
     assert triage(tmp_path, ecc)["first"]["signature"] == "gpu-hardware"
+
+
+WRAPPED = (
+    "torch.distributed.DistNetworkError: The server socket has failed to listen on any\n"
+    "local network address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE,\n"
+    "message: address already in use\n"
+)
+
+
+def test_a_wrapped_exception_message_is_reported_at_its_header(tmp_path):
+    """c10d's socket.cpp message wrapped by a terminal: the signature matches the second line, the error starts at
+    the first (the header's message stops mid-sentence, the next line goes on in lower case)."""
+    data = triage(tmp_path, WRAPPED)
+    assert data["first"]["signature"] == "address-in-use" and data["first"]["where"].endswith(":1")
+    assert "DistNetworkError" in data["first"]["line"]
+    assert not any("more error line" in g.get("says", "") for g in data.get("then", []))
+    ended = WRAPPED.replace("listen on any\n", "listen on any.\n", 1)  # a finished sentence: two messages
+    assert triage(tmp_path, ended)["first"]["where"].endswith(":2")
+    apart = WRAPPED.replace("\n", "\n\n", 1)  # not the next line
+    assert triage(tmp_path, apart)["first"]["where"].endswith(":3")

@@ -38,6 +38,9 @@ HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 # Python's traceback header names no error: the exception line that closes the traceback does (CPython
 # Lib/traceback.py prints `Type: message` last), so the header is the first failure only when nothing else is.
 TRACEBACK = "Traceback (most recent call last)"
+# A Python exception's 'Type: message' whose message stops mid-sentence (no closing '.', ':', ')' or quote): a
+# terminal or a paste wrapped it, and the next line holds the rest (Lib/traceback.py prints the message as raised)
+WRAPPED_HEADER = re.compile(r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): \S.*[^\s.:)\]'\"]\s*$")
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
@@ -93,6 +96,7 @@ class Accumulator:
         self.pids: dict[str, str] = {}  # pid -> node, from ncclgen's 'torchrun on node N is pid P' lines
         self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
         self.quote: Event | None = None  # the earliest NCCL text PyTorch quoted after 'Last error:' (a symptom)
+        self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
 
     def add(self, line: Line) -> None:
@@ -113,7 +117,25 @@ class Accumulator:
         if ev is None:
             return
         self._from_block(ev)
-        self._record(ev)
+        self._record(self._unwrapped(ev))
+
+    def _unwrapped(self, ev: Event) -> Event:
+        """An exception's message wrapped over lines (a terminal or a paste cut it): a signature matched on a
+        continuation line ("local network address. port: 29500, ... EADDRINUSE") is reported at the header line
+        above it ("DistNetworkError: The server socket has failed to listen on any"), where the error starts."""
+        header, self.header = self.header, None
+        if ev.sig is None:
+            if WRAPPED_HEADER.search(ev.line.text):
+                self.header = ev
+            return ev
+        if header is None or not _continues(header.line, ev.line):
+            return ev
+        self.groups.pop(("error", summary(header)), None)
+        if self.best.get("error") is header:
+            del self.best["error"]
+        return Event(
+            header.line, ev.sig, ev.groups, ev.time or header.time, ev.node, ev.rank or header.rank, header.seq
+        )
 
     def _record(self, ev: Event) -> None:
         """The event into the earliest-per-role, the suspects and its group."""
@@ -325,6 +347,12 @@ class Accumulator:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
         return rest
+
+
+def _continues(header: Line, line: Line) -> bool:
+    """``line`` is the next line of ``header``'s file and reads as the rest of its sentence (it starts in lower
+    case: no log prefix, time stamp or new message of its own)."""
+    return line.file == header.file and line.lineno == header.lineno + 1 and line.text[:1].islower()
 
 
 def quotes(ev: Event, first: Event | None) -> bool:

@@ -120,6 +120,7 @@ LIGHTNING_RANK = re.compile(
     r"(?:[Ii]nitializing (?:ddp|distributed)): GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
 )
 MAX_RANKS = 65536
+TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:")  # PyTorch's log prefix: the process's global rank
 MAX_HCAS = 64
 # NCCL's lines with the host:pid:tid prefix cut off (an excerpt, NCCL_DEBUG_FILE read through another tool): their
 # facts still count against the plan, never as a host of their own compared with the named ones
@@ -149,6 +150,7 @@ class Host:
     env: dict[str, str] = field(default_factory=dict)  # NCCL_* the process read from its environment
     colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
+    max_dev: int = -1  # the highest CUDA device in NCCL's "[dev]" prefix on this host
 
     @property
     def shown(self) -> str:
@@ -169,6 +171,7 @@ class Facts:
         self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
         self.banner = False  # nccl-tests printed its start line or its results table's banner
         self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
+        self.max_rank = -1  # the highest global rank in PyTorch's "[rankN]:" prefix
         self.bench_hosts: set[str] = (
             set()
         )  # the hosts nccl-tests' '#  Rank  0 Group  0 Pid  1 on HOST device' lines name
@@ -180,6 +183,8 @@ class Facts:
         self._run_facts(line)
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
+        if "[rank" in text and (m := TORCH_RANK.search(text)):
+            self.max_rank = max(self.max_rank, int(m.group(1)))
         if "NCCL INFO" not in text and not ("INFO " in text and BARE_INFO.match(text)):
             self._bare_version(line, seq)
             return
@@ -191,6 +196,8 @@ class Facts:
             if len(self.hosts) >= MAX_HOSTS:
                 return
             host = self.hosts[name] = Host(name)
+        if m:
+            host.max_dev = max(host.max_dev, int(m.group("dev")))
         parsed = nccllines.split(text)
         found = nccllines.message(parsed[3]) if parsed and parsed[0] == "INFO" else None
         if found is None or not _apply(host, found[0], found[1], line):

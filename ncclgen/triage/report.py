@@ -59,6 +59,19 @@ FIRST_COLLECTIVE = (
 FIRST_COLLECTIVE_SOURCE = (
     "pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp (seqCollective_: a group's collectives from 1)"
 )
+# Timeouts in different operations: the ranks were not all in one collective. With no rank failed first, either
+# the ranks issued different collectives (one skipped or added one) or two threads used one communicator at once.
+MIXED = (
+    "; the timeouts are in different collectives ({shown}): unless a rank failed first, the ranks did not issue "
+    "the same collectives in the same order on a process group (a collective called on some ranks only, a "
+    "data-dependent branch), or two threads used one communicator at once, which NCCL does not allow; the flight "
+    "recorder's dumps show each rank's sequence"
+)
+MIXED_SOURCE = (
+    "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/usage/threadsafety.html (not allowed: NCCL "
+    "operations issued to one communicator in parallel from several threads); https://github.com/NVIDIA/nccl/issues/1610 "
+    "(two threads' all-to-alls on one communicator deadlocked the ranks)"
+)
 ONE_HOST_SOURCE = (
     "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs"
 )
@@ -95,43 +108,59 @@ def _hang(result: Result) -> dict | None:
     if result.status not in ("unclassified", "clean") or not (certain or early):
         return None
     last = [counted(text, g) for text, g in timeouts] + stopped
-    if first_timeout and not timeouts and result.first is not None and result.first.sig is not None:
-        who = "rank " + (result.first.rank or "?")
-        last.insert(0, catalogue.fill(result.first.sig.then.replace("{n} ranks", who), result.first.groups))
+    first = result.first
+    if first_timeout and first is not None and first.sig is not None and not _same_collective(first, timeouts):
+        # the first failure's own collective, beside the others': timeouts of several process groups (an
+        # all-to-all and an all-reduce) are each a collective some rank never reached
+        who = "rank " + (first.rank or "?")
+        last.insert(0, catalogue.fill(first.sig.then.replace("{n} ranks", who), first.groups))
     return {
         "certain": certain,
         "init_incomplete": incomplete[:32],
         "ends_early": early[:32],
         "last": last[:16],
-        **_collect(bool(incomplete or early), _one_host(result.facts), _first_collective(result, timeouts)),
+        **_collect(bool(incomplete or early), _one_host(result.facts), _collectives(result, timeouts)),
     }
 
 
-def _first_collective(result: Result, timeouts: list) -> bool:
-    """Every timeout the logs show is at SeqNum=1."""
-    seqs = {g.first.groups.get("seq") for _text, g in timeouts}
+def _same_collective(ev: Event, timeouts: list) -> bool:
+    """A group of timeouts is already in the same collective (operation and sequence number) as ``ev``."""
+    key = (ev.groups.get("op"), ev.groups.get("seq"))
+    return any((g.first.groups.get("op"), g.first.groups.get("seq")) == key for _text, g in timeouts)
+
+
+def _collectives(result: Result, timeouts: list) -> set[tuple[str, str]]:
+    """(operation, sequence number) of every timeout the logs show."""
+    events = [g.first for _text, g in timeouts]
     if result.first is not None and _timeout(result.first):
-        seqs.add(result.first.groups.get("seq"))
-    return seqs == {"1"}
+        events.append(result.first)
+    return {(ev.groups.get("op") or "?", ev.groups.get("seq") or "?") for ev in events}
 
 
 def _one_host(facts: nodes.Facts) -> bool:
     """Every rank of the job on one host, as far as the logs show: one named host (in NCCL's lines or nccl-tests'
-    device list), no network channel, and no collective of a communicator with more ranks than that host's
-    processes in the logs."""
+    device list), no network channel, no collective of a communicator with more ranks than that host's processes
+    in the logs, and no global rank above the host's highest device (a single host's ranks are its devices)."""
     named = set(facts.hosts) | facts.bench_hosts
     if len(named) != 1 or nodes.UNPREFIXED in named:
         return False
     h = facts.hosts.get(next(iter(named)))
+    if h is not None and facts.max_rank > h.max_dev >= 0:
+        return False  # a global rank above every device here ([rank15] beside device [7]): other hosts ran the rest
     return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))
 
 
-def _collect(in_setup: bool, one_host: bool = False, first: bool = False) -> dict[str, str]:
+def _collect(in_setup: bool, one_host: bool = False, colls: frozenset | set = frozenset()) -> dict[str, str]:
     """What to collect next for a hang, and where that advice comes from; more when ranks stopped in setup, the P2P
-    test when every rank is on one host, and what a first collective that never completed means."""
+    test when every rank is on one host, what a first collective that never completed means, and what timeouts
+    in different collectives (``colls``: (operation, sequence number)) may mean."""
+    first = {seq for _op, seq in colls} == {"1"}
     parts = [(COLLECT, COLLECT_SOURCE)]
     parts += [(IN_SETUP, IN_SETUP_SOURCE)] if in_setup else []
     parts += [(FIRST_COLLECTIVE, FIRST_COLLECTIVE_SOURCE)] if first else []
+    if len({op for op, _seq in colls}) > 1:
+        shown = ", ".join(f"{op} SeqNum={seq}" for op, seq in sorted(colls)[:4])
+        parts.append((MIXED.format(shown=shown), MIXED_SOURCE))
     parts += [(ONE_HOST, ONE_HOST_SOURCE)] if one_host and not first else []
     return {"collect_next": "".join(t for t, _s in parts), "source": "; ".join(s for _t, s in parts)}
 
