@@ -265,3 +265,34 @@ def test_a_wrapped_exception_message_is_reported_at_its_header(tmp_path):
     assert triage(tmp_path, ended)["first"]["where"].endswith(":2")
     apart = WRAPPED.replace("\n", "\n\n", 1)  # not the next line
     assert triage(tmp_path, apart)["first"]["where"].endswith(":3")
+
+
+def test_launchers_and_schedulers_stopping_a_job_are_named(tmp_path):
+    """Open MPI's help texts, srun's step refusal, the Kubernetes scheduler's and kubelet's events, and the Python,
+    glibc and CUDA texts a job that never ran its ranks leaves (sources in signatures.yaml)."""
+    named(
+        tmp_path,
+        {
+            "ORTE was unable to reliably start one or more daemons.\n": "mpi-daemon-launch",
+            "ORTE has lost communication with its daemon located on node:\n": "mpi-daemon-lost",
+            "srun: error: Unable to create step for job 123: Invalid generic resource (gres) specification\n": "slurm-step-create",
+            "  0/4 nodes are available: 4 Insufficient nvidia.com/gpu. preemption: 0/4 nodes are available\n": "k8s-unschedulable",
+            "ValueError: Default process group has not been initialized, please make sure to call init_process_group.\n": "pg-not-initialized",
+            "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/model.pt'\n": "file-not-found",
+            "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n": "shared-library-missing",
+            "RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n": "cuda-init",
+            "RuntimeError: Distributed package doesn't have NCCL built in\n": "torch-without-cuda",
+        },
+        status="cause",
+    )
+    crash = triage(tmp_path, "Warning  BackOff  2m  kubelet  Back-off restarting failed container pytorch in pod w-0\n")
+    assert crash["status"] == "unclassified" and crash["first"]["signature"] == "k8s-crashloop"
+    assert "--previous" in crash["symptom"]["collect_next"]
+
+
+def test_a_library_nccl_or_libibverbs_goes_on_without_is_no_failure(tmp_path):
+    for line in (
+        "gpu1:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object file",
+        "libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: cannot open shared object file",
+    ):
+        assert triage(tmp_path, line + "\n").get("first", {}).get("signature") != "shared-library-missing", line
