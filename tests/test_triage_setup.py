@@ -296,3 +296,30 @@ def test_a_library_nccl_or_libibverbs_goes_on_without_is_no_failure(tmp_path):
         "libibverbs: Warning: couldn't load driver 'libvmw_pvrdma-rdmav34.so': libvmw_pvrdma-rdmav34.so: cannot open shared object file",
     ):
         assert triage(tmp_path, line + "\n").get("first", {}).get("signature") != "shared-library-missing", line
+
+
+def test_rl_stacks_and_slurm_steps_that_end_a_job_are_named(tmp_path):
+    """vLLM's start-up memory check, Hydra refusing an override, a fork after CUDA, Slurm losing a node and an image
+    that cannot be pulled: roots; the summaries that point above them are symptoms."""
+    named(
+        tmp_path,
+        {
+            "ValueError: Free memory on device (10.1/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).\n": "vllm-startup-memory",
+            "hydra.errors.ConfigCompositionException: Could not override 'actor_rollout_ref.rollout.mode'.\n": "hydra-override",
+            "omegaconf.errors.ConfigAttributeError: Key 'foo' is not in struct\n": "hydra-override",
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method\n": "cuda-fork",
+            "srun: error: Node failure on node3\n": "slurm-node-failure",
+            'Failed to pull image "nvcr.io/nvidia/pytorch:24.05-py3": rpc error: code = Unknown\n': "image-pull-failed",
+        },
+        status="cause",
+    )
+    for line, sid in {
+        "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}": "vllm-engine-init-failed",
+        "ray.exceptions.RayActorError: The actor died because of an error raised in its creation task": "ray-actor-creation-failed",
+        "torch.distributed.DistNetworkError: Connection reset by peer": "store-connection-lost",
+        "slurmstepd: error: *** STEP 123.0 ON node1 CANCELLED AT 2024-05-01T10:00:00 ***": "slurm-cancelled",
+    }.items():
+        data = triage(tmp_path, line + "\n")
+        assert (data["status"], data["first"]["signature"]) == ("unclassified", sid), line
+    root_first = "ValueError: Free memory on device (1.0/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).\nRuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    assert triage(tmp_path, root_first)["first"]["signature"] == "vllm-startup-memory"
