@@ -323,3 +323,16 @@ def test_rl_stacks_and_slurm_steps_that_end_a_job_are_named(tmp_path):
         assert (data["status"], data["first"]["signature"]) == ("unclassified", sid), line
     root_first = "ValueError: Free memory on device (1.0/79.1 GiB) on startup is less than desired GPU memory utilization (0.9, 71.2 GiB).\nRuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
     assert triage(tmp_path, root_first)["first"]["signature"] == "vllm-startup-memory"
+
+
+def test_signals_torchrun_reports_are_read_by_signal(tmp_path):
+    """torchrun's 'Signal N (SIGxxx) received by PID': SIGBUS is /dev/shm (a root), SIGTERM the agent stopping the
+    others (a symptom that gives way to the failure before it)."""
+    sigbus = "message='Signal 7 (SIGBUS) received by PID 54', exitcode=-7\n"
+    assert triage(tmp_path, sigbus)["first"]["signature"] == "bus-error-shm"
+    term = "Signal 15 (SIGTERM) received by PID 77\n"
+    data = triage(tmp_path, term)
+    assert (data["status"], data["first"]["signature"]) == ("unclassified", "signal-received") and "SIGTERM" in data[
+        "symptom"
+    ]["says"]
+    assert triage(tmp_path, sigbus + term)["first"]["signature"] == "bus-error-shm"
