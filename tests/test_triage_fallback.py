@@ -161,3 +161,55 @@ def test_timeouts_in_different_collectives_are_each_listed_with_what_that_may_me
     assert "in different collectives (ALLREDUCE SeqNum=57, ALLTOALL_BASE SeqNum=216)" in hang["collect_next"]
     same = triage(tmp_path, WATCHDOG.format(r=13, seq=5, op="ALLREDUCE") + WATCHDOG.format(r=15, seq=5, op="ALLREDUCE"))
     assert "different collectives" not in same["hang"]["collect_next"] and len(same["hang"]["last"]) == 1
+
+
+def _init(host: str, pid: int, rank: int, bus: str, cid: str) -> str:
+    """NCCL 2.19+'s init line (src/init.cc: 'ncclCommInitRank comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId
+    %lx commId 0x%llx - Init START')."""
+    return (
+        f"{host}:{pid}:{pid} [0] NCCL INFO ncclCommInitRank comm 0x7a1{pid} rank {rank} nranks 2 cudaDev 0 "
+        f"nvmlDev 0 busId {bus} commId {cid} - Init START\n"
+    )
+
+
+def test_two_ranks_of_one_communicator_on_one_gpu_is_the_cause(tmp_path):
+    log = _init("pod-0", 42, 0, "100000", "0xaa9b") + _init("pod-0", 43, 1, "100000", "0xaa9b")
+    data = triage(tmp_path, log)
+    assert (data["status"], data["first"]["signature"]) == ("cause", "duplicate-gpu")
+    assert data["first"]["where"].endswith(":2") and "ranks 0 and 1" in data["cause"]
+    other_comm = _init("pod-0", 42, 0, "100000", "0xaa9b") + _init("pod-0", 42, 0, "100000", "0xbbbb")
+    assert triage(tmp_path, other_comm).get("first", {}).get("signature") != "duplicate-gpu"
+    other_gpu = _init("pod-0", 42, 0, "100000", "0xaa9b") + _init("pod-0", 43, 1, "200000", "0xaa9b")
+    assert triage(tmp_path, other_gpu).get("first", {}).get("signature") != "duplicate-gpu"
+
+
+SUMMARY = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94 \n#\n"
+TABLE = "# nThread 1 nGpus 2 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n" + "\n".join(
+    f"           8             2     float     sum      -1    12.34    0.00    0.00      0    12.1    0.00    0.00      0 {i}"
+    for i in range(3)
+)
+
+
+def test_two_nccl_tests_summaries_with_nothing_between_are_separate_jobs(tmp_path):
+    data = triage(tmp_path, "mpirun -np 2 ./all_reduce_perf -g 2\n" + SUMMARY + SUMMARY)
+    assert (data["status"], data["first"]["signature"]) == ("cause", "nccl-tests-separate-runs")
+    two_runs = TABLE + "\n" + SUMMARY + TABLE + "\n" + SUMMARY  # two tests one after the other
+    assert triage(tmp_path, two_runs)["status"] == "clean"
+
+
+def test_a_host_in_the_device_table_with_no_nccl_line_is_named(tmp_path):
+    table = "".join(
+        f"#  Rank  {r} Group  0 Pid  {9 + r} on {h} device  0 [0x00] Tesla T4\n" for r, h in enumerate(("a", "b"))
+    )
+    data = triage(tmp_path, table + info("a", "NCCL_SHM_DISABLE set by environment to 1."))
+    assert (
+        data["status"] == "mismatch"
+        and data["first"]["signature"] == "env-not-forwarded"
+        and "b print no NCCL" in data["cause"]
+    )
+    both = (
+        table
+        + info("a", "NCCL_SHM_DISABLE set by environment to 1.")
+        + info("b", "NCCL_SHM_DISABLE set by environment to 1.")
+    )
+    assert triage(tmp_path, both)["status"] != "mismatch"

@@ -336,3 +336,28 @@ def test_signals_torchrun_reports_are_read_by_signal(tmp_path):
         "symptom"
     ]["says"]
     assert triage(tmp_path, sigbus + term)["first"]["signature"] == "bus-error-shm"
+
+
+def test_other_stacks_launch_failures_are_named(tmp_path):
+    """UCX's unreachable status and missing listener, TensorRT-LLM's world size, Open MPI's fatal block, CPython's
+    spawn guard and Transformer Engine's multicast check (sources in signatures.yaml)."""
+    named(
+        tmp_path,
+        {
+            "[1638576087.22] [nid001:7382] UCXPY  DEBUG Error callback for endpoint 0x7fc1 called with status -6: Destination is unreachable\n": "ucx-unreachable",
+            "[n188:468  :0]      sockcm_ep.c:151  UCX  ERROR failed to connect to 10.188.182.17:9001\n": "ucx-no-listener",
+            "RuntimeError: [TensorRT-LLM][ERROR] Assertion failed: mpiSize == tp * pp (worldConfig.cpp:90)\n": "trtllm-world-size",
+            "*** An error occurred in MPI_Init_thread\n*** on a NULL communicator\n": "mpi-init-failed",
+            "RuntimeError: An attempt has been made to start a new process before the current process has finished its bootstrapping phase.\n": "spawn-main-guard",
+            "[rank0]: AssertionError: CUDA device, driver and/or toolkit version does not support comm+GEMM overlap with CUDA Multicast. Launch app with UB_SKIPMC=1 to try CUDA IPC instead.\n": "te-userbuffers-multicast",
+        },
+        status="cause",
+    )
+
+
+def test_an_exception_raised_without_a_message_is_an_error_line(tmp_path):
+    """Lib/traceback.py prints the type alone ('[rank2]: EOFError'): a failure, not a clean log; a sentence that
+    ends in a word like 'Error' elsewhere in a line is not."""
+    data = triage(tmp_path, '[rank2]:   File "x.py", line 3, in f\n[rank2]:     raise EOFError\n[rank2]: EOFError\n')
+    assert data["status"] == "unclassified" and data["first"]["where"].endswith(":3")
+    assert triage(tmp_path, "INFO saved 3 checkpoints without an Error\n")["status"] == "clean"

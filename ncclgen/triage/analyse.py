@@ -31,7 +31,7 @@ GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+)
 # findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
 SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net")
 # Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
-MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin")
+MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
 # driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
@@ -202,8 +202,11 @@ class Accumulator:
         return next((g.first for (gid, _t), g in self.groups.items() if gid == sid), None)
 
     def add_finding(self, ev: Event) -> None:
-        """A node or plan comparison's finding, at the line that shows it."""
-        if ev.sig.role == "suspect":  # type: ignore[union-attr]
+        """A node or plan comparison's finding, at the line that shows it: a failure in itself (a root class: two
+        ranks on one GPU, nccl-tests run as separate jobs) is a root like a line's."""
+        if ev.sig.role == "root":  # type: ignore[union-attr]
+            self._record(ev)
+        elif ev.sig.role == "suspect":  # type: ignore[union-attr]
             self.suspects.append(ev)
             if "suspect" not in self.best or order(ev) < order(self.best["suspect"]):
                 self.best["suspect"] = ev
@@ -325,10 +328,13 @@ class Accumulator:
         return h.lines["iface"], f"bootstrap over {h.iface} ({h.addr}), an IPoIB interface, NCCL_SOCKET_IFNAME unset"
 
     def _without_error(self, status: str, first: Event | None, findings: list[Event]) -> tuple[str, Event | None]:
-        """A log with no failure can still name a problem: network channels without GDRDMA (slow), or, with no
-        sign the run got through (a hang, a log cut short), nodes whose NCCL cannot talk to each other's."""
+        """A log with no failure can still name a problem: a finding that is a failure itself (a root class), network
+        channels without GDRDMA (slow), or, with no sign the run got through (a hang, a log cut short), nodes whose
+        NCCL cannot talk to each other's."""
         if status != "clean":
             return status, first
+        if root := next((f for f in findings if f.sig and f.sig.role == "root"), None):
+            return "cause", root  # a comparison that is a failure in itself (nccl-tests run as separate jobs)
         if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None):
             return "slow", slow
         if not self.facts.success and (odd := next((f for f in findings if f.sig and f.sig.id in MISMATCH), None)):

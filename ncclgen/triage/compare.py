@@ -203,6 +203,34 @@ def _ranks_twice(facts: Facts) -> list[Finding]:
     return [Finding("ranks-started-twice", detail, facts.twice, None)]
 
 
+def _gpu_twice(facts: Facts) -> list[Finding]:
+    """Two ranks of one communicator on one GPU, from NCCL's init lines (nodes._gpu)."""
+    for h in facts.hosts.values():
+        if h.twice is not None:
+            return [Finding("duplicate-gpu", h.twice[1], h.twice[0], h.name)]
+    return []
+
+
+def _separate_runs(facts: Facts) -> list[Finding]:
+    """Two nccl-tests summaries a few lines apart: each process ran its own test (nodes.Facts._summary)."""
+    if facts.twin_summary is None:
+        return []
+    return [Finding("nccl-tests-separate-runs", "two result summaries, no table between", facts.twin_summary, None)]
+
+
+def _silent_hosts(facts: Facts) -> list[Finding]:
+    """Hosts nccl-tests lists in its device table that print no NCCL line while another host does: NCCL_DEBUG (and
+    whatever else was set with it) reached only some hosts."""
+    talking = [h for h in _named(facts) if h.lines]
+    silent = sorted(facts.bench_hosts - set(facts.hosts))
+    if not talking or not silent or len(facts.bench_hosts) < 2:
+        return []
+    h = talking[0]
+    detail = f"{', '.join(silent[:4])} print no NCCL line, {h.name} does"
+    line = next((v for k, v in h.lines.items() if k.startswith("env:")), next(iter(h.lines.values())))
+    return [Finding("env-not-forwarded", detail, line, h.name)]
+
+
 def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     """Differences between nodes, unroutable bootstrap interfaces, and network channels without GPUDirect."""
     out = [f for attr in ("version", "net", "plugin", "iface", "hcas") if (f := _differs(facts, attr))]
@@ -212,6 +240,9 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _socket_fallback(facts)
     out += _ranks_twice(facts)
     out += _socket_spread(facts)
+    out += _separate_runs(facts)
+    out += _silent_hosts(facts)
+    out += _gpu_twice(facts)
     return out
 
 
@@ -221,4 +252,5 @@ def evidence(f: Finding, facts: Facts) -> Event:
     from .events import timestamp
 
     sig = catalogue.classes()[f.cls]
-    return Event(f.line, sig, {"detail": f.detail}, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))
+    groups = {"detail": f.detail, "text": f.detail}  # a class written for a line's text reads the finding's detail
+    return Event(f.line, sig, groups, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))

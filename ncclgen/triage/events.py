@@ -72,6 +72,9 @@ ERROR_LINE = re.compile(
     r"NCCL WARN|"
     + OLD_NCCL_WARN.pattern
     + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception)(?:\([\w.]+\))?: "
+    # a traceback's last line for an exception raised without a message ('[rank2]: EOFError', Lib/traceback.py
+    # prints the type alone), alone on its line or after a log prefix
+    r"|(?:^|\]:?\s|^\s*)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
     r"|Exception raised from \w+ at "

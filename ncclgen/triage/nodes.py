@@ -56,6 +56,7 @@ CONN = re.compile(r"(?P<pair>\d+\[\w+\] -> \d+\[\w+\]) \[(?P<dir>send|receive)\]
 MAX_CONNS = 4096
 INIT_DONE = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init COMPLETE")
 INIT_START = re.compile(r"comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nr?[Rr]anks (?P<n>\d+).*Init START")
+GPU_OF_COMM = re.compile(r"busId (?P<bus>[0-9a-fA-F]+) commId (?P<cid>0x[0-9a-fA-F]+)")  # NCCL 2.19+ init lines
 GDR_DISABLED = "GPU Direct RDMA Disabled"
 NO_IB = "NET/IB : No device found"  # src/transport/net_ib.cc: the IB verbs net found no usable HCA
 GDR_HCA = re.compile(r"Disabled for (?:GPU \S+ / )?HCA \d+ '([^']+)'")
@@ -120,6 +121,7 @@ LIGHTNING_RANK = re.compile(
     r"(?:[Ii]nitializing (?:ddp|distributed)): GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
 )
 MAX_RANKS = 65536
+SUMMARY_GAP = 4  # lines between two nccl-tests summaries with no header or table between ('# Out of bounds', '#')
 TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:")  # PyTorch's log prefix: the process's global rank
 MAX_HCAS = 64
 # NCCL's lines with the host:pid:tid prefix cut off (an excerpt, NCCL_DEBUG_FILE read through another tool): their
@@ -151,6 +153,8 @@ class Host:
     colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
     max_dev: int = -1  # the highest CUDA device in NCCL's "[dev]" prefix on this host
+    gpus: dict[tuple[str, str], str] = field(default_factory=dict)  # (commId, busId) -> the rank NCCL put there
+    twice: tuple[Line, str] | None = None  # the init line of a second rank of one communicator on one GPU, and why
 
     @property
     def shown(self) -> str:
@@ -172,6 +176,8 @@ class Facts:
         self.banner = False  # nccl-tests printed its start line or its results table's banner
         self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
         self.max_rank = -1  # the highest global rank in PyTorch's "[rankN]:" prefix
+        self.summaries: dict[str, int] = {}  # file -> line number of nccl-tests' last "# Avg bus bandwidth"
+        self.twin_summary: Line | None = None  # a summary right after another: processes that each ran a test
         self.bench_hosts: set[str] = (
             set()
         )  # the hosts nccl-tests' '#  Rank  0 Group  0 Pid  1 on HOST device' lines name
@@ -181,6 +187,8 @@ class Facts:
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
         self._run_facts(line)
+        if self.twin_summary is line:
+            self.seqs[line] = seq
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
         if "[rank" in text and (m := TORCH_RANK.search(text)):
@@ -236,8 +244,20 @@ class Facts:
             self.banner = True
         if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.bench_hosts) < MAX_HOSTS:
             self.bench_hosts.add(b.group("host"))
+        if "Avg bus bandwidth" in text:
+            self._summary(line)
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
             self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
+
+    def _summary(self, line: Line) -> None:
+        """nccl-tests prints its summary once, from the main process (src/common.cu, PRINT on is_main_proc): a
+        second summary within a few lines of the first is a second process that ran its own test, not a
+        second test (whose header and table would come between)."""
+        last = self.summaries.get(line.file)
+        if last is not None and line.lineno - last <= SUMMARY_GAP and self.twin_summary is None:
+            self.twin_summary = line
+        if len(self.summaries) < MAX_HOSTS or line.file in self.summaries:
+            self.summaries[line.file] = line.lineno
 
     def _bare_version(self, line: Line, seq: int) -> None:
         """The unprefixed `NCCL version X` banner, to the host whose NCCL line came just before in that file."""
@@ -257,6 +277,8 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
         _channel(h, bool(f["gdr"]), line, f["name"])
     elif kind == "complete":
         h.complete.add(f"{f['comm']}/{f['rank']}")
+        if f.get("commid"):
+            _gpu(h, f["commid"], f["busid"], f["rank"], line)
     elif kind == "comm":
         h.started.add(f"{f['comm']}/{f['rank']}")
     elif kind == "version":
@@ -273,6 +295,18 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     else:
         return False
     return True
+
+
+def _gpu(h: Host, cid: str, bus: str, rank: str, line: Line) -> None:
+    """Two ranks of one communicator (commId) on one GPU (busId) of one host: the check NCCL makes before it
+    refuses the communicator (src/init.cc, 'Duplicate GPU detected'), made from the INFO lines it prints first."""
+    key = (cid.lower().removeprefix("0x"), bus.lower())
+    other = h.gpus.get(key)
+    if other is None and len(h.gpus) < MAX_ENV:
+        h.gpus[key] = rank
+    elif other is not None and other != rank and h.twice is None:
+        h.twice = (line, f"ranks {other} and {rank} of communicator 0x{key[0]} on {h.name}, both on GPU busId {bus}")
+        h.lines["gpu_twice"] = line
 
 
 def _plugin(h: Host, name: str | None, line: Line) -> None:
@@ -324,6 +358,8 @@ def _read(h: Host, text: str, line: Line) -> None:
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
     elif "Init START" in text and (m := INIT_START.search(text)):
         h.started.add(f"{m.group('comm')}/{m.group('rank')}")
+        if b := GPU_OF_COMM.search(text):
+            _gpu(h, b.group("cid"), b.group("bus"), m.group("rank"), line)
     elif PROGRESS.search(text):
         h.progress = True
     elif m := VERSION.search(text):

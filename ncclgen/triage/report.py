@@ -12,7 +12,7 @@ WHY = {
     "cause": "first failure",
     "slow": "slow run",
     "mismatch": "nodes set up differently, with no error line",
-    "unclassified": "a failure ncclgen cannot classify; the earliest error line",
+    "unclassified": "a failure ncclgen cannot classify; the first line it reads as one",
     "hang": "a hang with no error line",
     "unfinished": "no error line, and the logs end before the run did (a hang there, or a log cut short)",
     "clean": "no failure found",
