@@ -38,6 +38,8 @@ def test_wheel_carries_bundled_data(wheel):
         "ncclgen/data/kb/nccl.tsv",
         "ncclgen/jobside/raybind.py",
         "ncclgen/jobside/raywait.py",
+        "ncclgen/load/compiled/__init__.py",
+        "ncclgen/render/compiled/__init__.py",
     ):
         assert rel in names, rel
     assert not any(n.startswith(("tests/", "examples/")) for n in names)
@@ -62,3 +64,9 @@ def test_installed_wheel_renders_like_the_checkout(wheel, tmp_path):
     assert probe.startswith(str(site))  # the wheel's copy, not the checkout
     checkout = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, check=True)
     assert installed.stdout == checkout.stdout
+    # the wheel's bundled files (clusters under ncclgen/_bundled) are the ones precompiled: no PyYAML is needed
+    code = "import sys, ncclgen.cli as c; c.main(sys.argv[1:]); print('yaml' in sys.modules, file=sys.stderr)"
+    probe_yaml = subprocess.run(
+        [sys.executable, "-c", code, *args[2:]], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert probe_yaml.stderr.strip() == "False", probe_yaml.stderr
