@@ -361,3 +361,17 @@ def test_an_exception_raised_without_a_message_is_an_error_line(tmp_path):
     data = triage(tmp_path, '[rank2]:   File "x.py", line 3, in f\n[rank2]:     raise EOFError\n[rank2]: EOFError\n')
     assert data["status"] == "unclassified" and data["first"]["where"].endswith(":3")
     assert triage(tmp_path, "INFO saved 3 checkpoints without an Error\n")["status"] == "clean"
+
+
+def test_nccl_cuda_text_quoted_without_its_warn_line_is_refined(tmp_path):
+    """NCCL's "Cuda failure 'out of memory'" in a framework's own message: its CUDA text names the class; a library's
+    line with its own source location is left to the entries that read that library."""
+    named(
+        tmp_path,
+        {
+            "ncclCommInitRank failed: Cuda failure 'out of memory'\n": "gpu-oom",
+            "RuntimeError: init failed: Cuda failure 217 'peer access is not supported between these two devices'\n": "p2p-ipc",
+            "ray.exceptions.OutOfDiskError: Local disk is full\n": "no-space-left",
+        },
+        status="cause",
+    )
