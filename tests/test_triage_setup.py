@@ -316,7 +316,7 @@ def test_rl_stacks_and_slurm_steps_that_end_a_job_are_named(tmp_path):
     for line, sid in {
         "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}": "vllm-engine-init-failed",
         "ray.exceptions.RayActorError: The actor died because of an error raised in its creation task": "ray-actor-creation-failed",
-        "torch.distributed.DistNetworkError: Connection reset by peer": "store-connection-lost",
+        "torch.distributed.DistNetworkError: Connection reset by peer": "tcpstore-lost",
         "slurmstepd: error: *** STEP 123.0 ON node1 CANCELLED AT 2024-05-01T10:00:00 ***": "slurm-cancelled",
     }.items():
         data = triage(tmp_path, line + "\n")
@@ -375,3 +375,26 @@ def test_nccl_cuda_text_quoted_without_its_warn_line_is_refined(tmp_path):
         },
         status="cause",
     )
+
+
+def test_rendezvous_waits_and_torchrun_success(tmp_path):
+    """c10d's 'No socket on (HOST, PORT) is listening yet': port 0 is a root; another port a suspect (normal for a
+    moment); torchrun's agent reporting its workers SUCCEEDED is the run's end."""
+    wait = "[default7]:[I715 22:47:11.29 socket.cpp:872] [c10d] No socket on ({}, {}) is listening yet, will retry.\n"
+    assert triage(tmp_path, wait.format("localhost", 0))["first"]["signature"] == "rdzv-port-zero"
+    alone = triage(tmp_path, wait.format("node1", 29500))
+    assert alone["status"] == "clean" and "node1:29500" in alone["notes"][0]["says"]
+    then = (
+        wait.format("node1", 29500)
+        + "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/2 clients joined.\n"
+    )
+    assert triage(tmp_path, then)["first"]["signature"] == "store-not-listening"
+    nccl = (
+        wait.format("node1", 29500)
+        + "node2:1:2 [0] NCCL WARN socketStartConnect: Connect to 10.0.0.2<45123> failed : Connection refused\n"
+    )
+    assert triage(tmp_path, nccl)["first"]["signature"] == "socket-connect"
+    done = (
+        "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (SUCCEEDED). Waiting 300 seconds\n"
+    )
+    assert triage(tmp_path, done)["run_end_seen"] is True

@@ -81,7 +81,16 @@ MAX_ENV = 64
 NUMBER_END = re.compile(r"^(-?\d+)\.$")  # param.cc ends an integer value with a period ('to 1.')
 # Lines only a run that got through its collectives prints: NCCL's communicator teardown (src/init.cc) and
 # nccl-tests' summary (src/common.cu).
-SUCCESS = ("Destroy COMPLETE", "Avg bus bandwidth", "Out of bounds values : 0 OK")
+# and torchrun's agent once its workers ended well (torch/distributed/elastic/agent/server/api.py: 'Local worker group
+# finished (%s)' with the group's state, the event torchelastic.worker.status.SUCCEEDED)
+SUCCESS = (
+    "Destroy COMPLETE",
+    "Avg bus bandwidth",
+    "Out of bounds values : 0 OK",
+    "group finished (SUCCEEDED)",
+    "group finished (WorkerState.SUCCEEDED)",
+    "torchelastic.worker.status.SUCCEEDED",
+)
 # NCCL 2.23+ prints 'Init timings - ncclCommInitRank: rank R nranks N total ...' just after Init COMPLETE (src/init.cc,
 # ncclCommInitRankFunc): an excerpt holding it got past init even where its Init COMPLETE line was left out
 INIT_TIMINGS = "Init timings - "
