@@ -213,3 +213,16 @@ def test_a_host_in_the_device_table_with_no_nccl_line_is_named(tmp_path):
         + info("b", "NCCL_SHM_DISABLE set by environment to 1.")
     )
     assert triage(tmp_path, both)["status"] != "mismatch"
+
+
+def test_p2p_turned_off_by_a_setting_with_shm_channels_is_a_slow_run(tmp_path):
+    """NCCL_P2P_LEVEL=LOC (paths.cc ncclGetLevel, pasted here without NCCL's prefix) and channels via SHM, none via
+    P2P: the GPUs go through host memory; no single-host P2P advice then, the test it suggests already ran."""
+    shm = info("gpu1", "Channel 00 : 7[ca000] -> 6[c7000] via SHM/direct/direct")
+    data = triage(tmp_path, "NCCL_P2P_LEVEL set by environment to LOC\n" + shm)
+    assert (data["status"], data["first"]["signature"]) == ("slow", "p2p-disabled") and "NCCL_P2P_LEVEL=LOC" in data[
+        "cause"
+    ]
+    p2p = info("gpu1", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read")
+    assert triage(tmp_path, "NCCL_P2P_LEVEL set by environment to LOC\n" + shm + p2p)["status"] != "slow"
+    assert triage(tmp_path, shm)["status"] != "slow"  # SHM alone: GPUs without peer access use it too

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ncclgen.triage import compare, nodes, reader, run
+from ncclgen.triage import compare, reader, run, runstate
 from ncclgen.triage.analyse import Accumulator
 from ncclgen.triage.reader import Line
 
@@ -128,14 +128,14 @@ def test_nccl_init_timings_line_means_the_run_got_past_init():
         " bootstrap 0.50, allgathers 0.10, topo 1.00, graphs 0.01, connections 1.10, rest 0.07)",
     ]
     assert _result(lines).status == "clean"
-    assert _result(lines[:1]).status == "clean"  # the hang/unfinished call is the report's (nodes.ends_early)
+    assert _result(lines[:1]).status == "clean"  # the hang/unfinished call is the report's (runstate.ends_early)
     acc = Accumulator()
     for i, text in enumerate(lines, 1):
         acc.add(Line("a.log", i, text))
-    assert nodes.ends_early(acc.facts) == []
+    assert runstate.ends_early(acc.facts) == []
     only_channels = Accumulator()
     only_channels.add(Line("a.log", 1, lines[0]))
-    assert nodes.ends_early(only_channels.facts) == ["head began NCCL init"]
+    assert runstate.ends_early(only_channels.facts) == ["head began NCCL init"]
 
 
 def test_gdrdma_on_the_send_end_only_names_the_receiving_node_the_reverse_is_normal():

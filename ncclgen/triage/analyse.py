@@ -29,7 +29,7 @@ BLOCK_SPAN = 6  # lines from a field to the event it belongs to
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
 GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
 # findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
-SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net")
+SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net", "p2p-disabled")
 # Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the

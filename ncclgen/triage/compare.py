@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..record import dataclass
 from .events import Event
-from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host
+from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host, p2p_off
 from .reader import Line
 
 
@@ -203,6 +203,20 @@ def _ranks_twice(facts: Facts) -> list[Finding]:
     return [Finding("ranks-started-twice", detail, facts.twice, None)]
 
 
+def _p2p_disabled(facts: Facts) -> list[Finding]:
+    """GPU peer-to-peer off by a setting, with channels through host memory (SHM) and none via P2P (the setting may
+    come from a line pasted without its host prefix, the channels from the named hosts)."""
+    shm = sum(h.shm_channels for h in facts.hosts.values())
+    if not shm or any(h.p2p_channels for h in facts.hosts.values()):
+        return []
+    for h in facts.hosts.values():
+        if why := p2p_off(h):
+            line = h.lines.get(f"env:{why.split('=')[0]}") or next(iter(h.lines.values()))
+            detail = f"{why}, {shm} channel lines via SHM, none via P2P"
+            return [Finding("p2p-disabled", detail, line, h.name)]
+    return []
+
+
 def _gpu_twice(facts: Facts) -> list[Finding]:
     """Two ranks of one communicator on one GPU, from NCCL's init lines (nodes._gpu)."""
     for h in facts.hosts.values():
@@ -243,6 +257,7 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _separate_runs(facts)
     out += _silent_hosts(facts)
     out += _gpu_twice(facts)
+    out += _p2p_disabled(facts)
     return out
 
 

@@ -46,6 +46,8 @@ SOCKET_NET = re.compile(r"NCCL INFO NET/Socket ?: Using \[\d+\](?P<iface>[A-Za-z
 HCAS = re.compile(r"NCCL INFO NET/IB ?: Using (?P<hcas>\[\d+\].*?)(?: ?; OOB |$)")
 OOB = re.compile(r"; OOB (?P<iface>[\w.-]+):(?P<addr>[\w.:%-]+?)<")
 HCA = re.compile(r"\[\d+\](?P<dev>[\w.-]+):(?P<port>\d+)/(?P<ll>IB|RoCE)")
+# a channel inside the node, the peers by device ('0[0]') or, before 2.19 or so, by bus id ('7[ca000]')
+CHANNEL_LOCAL = re.compile(r"Channel \d+(?:/\d+)? : \d+\[[0-9a-fA-F]+\] -> \d+\[[0-9a-fA-F]+\] via (?P<how>SHM|P2P)/")
 CHANNEL_NET = re.compile(r"via NET/(?P<net>[\w-]+)/\d+(?P<gdr>/GDRDMA)?")
 # One connection's end: 'src[busid] -> dst[busid] [send|receive] via NET/IB/0/GDRDMA' (src/transport/net.cc)
 # a channel on the Socket net's device 1 or later: NCCL's Socket net makes every interface it finds a device (v2.12.12-1
@@ -74,6 +76,7 @@ NO_PLUGIN = re.compile(r"NCCL INFO NET/Plugin ?: (?:No plugin found|Could not fi
 INTERNAL = "none (NCCL's internal nets)"
 # src/misc/param.cc; and the two a net prints itself: 'NCCL_IB_HCA set to %s' (net_ib.cc), 'NCCL_SOCKET_IFNAME set to
 # %s' (socket.cc), NVIDIA/nccl v2.12.12-1 to v2.21.5-1
+BARE_ENV = re.compile(r"^\W*(?P<var>NCCL_[A-Z0-9_]+) set by environment to (?P<value>\S.*)$")
 ENV_SET = re.compile(
     r"NCCL INFO (?:(?P<var>NCCL_\w+) set by environment to|(?P<net_var>NCCL_IB_HCA|NCCL_SOCKET_IFNAME) set to) (?P<value>.*)$"
 )
@@ -162,6 +165,8 @@ class Host:
     colls: dict[str, tuple[int, str, int]] = field(default_factory=dict)  # pid -> (opCount, op, nranks), the last
     lines: dict[str, Line] = field(default_factory=dict)  # fact -> the first line that showed it
     max_dev: int = -1  # the highest CUDA device in NCCL's "[dev]" prefix on this host
+    shm_channels: int = 0  # channels 'via SHM/' (through host memory) and 'via P2P/' (GPU to GPU) on this host
+    p2p_channels: int = 0
     gpus: dict[tuple[str, str], str] = field(default_factory=dict)  # (commId, busId) -> the rank NCCL put there
     twice: tuple[Line, str] | None = None  # the init line of a second rank of one communicator on one GPU, and why
 
@@ -204,6 +209,7 @@ class Facts:
             self.max_rank = max(self.max_rank, int(m.group(1)))
         if "NCCL INFO" not in text and not ("INFO " in text and BARE_INFO.match(text)):
             self._bare_version(line, seq)
+            self._bare_env(line, seq)
             return
         m = NCCL_PREFIX.search(text)
         name = m.group("host") if m else UNPREFIXED
@@ -268,6 +274,22 @@ class Facts:
         if len(self.summaries) < MAX_HOSTS or line.file in self.summaries:
             self.summaries[line.file] = line.lineno
 
+    def _bare_env(self, line: Line, seq: int) -> None:
+        """'NCCL_X set by environment to V' pasted without NCCL's prefix: to the host of the NCCL line before it in
+        that file, else to the unnamed host (it still counts against the plan)."""
+        m = BARE_ENV.match(line.text) if "set by environment to" in line.text else None
+        if m is None:
+            return
+        same = self.last is not None and self.last[0] == line.file
+        name = self.last[1] if same and self.last is not None else UNPREFIXED
+        host = self.hosts.get(name)
+        if host is None and len(self.hosts) < MAX_HOSTS:
+            host = self.hosts[name] = Host(name)
+        if host is not None and len(host.env) < MAX_ENV and m.group("var") not in host.env:
+            host.env[m.group("var")] = NUMBER_END.sub(r"\1", m.group("value").strip())
+            host.lines[f"env:{m.group('var')}"] = line
+            self.seqs[line] = seq
+
     def _bare_version(self, line: Line, seq: int) -> None:
         """The unprefixed `NCCL version X` banner, to the host whose NCCL line came just before in that file."""
         m = BARE_VERSION.match(line.text) if "NCCL version" in line.text else None
@@ -284,6 +306,12 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     """A line nccllines parsed, into the host's facts; False for a kind this module does not keep."""
     if kind == "channel_net":
         _channel(h, bool(f["gdr"]), line, f["name"])
+    elif kind in ("channel_shm", "channel_p2p"):
+        if kind == "channel_shm":
+            h.shm_channels += 1
+            h.lines.setdefault("shm", line)
+        else:
+            h.p2p_channels += 1
     elif kind == "complete":
         h.complete.add(f"{f['comm']}/{f['rank']}")
         if f.get("commid"):
@@ -304,6 +332,16 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     else:
         return False
     return True
+
+
+def p2p_off(h: Host) -> str | None:
+    """The setting that turned NCCL's GPU peer-to-peer transport off on this host, as NCCL printed it, or None
+    (src/graph/paths.cc ncclGetLevel: NCCL_P2P_DISABLE=1 is level LOC, as NCCL_P2P_LEVEL=LOC or its old 0)."""
+    if h.env.get("NCCL_P2P_DISABLE") == "1":
+        return "NCCL_P2P_DISABLE=1"
+    if h.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
+        return f"NCCL_P2P_LEVEL={h.env['NCCL_P2P_LEVEL']}"
+    return None
 
 
 def _gpu(h: Host, cid: str, bus: str, rank: str, line: Line) -> None:
@@ -361,8 +399,8 @@ def _read(h: Host, text: str, line: Line) -> None:
     if "opCount" in text and (m := COLL.search(text)):
         if m.group("pid") in h.colls or len(h.colls) < MAX_PROCS:
             h.colls[m.group("pid")] = (int(m.group("count"), 16), m.group("op"), int(m.group("n")))
-    elif "via NET/" in text and (m := CHANNEL_NET.search(text)):
-        _channel(h, bool(m.group("gdr")), line, m.group("net"))
+    elif " via " in text and _read_channel(h, text, line):
+        return
     elif "Init COMPLETE" in text and (m := INIT_DONE.search(text)):
         h.complete.add(f"{m.group('comm')}/{m.group('rank')}")
     elif "Init START" in text and (m := INIT_START.search(text)):
@@ -379,6 +417,17 @@ def _read(h: Host, text: str, line: Line) -> None:
         h.lines.setdefault("net", line)
     else:
         _read_setup(h, text, line)
+
+
+def _read_channel(h: Host, text: str, line: Line) -> bool:
+    """A channel line in the older forms: over the network, or inside the node through SHM or P2P."""
+    if "via NET/" in text and (m := CHANNEL_NET.search(text)):
+        _channel(h, bool(m.group("gdr")), line, m.group("net"))
+    elif ("via SHM/" in text or "via P2P/" in text) and (m := CHANNEL_LOCAL.search(text)):
+        _apply(h, "channel_shm" if m.group("how") == "SHM" else "channel_p2p", {}, line)
+    else:
+        return False
+    return True
 
 
 def _read_setup(h: Host, text: str, line: Line) -> None:
@@ -406,91 +455,3 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
     elif GDR_DISABLED in text and "NET/Socket" not in text:  # a socket NIC never has GPUDirect: not news
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)
-
-
-def fabric(facts: Facts) -> str | None:
-    """The fabric the logs show: RoCE or IB from the HCAs' link layer; else InfiniBand where an IPoIB interface
-    (a bootstrap interface or a peer's address) shows it; else None."""
-    links = {h.link for h in facts.hosts.values() if h.link}
-    if links == {"RoCE"}:
-        return "roce"
-    if links == {"IB"} or (not links and (facts.ipoib_peer or ipoib(facts))):
-        return "infiniband"
-    return None
-
-
-def unfinished(facts: Facts) -> list[str]:
-    """'HOST rank R' for every rank that started NCCL init (Init START) and never printed Init COMPLETE, when
-    some rank did (so the log carries the COMPLETE lines, and these ranks are behind the others)."""
-    hosts = facts.hosts.values()
-    if not any(h.complete for h in hosts):
-        return []
-    return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
-
-
-def _began(h: Host) -> bool:
-    """Setup lines, from a release that prints Init COMPLETE when it ends (2.4.2 on: v2.4.2-1 src/init.cu)."""
-    old = h.version is not None and tuple(int(p) for p in h.version.split(".")[:2]) < (2, 4)
-    return not old and bool(h.net_channels or h.started or h.progress or h.version or h.iface)
-
-
-def ends_early(facts: Facts) -> list[str]:
-    """With no sign the run ended (Destroy COMPLETE, nccl-tests' average): a table that stops after rows; or, with
-    no Init COMPLETE, the hosts whose NCCL setup began (a version or bootstrap line: a hang in P2P setup prints
-    nothing more), nccl-tests' table with no row. A hang there, or a log cut short: the log cannot tell."""
-    if facts.success:
-        return []
-    if facts.rows:  # a table that stops: the run froze or hung in a collective, or the log was cut
-        return [TABLE_STOPS]
-    if facts.ran or any(h.complete for h in facts.hosts.values()):
-        return []
-    began = (h for h in facts.hosts.values() if _began(h))
-    out = sorted(f"{h.name} began NCCL init" for h in began)
-    if facts.banner:
-        out.append("nccl-tests printed its header and no result row")
-    return out
-
-
-def last_collectives(facts: Facts) -> list[str]:
-    """With no sign the run ended well, where each process's collectives stopped: the processes behind the
-    others first (what the rest wait for), and how many of the communicator's ranks the logs show. opCounts
-    count per communicator, so processes are compared only when their last lines are of one size of group."""
-    procs = [(c, f"{h.name}:{pid}") for h in facts.hosts.values() for pid, c in h.colls.items()]
-    if facts.success or not procs:
-        return []
-    top = max(procs, key=lambda p: p[0][0])[0]
-    if len({c[2] for c, _who in procs}) > 1:
-        return [
-            f"{len(procs)} processes' last collectives are in communicators of different sizes; the latest: {top[1]} opCount {top[0]:#x}"
-        ]
-    behind = sorted(who for c, who in procs if c[0] < top[0])
-    out = [f"{', '.join(behind[:8])} stopped before opCount {top[0]:#x}, which the others reached"] if behind else []
-    out.append(
-        f"{top[1]} opCount {top[0]:#x} is the last collective in the logs ({len(procs) - len(behind)} processes)"
-    )
-    if len(procs) < top[2]:
-        out.append(f"{len(procs)} of the communicator's {top[2]} ranks appear in these logs: read the others' too")
-    return out
-
-
-def ipoib(facts: Facts) -> list[str]:
-    return [h.name for h in facts.hosts.values() if h.iface and IPOIB.match(h.iface)]
-
-
-def as_data(facts: Facts) -> list[dict]:
-    rows = []
-    for h in sorted(facts.hosts.values(), key=lambda h: h.name)[:64]:
-        rows.append(
-            {
-                "node": h.name,
-                "nccl": h.version,
-                "net": h.net,
-                "plugin": h.plugin,
-                "bootstrap": f"{h.iface}:{h.addr}" if h.iface else None,
-                "hcas": list(h.hcas),
-                "link": h.link,
-                "net_channels": h.net_channels,
-                "gdrdma_channels": h.gdr_channels,
-            }
-        )
-    return rows

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import catalogue, nodes, plancheck
+from . import catalogue, nodes, plancheck, runstate
 from .analyse import Result, counted, order, quotes
 from .events import Event
 
@@ -101,9 +101,9 @@ def _hang(result: Result) -> dict | None:
     init, or collectives, rather than only a log that ends before the run's end."""
     timeouts = [(text, g) for text, g in result.groups if _timeout(g.first)]
     first_timeout = result.first is not None and _timeout(result.first)
-    incomplete = nodes.unfinished(result.facts)
-    stopped = nodes.last_collectives(result.facts)
-    early = nodes.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
+    incomplete = runstate.unfinished(result.facts)
+    stopped = runstate.last_collectives(result.facts)
+    early = runstate.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
     certain = bool(timeouts or first_timeout or incomplete or stopped)
     if result.status not in ("unclassified", "clean") or not (certain or early):
         return None
@@ -145,6 +145,8 @@ def _one_host(facts: nodes.Facts) -> bool:
     if len(named) != 1 or nodes.UNPREFIXED in named:
         return False
     h = facts.hosts.get(next(iter(named)))
+    if h is not None and nodes.p2p_off(h):
+        return False  # P2P is already off: the test the advice suggests was run
     if h is not None and facts.max_rank > h.max_dev >= 0:
         return False  # a global rank above every device here ([rank15] beside device [7]): other hosts ran the rest
     return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))
@@ -210,7 +212,7 @@ def as_data(
         for ev in result.notes
         if ev.sig is not None
     ]
-    data["nodes"] = nodes.as_data(result.facts)
+    data["nodes"] = runstate.as_data(result.facts)
     data["run_end_seen"] = result.facts.success
     data["hang"] = hang
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None

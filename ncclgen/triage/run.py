@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from . import compare, flightrec, nodes, plancheck, reader, report
+from . import compare, flightrec, plancheck, reader, report, runstate
 from .analyse import Accumulator
 
 EXIT = {"cause": 0, "clean": 0, "slow": 0, "mismatch": 0, "unclassified": 1, "hang": 1, "unfinished": 0}
@@ -31,7 +31,7 @@ def analyse(paths: list[str], cluster=None, tier=None, workload=None, progress: 
     decides the fabric; without one, the HCAs' link layer in the logs does."""
     acc, logs, dumps = scan(paths, progress)
     plan = plancheck.plan_info(cluster, tier, workload, acc.regenerate)
-    fabric = plan.fabric if plan else nodes.fabric(acc.facts)
+    fabric = plan.fabric if plan else runstate.fabric(acc.facts)
     found = compare.findings(acc.facts, planned_gdr=bool(plan and plan.fabric in plancheck.GPUDIRECT_FABRICS))
     if plan:
         found += plancheck.findings(acc.facts, plan)
