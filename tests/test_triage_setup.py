@@ -398,3 +398,24 @@ def test_rendezvous_waits_and_torchrun_success(tmp_path):
         "INFO:torch.distributed.elastic.agent.server.api:Local worker group finished (SUCCEEDED). Waiting 300 seconds\n"
     )
     assert triage(tmp_path, done)["run_end_seen"] is True
+
+
+def test_rollout_engines_and_hub_failures_are_named(tmp_path):
+    """vLLM's prompt-length check, SGLang's CUDA graph capture, a Ray worker without the job's code, Triton's CUDA
+    errors (refined by their text), the Hugging Face Hub out of reach; SGLang's sigquit summary is a symptom."""
+    named(
+        tmp_path,
+        {
+            "ValueError: The decoder prompt (length 9000) is longer than the maximum model length of 8192.\n": "vllm-prompt-too-long",
+            "Exception: Capture cuda graph failed: Ninja build failed.\n": "sglang-cuda-graph",
+            "Exception: Capture cuda graph failed: CUDA error: out of memory\n": "gpu-oom",
+            "ray.exceptions.RaySystemError: System error: No module named 'verl'\n": "module-missing",
+            "RuntimeError: Triton Error [CUDA]: device kernel image is invalid\n": "cuda-kernel-launch",
+            "OSError: We couldn't connect to 'https://huggingface.co' to load this file\n": "hf-hub-unreachable",
+        },
+        status="cause",
+    )
+    data = triage(
+        tmp_path, "[2025-01-01 00:00:00] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    assert (data["status"], data["first"]["signature"]) == ("unclassified", "sglang-child-failed")
