@@ -419,3 +419,12 @@ def test_rollout_engines_and_hub_failures_are_named(tmp_path):
         tmp_path, "[2025-01-01 00:00:00] Received sigquit from a child process. It usually means the child failed.\n"
     )
     assert (data["status"], data["first"]["signature"]) == ("unclassified", "sglang-child-failed")
+
+
+def test_a_port_taken_inside_a_rollout_engine_is_the_engines_race(tmp_path):
+    """EADDRINUSE in a vLLM worker (its executor's prefix) is engines racing for one port; elsewhere the rendezvous
+    port taken (address-in-use)."""
+    line = "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address. port: 32847, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use\n"
+    worker = "(vLLMHttpServer pid=6840) (Worker pid=7181) ERROR 06-09 17:58:55 [multiproc_executor.py:852] "
+    assert triage(tmp_path, worker + line)["first"]["signature"] == "engine-port-race"
+    assert triage(tmp_path, line)["first"]["signature"] == "address-in-use"
