@@ -226,3 +226,13 @@ def test_p2p_turned_off_by_a_setting_with_shm_channels_is_a_slow_run(tmp_path):
     p2p = info("gpu1", "Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read")
     assert triage(tmp_path, "NCCL_P2P_LEVEL set by environment to LOC\n" + shm + p2p)["status"] != "slow"
     assert triage(tmp_path, shm)["status"] != "slow"  # SHM alone: GPUs without peer access use it too
+
+
+def test_a_loopback_bootstrap_in_a_job_of_several_hosts_is_a_mismatch(tmp_path):
+    """NCCL 2.3's 'NET : Using interface lo:127.0.0.1' on one of two hosts: the other cannot reach it; on one host
+    alone loopback is fine."""
+    lo = info("a", "NET : Using interface lo:127.0.0.1<0>")
+    eth = info("b", "NET : Using interface eth0:3.5.6.12<0>")
+    data = triage(tmp_path, lo + eth)
+    assert (data["status"], data["first"]["signature"]) == ("mismatch", "bootstrap-unroutable")
+    assert triage(tmp_path, lo)["status"] != "mismatch"

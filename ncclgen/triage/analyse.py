@@ -337,9 +337,17 @@ class Accumulator:
             return "cause", root  # a comparison that is a failure in itself (nccl-tests run as separate jobs)
         if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None):
             return "slow", slow
-        if not self.facts.success and (odd := next((f for f in findings if f.sig and f.sig.id in MISMATCH), None)):
+        if not self.facts.success and (odd := next((f for f in findings if self._mismatch(f)), None)):
             return "mismatch", odd
         return status, first
+
+    def _mismatch(self, f: Event) -> bool:
+        """A finding that stops nodes from talking to each other: a difference between them, or a bootstrap address
+        only its own host reaches (loopback, link-local) in a job of several hosts."""
+        sid = f.sig.id if f.sig else None
+        if sid == "bootstrap-unroutable":
+            return sum(1 for name in self.facts.hosts if name != nodes.UNPREFIXED) > 1
+        return sid in MISMATCH
 
     def _rest(self, first: Event | None) -> list[tuple[str, Group]]:
         """The groups after the first failure, by first occurrence; suspects that are not the cause left out."""
