@@ -428,3 +428,16 @@ def test_a_port_taken_inside_a_rollout_engine_is_the_engines_race(tmp_path):
     worker = "(vLLMHttpServer pid=6840) (Worker pid=7181) ERROR 06-09 17:58:55 [multiproc_executor.py:852] "
     assert triage(tmp_path, worker + line)["first"]["signature"] == "engine-port-race"
     assert triage(tmp_path, line)["first"]["signature"] == "address-in-use"
+
+
+def test_rocm_spellings_of_cuda_errors_are_refined_alike(tmp_path):
+    """PyTorch's ROCm build says 'HIP error:' and RCCL '[FATAL ERROR]: HIP failure:' where CUDA's words stand; HIP's
+    error texts are CUDA's, so the same classes apply."""
+    named(
+        tmp_path,
+        {
+            "RuntimeError: HIP error: invalid device ordinal\n": "gpu-visibility",
+            "[FATAL ERROR]: HIP failure: 'invalid device function'\n": "cuda-kernel-launch",
+        },
+        status="cause",
+    )

@@ -79,7 +79,7 @@ ERROR_LINE = re.compile(
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
     r"|Exception raised from \w+ at "
     # a CUDA error in any case (a log or a paste that lowered it: 'runtimeerror: cuda error: invalid device ordinal')
-    r"|(?i:\bcuda error: )"
+    r"|(?i:\b(?:cuda|hip) error: )"
     # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
