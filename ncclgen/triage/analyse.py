@@ -30,7 +30,8 @@ PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\
 GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
 # findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
 SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net", "p2p-disabled")
-# Node differences that stop NCCL's ranks from talking to each other: named even with no error line.
+# Node differences that stop NCCL's ranks from talking to each other, or an environment that reached some nodes
+# only: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
 # driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
@@ -328,13 +329,11 @@ class Accumulator:
         return h.lines["iface"], f"bootstrap over {h.iface} ({h.addr}), an IPoIB interface, NCCL_SOCKET_IFNAME unset"
 
     def _without_error(self, status: str, first: Event | None, findings: list[Event]) -> tuple[str, Event | None]:
-        """A log with no failure can still name a problem: a finding that is a failure itself (a root class), network
-        channels without GDRDMA (slow), or, with no sign the run got through (a hang, a log cut short), nodes whose
-        NCCL cannot talk to each other's."""
+        """A log with no failure can still name a problem: network channels without GDRDMA or GPU peer-to-peer
+        (slow), or, with no sign the run got through (a hang, a log cut short), nodes whose NCCL cannot talk to each
+        other's. (A finding of a root class is a root already: add_finding.)"""
         if status != "clean":
             return status, first
-        if root := next((f for f in findings if f.sig and f.sig.role == "root"), None):
-            return "cause", root  # a comparison that is a failure in itself (nccl-tests run as separate jobs)
         if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None):
             return "slow", slow
         if not self.facts.success and (odd := next((f for f in findings if self._mismatch(f)), None)):
