@@ -160,8 +160,8 @@ def _collect(in_setup: bool, one_host: bool = False, colls: frozenset | set = fr
     parts = [(COLLECT, COLLECT_SOURCE)]
     parts += [(IN_SETUP, IN_SETUP_SOURCE)] if in_setup else []
     parts += [(FIRST_COLLECTIVE, FIRST_COLLECTIVE_SOURCE)] if first else []
-    if len({op for op, _seq in colls}) > 1:
-        shown = ", ".join(f"{op} SeqNum={seq}" for op, seq in sorted(colls)[:4])
+    if len({op for op, _seq in colls if op != "?"}) > 1:  # a timeout line without its operation says nothing here
+        shown = ", ".join(f"{op} SeqNum={seq}" for op, seq in sorted(colls)[:4] if op != "?")
         parts.append((MIXED.format(shown=shown), MIXED_SOURCE))
     parts += [(ONE_HOST, ONE_HOST_SOURCE)] if one_host and not first else []
     return {"collect_next": "".join(t for t, _s in parts), "source": "; ".join(s for _t, s in parts)}
