@@ -441,3 +441,18 @@ def test_rocm_spellings_of_cuda_errors_are_refined_alike(tmp_path):
         },
         status="cause",
     )
+
+
+def test_an_ssh_login_that_fails_is_the_root_and_a_queue_pair_not_created_is_memlock(tmp_path):
+    """openssh's own lines before anything of the job ran on a node; NCCL's 'Call to ibv_create_qp failed' (creating
+    a queue pair pins memory)."""
+    named(
+        tmp_path,
+        {
+            "ssh: connect to host node2 port 22: Connection refused\n": "ssh-launch-failed",
+            "Permission denied (publickey,password).\n": "ssh-launch-failed",
+            "Host key verification failed.\n": "ssh-launch-failed",
+            "machine [0] misc/ibvwrap.cu:269 WARN Call to ibv_create_qp failed\n": "ib-memreg",
+        },
+        status="cause",
+    )
