@@ -15,7 +15,7 @@ Type checkers see the standard decorator (the TYPE_CHECKING import), so they che
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as dataclass
@@ -37,21 +37,31 @@ else:
         return wrap if cls is None else wrap(cls)
 
 
-_SPECS: dict[type, tuple[Any, ...]] = {}
+class _Spec(NamedTuple):
+    """A record class's fields, sorted once by what each method needs."""
+
+    positional: tuple[dataclasses.Field[Any], ...]  # init parameters that may come by position
+    keyword: dict[str, dataclasses.Field[Any]]  # keyword-only init parameters
+    unset: tuple[dataclasses.Field[Any], ...]  # fields with no parameter (init=False): set from their default
+    compared: tuple[str, ...]  # __eq__
+    shown: tuple[str, ...]  # __repr__
+    hashed: tuple[str, ...]  # __hash__ (compared ones unless a field says otherwise)
 
 
-def _spec(cls: type) -> tuple[Any, ...]:
-    """(positional init fields, keyword-only init fields, fields set without a parameter, compared, shown)."""
+_SPECS: dict[type, _Spec] = {}
+
+
+def _spec(cls: type) -> _Spec:
     spec = _SPECS.get(cls)
     if spec is None:
         fields = [f for f in cls.__dataclass_fields__.values() if f._field_type is dataclasses._FIELD]  # type: ignore[attr-defined]
-        spec = (
-            tuple(f for f in fields if f.init and not f.kw_only),
-            {f.name: f for f in fields if f.init and f.kw_only},
-            tuple(f for f in fields if not f.init),
-            tuple(f.name for f in fields if f.compare),
-            tuple(f.name for f in fields if f.repr),
-            tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)),
+        spec = _Spec(
+            positional=tuple(f for f in fields if f.init and not f.kw_only),
+            keyword={f.name: f for f in fields if f.init and f.kw_only},
+            unset=tuple(f for f in fields if not f.init),
+            compared=tuple(f.name for f in fields if f.compare),
+            shown=tuple(f.name for f in fields if f.repr),
+            hashed=tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash)),
         )
         _SPECS[cls] = spec
     return spec
@@ -67,7 +77,8 @@ def _default(cls: type, f: dataclasses.Field[Any]) -> Any:
 
 def _init(self: Any, *args: Any, **kwargs: Any) -> None:
     cls = type(self)
-    positional, keyword, unset, *_ = _spec(cls)
+    spec = _spec(cls)
+    positional, keyword, unset = spec.positional, spec.keyword, spec.unset
     if len(args) > len(positional):
         raise TypeError(f"{cls.__qualname__}.__init__() takes {len(positional)} positional arguments, got {len(args)}")
     for f, value in zip(positional, args):
@@ -90,19 +101,19 @@ def _init(self: Any, *args: Any, **kwargs: Any) -> None:
 
 
 def _repr(self: Any) -> str:
-    shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _spec(type(self))[4])
+    shown = ", ".join(f"{n}={getattr(self, n)!r}" for n in _spec(type(self)).shown)
     return f"{type(self).__qualname__}({shown})"
 
 
 def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is not self.__class__:
         return NotImplemented
-    names = _spec(type(self))[3]
+    names = _spec(type(self)).compared
     return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
 
 
 def _hash(self: Any) -> int:
-    return hash(tuple(getattr(self, n) for n in _spec(type(self))[5]))
+    return hash(tuple(getattr(self, n) for n in _spec(type(self)).hashed))
 
 
 def _frozen_setattr(self: Any, name: str, value: Any) -> None:
