@@ -20,6 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ncclgen import datapaths  # noqa: E402
 from ncclgen.load import yamlio  # noqa: E402
 
 TARGET = ROOT / "ncclgen" / "load" / "compiled" / "__init__.py"
@@ -33,9 +34,8 @@ def _documents() -> list[tuple[str, str, str]]:
     """(kind, file name, path) of every bundled YAML document, in a fixed order."""
     out = []
     for kind, folder in yamlio.bundled_folders().items():
-        for name in sorted(os.listdir(folder)):
-            if name.endswith((".yaml", ".yml")):
-                out.append((kind, name, os.path.join(folder, name)))
+        for path in datapaths.yaml_files([folder], regular_only=True).values():
+            out.append((kind, os.path.basename(path), path))
     return out
 
 

@@ -204,10 +204,8 @@ def _precompiled(text: str, file: str) -> Document | None:
     kinds = _bundled_kinds()
     if folder not in kinds:
         return None
-    try:
-        from .compiled import DOCUMENTS
-    except ImportError:  # a checkout before its first `make regen`
-        return None
+    from .compiled import DOCUMENTS  # here: a render from a user's files needs none of it
+
     entry = DOCUMENTS.get((kinds[folder], name))
     if entry is None or entry[0] != checksum(text):
         return None
