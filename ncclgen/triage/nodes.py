@@ -214,11 +214,9 @@ class Facts:
         m = NCCL_PREFIX.search(text)
         name = m.group("host") if m else UNPREFIXED
         self.last = (line.file, name)
-        host = self.hosts.get(name)
+        host = self._host(name)
         if host is None:
-            if len(self.hosts) >= MAX_HOSTS:
-                return
-            host = self.hosts[name] = Host(name)
+            return
         if m:
             host.max_dev = max(host.max_dev, int(m.group("dev")))
         parsed = nccllines.split(text)
@@ -281,14 +279,16 @@ class Facts:
         if m is None:
             return
         same = self.last is not None and self.last[0] == line.file
-        name = self.last[1] if same and self.last is not None else UNPREFIXED
+        host = self._host(self.last[1] if same and self.last is not None else UNPREFIXED)
+        if host is not None and _set_env(host, m.group("var"), m.group("value"), line):
+            self.seqs[line] = seq
+
+    def _host(self, name: str) -> Host | None:
+        """The host of that name, made on first sight while fewer than MAX_HOSTS are known."""
         host = self.hosts.get(name)
         if host is None and len(self.hosts) < MAX_HOSTS:
             host = self.hosts[name] = Host(name)
-        if host is not None and len(host.env) < MAX_ENV and m.group("var") not in host.env:
-            host.env[m.group("var")] = NUMBER_END.sub(r"\1", m.group("value").strip())
-            host.lines[f"env:{m.group('var')}"] = line
-            self.seqs[line] = seq
+        return host
 
     def _bare_version(self, line: Line, seq: int) -> None:
         """The unprefixed `NCCL version X` banner, to the host whose NCCL line came just before in that file."""
@@ -342,6 +342,15 @@ def p2p_off(h: Host) -> str | None:
     if h.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
         return f"NCCL_P2P_LEVEL={h.env['NCCL_P2P_LEVEL']}"
     return None
+
+
+def _set_env(h: Host, var: str, value: str, line: Line) -> bool:
+    """A setting NCCL printed ('set by environment to V', param.cc's integers end in '.'): the first one kept."""
+    if len(h.env) >= MAX_ENV or var in h.env:
+        return False
+    h.env[var] = NUMBER_END.sub(r"\1", value.strip())
+    h.lines[f"env:{var}"] = line
+    return True
 
 
 def _gpu(h: Host, cid: str, bus: str, rank: str, line: Line) -> None:
@@ -444,10 +453,7 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
             _hcas(h, [f"{d}:{p}" for d, p, _ in found], found[0][2], line)
         _oob(h, line)
     elif " set " in text and (m := ENV_SET.search(text)):
-        var = m.group("var") or m.group("net_var")
-        if len(h.env) < MAX_ENV:
-            h.env.setdefault(var, NUMBER_END.sub(r"\1", m.group("value").strip()))
-            h.lines.setdefault(f"env:{var}", line)
+        _set_env(h, m.group("var") or m.group("net_var"), m.group("value"), line)
     elif "Plugin" in text and (m := PLUGIN_PATH.search(text) or NO_PLUGIN.search(text)):
         _plugin(h, m.groupdict().get("path"), line)
     elif NO_IB in text:
