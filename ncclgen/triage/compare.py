@@ -210,9 +210,9 @@ def _p2p_disabled(facts: Facts) -> list[Finding]:
     if not shm or any(h.p2p_channels for h in facts.hosts.values()):
         return []
     for h in facts.hosts.values():
-        if why := p2p_off(h):
-            line = h.lines.get(f"env:{why.split('=')[0]}") or next(iter(h.lines.values()))
-            detail = f"{why}, {shm} channel lines via SHM, none via P2P"
+        if var := p2p_off(h):
+            detail = f"{var}={h.env[var]}, {shm} channel lines via SHM, none via P2P"
+            line = h.lines[f"env:{var}"]
             return [Finding("p2p-disabled", detail, line, h.name)]
     return []
 

@@ -335,12 +335,12 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
 
 
 def p2p_off(h: Host) -> str | None:
-    """The setting that turned NCCL's GPU peer-to-peer transport off on this host, as NCCL printed it, or None
+    """The variable that turned NCCL's GPU peer-to-peer transport off on this host, as NCCL printed it, or None
     (src/graph/paths.cc ncclGetLevel: NCCL_P2P_DISABLE=1 is level LOC, as NCCL_P2P_LEVEL=LOC or its old 0)."""
     if h.env.get("NCCL_P2P_DISABLE") == "1":
-        return "NCCL_P2P_DISABLE=1"
+        return "NCCL_P2P_DISABLE"
     if h.env.get("NCCL_P2P_LEVEL") in ("LOC", "0"):
-        return f"NCCL_P2P_LEVEL={h.env['NCCL_P2P_LEVEL']}"
+        return "NCCL_P2P_LEVEL"
     return None
 
 
