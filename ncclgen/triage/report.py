@@ -188,9 +188,11 @@ def as_data(
             data["cause"] = catalogue.fill(sig.cause, result.first.groups)
             data["fix"] = plancheck.fix_for(sig, fabric, result.first.groups)
             data["sources"] = list(sig.sources)
-        elif result.status == "unclassified" and sig is not None and not hang:
-            # only symptoms: what the line says and what its signature asks to collect for the cause
-            data["symptom"] = {"says": catalogue.fill(sig.cause, result.first.groups), "collect_next": sig.fix}
+        elif result.status == "unclassified" and sig is not None:
+            # only symptoms: what the line says and what its signature asks to collect for the cause (a hang's
+            # own collect-next line, from the ranks' last lines, replaces the latter)
+            says = catalogue.fill(sig.cause, result.first.groups)
+            data["symptom"] = {"says": says, "collect_next": None if hang else sig.fix}
     data["then"] = [
         {
             "summary": counted(text, g),
@@ -289,7 +291,8 @@ def _head(data: dict) -> list[str]:
         out.append("cause: not classified (no cause class in ncclgen/data/triage/ matches a root)")
         if symptom := data.get("symptom"):
             out.append(f"it says: {symptom['says']}")
-            out.append(f"collect next: {symptom['collect_next']}")
+            if symptom["collect_next"]:
+                out.append(f"collect next: {symptom['collect_next']}")
     return out
 
 
