@@ -451,3 +451,15 @@ def test_no_key_is_given_twice_in_one_entry():
     Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
     for name in ("signatures.yaml", "classes.yaml", "anchors.yaml"):
         yaml.load((catalogue.DATA / name).read_text(), Loader=Strict)  # a SafeLoader subclass
+
+
+def test_cupys_nccl_error_names_read_as_ncclgetErrorString_in_pytorchs_forms():
+    """CuPy's NcclError (Ray's collective groups) prefixes ncclGetErrorString with the result's name
+    (cupy_backends/cuda/libs/nccl.pyx); the text after it is NCCL's, as PyTorch quotes it."""
+    cuda = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error"
+    assert _event(cuda).sig.id == "nccl-cuda-error"
+    usage = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage"
+    assert _event(usage).sig.id == "nccl-usage-error"
+    system = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error"
+    assert _event(system).sig.id == "nccl-error"
+    assert _event("NCCL_ERROR_UNHANDLED_CUDA_ERROR") is None  # the name alone, no error text
