@@ -210,6 +210,25 @@ def test_the_node_entry_starts_the_launch_before_the_check(tmp_path):
     assert pgid != os.getpgrp()  # its own process group: the check stops it as a whole
 
 
+def test_the_node_entry_starts_the_check_after_a_delay_or_when_the_launch_ends(tmp_path):
+    """The check's Python waits NCCLGEN_CHECK_AFTER_S (default 1 s) so the node's CPUs go to the launch
+    first, but a launch that ends sooner is checked at once (the entry does not sit out the delay)."""
+    marker = tmp_path / "slow-bin"
+    marker.mkdir()
+    (marker / "python3").write_text(f'#!/bin/bash\ndate +%s.%N > {tmp_path}/check-called\nexec {sys.executable} "$@"\n')
+    (marker / "python3").chmod(0o755)
+    path = {"PATH": f"{marker}:{os.environ['PATH']}"}
+    probe = ["bash", "-c", f"date +%s.%N > {tmp_path}/launched; sleep 3"]
+    p, _ = wrapped(tmp_path, probe, env={**path, "NCCLGEN_CHECK_AFTER_S": "1.5"})
+    assert p.returncode == 0, p.stderr
+    launched, called = (float((tmp_path / n).read_text()) for n in ("launched", "check-called"))
+    assert called - launched >= 1.4  # the delay, not at once
+    p, took = wrapped(tmp_path, ["bash", "-c", "exit 5"], env={**path, "NCCLGEN_CHECK_AFTER_S": "60"})
+    assert p.returncode == 5 and (tmp_path / "check-called").stat().st_mtime > launched, p.stderr
+    assert took < 30  # the launch ended: checked then, not after the 60 s
+    assert "Terminated" not in p.stderr and "sleep" not in p.stderr  # no job notice for the stopped timer
+
+
 def test_the_node_entry_keeps_the_launchs_status_and_stops_it_on_a_difference(tmp_path):
     p, _ = wrapped(tmp_path, ["bash", "-c", "exit 3"])
     assert p.returncode == 3, p.stderr
@@ -261,7 +280,7 @@ def test_a_cancelled_step_ends_the_launch_without_a_not_checked_line(tmp_path):
         text=True,
         start_new_session=True,
     )
-    time.sleep(1.5)  # the check has started
+    time.sleep(3)  # the check has started (a second after the launch, NCCLGEN_CHECK_AFTER_S)
     # the check ends with the step (here killed first, as a second signal of a cancel may do), then every
     # process of the step gets SIGTERM, as Slurm sends it
     subprocess.run(["pkill", "-KILL", "-s", str(p.pid), "-f", "transport.py"], check=True)

@@ -5,8 +5,8 @@
     python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
 
 --pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
-its own process group, then this check beside it, so the ranks do not wait for Python to start (a
-rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
+its own process group, then this check beside it a second later (or when the launch ends), so the
+ranks do not wait for Python to start (a rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
 status and exits 7 when this check does. With --pid the exit status is 7 (a difference stopped the
 launch) or 0.
 
