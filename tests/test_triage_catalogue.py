@@ -463,3 +463,38 @@ def test_cupys_nccl_error_names_read_as_ncclgetErrorString_in_pytorchs_forms():
     system = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error"
     assert _event(system).sig.id == "nccl-error"
     assert _event("NCCL_ERROR_UNHANDLED_CUDA_ERROR") is None  # the name alone, no error text
+
+
+def test_store_waits_that_timed_out_are_ranks_that_never_came_not_a_store_that_died():
+    """TCPStore::doWait times out only after the store answered its cancel (the store is alive): 'Socket Timeout'
+    (torch 2.1-2.3) and 'wait timeout after Nms, keys: K' since. A store that went away reads otherwise."""
+    old = "torch.distributed.DistStoreError: Socket Timeout"
+    new = "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0"
+    for line in (old, new):
+        assert _event(line).sig.id == "store-wait-timeout" and _event(line).sig.role == "root"
+    assert _event(new).groups["keys"] == "/default_pg/0//cuda//0"
+    assert _event("torch.distributed.DistNetworkError: Connection reset by peer").sig.id == "tcpstore-lost"
+    nccl_id = "but store->get('0') got error: Socket Timeout"
+    assert (
+        _event(
+            "[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', "
+            + nccl_id
+        ).sig.id
+        == "nccl-id-from-rank0"
+    )
+
+
+def test_slurm_and_pmix_launch_failures_are_roots():
+    """slurmd refusing a step's tasks (src/api/step_launch.c, src/srun/launch.c) and PMIx's start-up texts."""
+    assert _event("srun: StepId=1234.0 aborted before step completely launched.").sig.id == "srun-task-launch"
+    launch = _event("srun: error: task 0 launch failed: Unspecified error")
+    assert launch.sig.id == "srun-task-launch" and launch.groups["err"] == "Unspecified error"
+    mca = "A requested component was not found, or was unable to be opened.  This"
+    assert _event(mca).sig.id == "mca-component-missing"
+    assert (
+        _event("It looks like pmix_init failed for some reason; your parallel process is").sig.id == "pmix-init-failed"
+    )
+    # an engine's ZeroMQ bind, with no engine prefix on the line
+    assert (
+        _event("zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:5555')").sig.id == "engine-port-race"
+    )
