@@ -142,10 +142,24 @@ def test_hang_in_init_names_the_ranks_without_init_complete(tmp_path):
 
 
 def test_watchdog_only_names_the_last_collective_and_the_flight_recorder(tmp_path):
-    data = triage(tmp_path, FAIL.split("\n", 1)[1])
+    later = FAIL.split("\n", 1)[1].replace("SeqNum=3,", "SeqNum=4817,")
+    data = triage(tmp_path, later)
     assert data["status"] == "unclassified" and data["_code"] == 1
-    assert data["hang"]["last"] == ["rank 1 timed out in ALLREDUCE SeqNum=3"]
+    assert data["hang"]["last"] == ["rank 1 timed out in ALLREDUCE SeqNum=4817"]
     assert "flight recorder" in data["hang"]["collect_next"]
+
+
+def test_a_timeout_in_a_groups_first_barrier_alone_is_a_rank_that_never_came(tmp_path):
+    """A one-element ALLREDUCE among a group's first three collectives (dist.barrier) with no rank's error in
+    the logs: the cause is a rank busy elsewhere or gone; a rank's own error, when present, stays the root."""
+    data = triage(tmp_path, FAIL.split("\n", 1)[1])
+    assert data["status"] == "cause" and data["_code"] == 0
+    assert data["first"]["signature"] == "watchdog-start-timeout" and "not reached it" in data["cause"]
+    assert "flight recorder" in data["hang"]["collect_next"]  # still what to collect next
+    bigger = FAIL.split("\n", 1)[1].replace("NumelIn=1, NumelOut=1", "NumelIn=4096, NumelOut=4096")
+    assert triage(tmp_path, bigger)["status"] == "unclassified"
+    oom = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert triage(tmp_path, oom + FAIL.split("\n", 1)[1])["first"]["signature"] != "watchdog-start-timeout"
 
 
 def test_torchrun_table_and_srun_name_the_killed_rank_node(tmp_path):

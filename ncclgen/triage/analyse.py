@@ -19,6 +19,10 @@ from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
+# symptoms that name the cause when the logs show no root: ranks waiting in a group's first one-element collective
+# for a rank that was busy elsewhere or gone (no rank's error anywhere)
+ALONE = ("watchdog-start-timeout",)
+WATCHDOG_TIMEOUTS = ("watchdog-timeout", "watchdog-start-timeout")  # a collective timed out (SeqNum, OpType)
 FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Destroy COMPLETE", "opCount")
 # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
@@ -167,7 +171,7 @@ class Accumulator:
             self.in_bootstrap.add(_thread(ev))
         if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
             self.hardware = ev
-        if ev.sig and ev.sig.id == "watchdog-timeout" and len(self.ops) < MAX_KEYS:
+        if ev.sig and ev.sig.id in WATCHDOG_TIMEOUTS and len(self.ops) < MAX_KEYS:
             same = self.ops.setdefault(ev.groups.get("seq", ""), {}).setdefault(ev.groups.get("op", ""), [])
             if len(same) < MAX_KEYS:
                 same.append(ev)
@@ -231,7 +235,8 @@ class Accumulator:
         if failed and self.suspects:
             return "cause", min(self.suspects, key=order)
         if failed:
-            return "unclassified", self._unclassified()
+            first = self._unclassified()
+            return ("cause" if first.sig is not None and first.sig.id in ALONE else "unclassified"), first
         return "clean", None
 
     def _recovered(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from . import catalogue, nodes, plancheck, runstate
-from .analyse import Result, counted, order, quotes
+from .analyse import ALONE, Result, counted, order, quotes
 from .events import Event
 
 WHY = {
@@ -105,7 +105,7 @@ def _hang(result: Result) -> dict | None:
     stopped = runstate.last_collectives(result.facts)
     early = runstate.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
     certain = bool(timeouts or first_timeout or incomplete or stopped)
-    if result.status not in ("unclassified", "clean") or not (certain or early):
+    if (result.status not in ("unclassified", "clean") and not _alone(result.first)) or not (certain or early):
         return None
     last = [counted(text, g) for text, g in timeouts] + stopped
     first = result.first
@@ -121,6 +121,11 @@ def _hang(result: Result) -> dict | None:
         "last": last[:16],
         **_collect(bool(incomplete or early), _one_host(result.facts), _collectives(result, timeouts)),
     }
+
+
+def _alone(ev: Event | None) -> bool:
+    """A cause read from the timeouts alone (analyse.ALONE): it still leaves what to collect next."""
+    return ev is not None and ev.sig is not None and ev.sig.id in ALONE
 
 
 def _same_collective(ev: Event, timeouts: list) -> bool:
@@ -169,7 +174,8 @@ def _collect(in_setup: bool, one_host: bool = False, colls: frozenset | set = fr
 
 def _timeout(ev: Event) -> bool:
     """A line saying a rank waited too long (a watchdog or Gloo timeout): what a hang leaves."""
-    return ev.sig is not None and ev.sig.id in ("watchdog-timeout", "watchdog-stack", "watchdog-stuck", "gloo-timeout")
+    timeouts = ("watchdog-timeout", "watchdog-start-timeout", "watchdog-stack", "watchdog-stuck", "gloo-timeout")
+    return ev.sig is not None and ev.sig.id in timeouts
 
 
 def as_data(
