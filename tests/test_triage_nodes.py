@@ -331,3 +331,40 @@ def test_a_generic_cuda_error_takes_the_gpu_hardware_cause_the_driver_reports(tm
     assert data["first"]["where"].endswith(":1") and data["first"]["signature"] == "gpu-nvrm-fatal"
     xid = triage(tmp_path, "[Fri Aug  9 13:32:56 2024] NVRM: Xid (PCI:0000:00:08): 94, pid=1, Contained: SM\n")
     assert xid["first"]["time"] == "08-09 13:32:56.000000" and xid["first"]["signature"] == "gpu-xid"
+
+
+def _counters(rank: int, enq: int, done: int, dump: bool = False) -> str:
+    """ProcessGroupNCCL's lines with the group's last enqueued/completed work (ncclgen/triage/progress.py)."""
+    head = f"[rank{rank}]:[E227 16:30:4{rank}.000000000 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {rank}] "
+    if dump:
+        return head + (
+            "Received a dump signal due to a collective timeout from  rank 0 and we will try our best to dump the "
+            f"debug info. Last enqueued NCCL work: {enq}, last completed NCCL work: {done}.This is most likely\n"
+        )
+    return head + (
+        f"Exception (either an error or timeout) detected by watchdog at work: {enq}, last enqueued NCCL work: "
+        f"{enq}, last completed NCCL work: {done}.\n"
+    )
+
+
+def test_a_rank_out_of_step_in_the_counters_is_the_root(tmp_path):
+    """Ranks waiting in work 21937 while rank 1 had nothing pending (it skipped the collective): rank 1's line;
+    a rank that enqueued one more than the rest is named the same way; agreeing counters name nobody."""
+    idle = _counters(0, 21937, 21936) + _counters(2, 21937, 21936) + _counters(1, 21936, 21936, dump=True)
+    data = triage(tmp_path, idle)
+    assert data["status"] == "cause" and data["first"]["signature"] == "ranks-out-of-step"
+    assert data["first"]["rank"] == "1" and "rank 1 had no collective pending" in data["cause"]
+    extra = _counters(0, 12, 11) + _counters(1, 11, 10) + _counters(2, 11, 10)
+    data = triage(tmp_path, extra)
+    assert data["first"]["rank"] == "0" and "rank 0 last enqueued work 12, rank 1, 2 work 11" in data["cause"]
+    same = _counters(0, 11, 10) + _counters(1, 11, 10)
+    assert triage(tmp_path, same).get("first", {}).get("signature") != "ranks-out-of-step"
+    periodic = idle.replace("Received a dump signal", "NCCL Work update periodically: x").replace(
+        "Exception (either an error or timeout) detected by watchdog at work", "NCCL Work update periodically: at"
+    )
+    assert triage(tmp_path, periodic).get("first", {}).get("signature") != "ranks-out-of-step"
+    p2p = (
+        "[rank0]:[E227 16:30:40.000000000 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+        "timeout: WorkNCCL(SeqNum=12, OpType=SEND, NumelIn=8, NumelOut=8, Timeout(ms)=1000) ran for 1001 ms.\n"
+    )
+    assert triage(tmp_path, p2p + extra).get("first", {}).get("signature") != "ranks-out-of-step"  # stages differ

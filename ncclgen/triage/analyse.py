@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import catalogue, nodes
+from . import catalogue, nodes, progress
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -103,6 +103,7 @@ class Accumulator:
         self.quote: Event | None = None  # the earliest NCCL text PyTorch quoted after 'Last error:' (a symptom)
         self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
+        self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -118,6 +119,7 @@ class Accumulator:
         if m := BLOCK_FIELD.match(line.text):
             self.block[m.group("field")] = (line.file, line.lineno, m.group("value"))
             return
+        self.progress.add(line, self.seq)
         ev = classify(line, self.seq)
         if ev is None:
             return
@@ -284,6 +286,10 @@ class Accumulator:
 
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
         self._desync()
+        # point-to-point work (pipeline stages) advances the counters of the ranks in it only: no comparison then
+        p2p = any(op in ("SEND", "RECV", "RECVANYSOURCE") for by_op in self.ops.values() for op in by_op)
+        if not p2p and (behind := self.progress.finding()) is not None:
+            self._record(behind)
         for ev in findings:
             self.add_finding(ev)
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
