@@ -498,3 +498,13 @@ def test_slurm_and_pmix_launch_failures_are_roots():
     assert (
         _event("zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:5555')").sig.id == "engine-port-race"
     )
+
+
+def test_a_ray_node_that_never_registered_is_a_root_and_names_no_node_info():
+    """ray/_private/node.py: 'Failed to get node info ...' each try, then 'The current node timed out during startup'."""
+    tries = _event(
+        "2026-01-24 03:01:33,220 INFO node.py:362 -- Failed to get node info b'RPC error: Deadline Exceeded'"
+    )
+    assert tries.sig.id == "ray-node-startup-timeout" and tries.node is None  # 'node info' is no node's name
+    end = "Exception: The current node timed out during startup. This could happen because some of the raylet failed"
+    assert _event(end).sig.id == "ray-node-startup-timeout"

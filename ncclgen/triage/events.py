@@ -28,7 +28,7 @@ SRUN = re.compile(r"srun: error: (?P<node>[\w.-]+): tasks? (?P<task>\d+)")
 NODE_WORD = re.compile(
     r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?"
     r"|please|only|will|can|cannot|should|must|may|at|as|by|not|configuration|config|count|list|rank|selector"
-    r"|affinity|pool|group|labels?|address|state|status|failure|failed|count|running)\b)"
+    r"|affinity|pool|group|labels?|address|state|status|failure|failed|count|running|info|timed)\b)"
     r"(?P<node>[A-Za-z0-9][\w.-]*)"
 )
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
