@@ -1,0 +1,87 @@
+"""Failure forms that held-out trials showed missing, each read by the source that prints it (the signature or
+class named in each assertion cites it in ncclgen/data/triage/)."""
+
+from __future__ import annotations
+
+from ncclgen.triage import events
+from ncclgen.triage.reader import Line
+
+
+def _event(text: str):
+    return events.classify(Line("x.log", 1, text), 0)
+
+
+def test_cupys_nccl_error_names_read_as_ncclgetErrorString_in_pytorchs_forms():
+    """CuPy's NcclError (Ray's collective groups) prefixes ncclGetErrorString with the result's name
+    (cupy_backends/cuda/libs/nccl.pyx); the text after it is NCCL's, as PyTorch quotes it."""
+    cuda = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error"
+    assert _event(cuda).sig.id == "nccl-cuda-error"
+    usage = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_INVALID_USAGE: invalid usage"
+    assert _event(usage).sig.id == "nccl-usage-error"
+    system = "cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error"
+    assert _event(system).sig.id == "nccl-error"
+    assert _event("NCCL_ERROR_UNHANDLED_CUDA_ERROR") is None  # the name alone, no error text
+
+
+def test_store_waits_that_timed_out_are_ranks_that_never_came_not_a_store_that_died():
+    """TCPStore::doWait times out only after the store answered its cancel (the store is alive): 'Socket Timeout'
+    (torch 2.1-2.3) and 'wait timeout after Nms, keys: K' since. A store that went away reads otherwise."""
+    old = "torch.distributed.DistStoreError: Socket Timeout"
+    new = "torch.distributed.DistStoreError: wait timeout after 1800000ms, keys: /default_pg/0//cuda//0"
+    for line in (old, new):
+        assert _event(line).sig.id == "store-wait-timeout" and _event(line).sig.role == "root"
+    assert _event(new).groups["keys"] == "/default_pg/0//cuda//0"
+    assert _event("torch.distributed.DistNetworkError: Connection reset by peer").sig.id == "tcpstore-lost"
+    nccl_id = "but store->get('0') got error: Socket Timeout"
+    assert (
+        _event(
+            "[1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', "
+            + nccl_id
+        ).sig.id
+        == "nccl-id-from-rank0"
+    )
+
+
+def test_slurm_and_pmix_launch_failures_are_roots():
+    """slurmd refusing a step's tasks (src/api/step_launch.c, src/srun/launch.c) and PMIx's start-up texts."""
+    assert _event("srun: StepId=1234.0 aborted before step completely launched.").sig.id == "srun-task-launch"
+    launch = _event("srun: error: task 0 launch failed: Unspecified error")
+    assert launch.sig.id == "srun-task-launch" and launch.groups["err"] == "Unspecified error"
+    mca = "A requested component was not found, or was unable to be opened.  This"
+    assert _event(mca).sig.id == "mca-component-missing"
+    assert (
+        _event("It looks like pmix_init failed for some reason; your parallel process is").sig.id == "pmix-init-failed"
+    )
+    # an engine's ZeroMQ bind, with no engine prefix on the line
+    assert (
+        _event("zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.1:5555')").sig.id == "engine-port-race"
+    )
+
+
+def test_a_ray_node_that_never_registered_is_a_root_and_names_no_node_info():
+    """ray/_private/node.py: 'Failed to get node info ...' each try, then 'The current node timed out during startup'."""
+    tries = _event(
+        "2026-01-24 03:01:33,220 INFO node.py:362 -- Failed to get node info b'RPC error: Deadline Exceeded'"
+    )
+    assert tries.sig.id == "ray-node-startup-timeout" and tries.node is None  # 'node info' is no node's name
+    end = "Exception: The current node timed out during startup. This could happen because some of the raylet failed"
+    assert _event(end).sig.id == "ray-node-startup-timeout"
+
+
+def test_program_errors_of_a_distributed_run_name_their_cause():
+    """A CPU tensor on an NCCL-only group, tensors on two devices, a launcher variable never set, a kernel's
+    device-side assert, the torch 1.x spelling of a missing default group."""
+    assert _event("RuntimeError: Tensors must be CUDA and dense").sig.id == "collective-cpu-tensor"
+    cpu = _event("RuntimeError: No backend type associated with device type cpu")
+    assert cpu.sig.id == "collective-cpu-tensor" and cpu.groups["dev"] == "cpu"
+    two = _event(
+        "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cuda:1!"
+    )
+    assert two.sig.id == "tensor-device-mismatch" and two.groups["devs"] == "cuda:0 and cuda:1"
+    assert _event("KeyError: 'LOCAL_RANK'").sig.id == "launcher-env-missing"
+    assert _event("KeyError: 'input_ids'") is None or _event("KeyError: 'input_ids'").sig is None  # a program's own key
+    kernel = '../aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [0,0,0], thread: [0,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed.'
+    assert _event(kernel).sig.id == "cuda-device-assert"
+    assert _event("RuntimeError: CUDA error: device-side assert triggered").sig.id == "cuda-device-assert"
+    assert _event("AssertionError: Default process group is not initialized").sig.id == "pg-not-initialized"
+    assert _event("ncclInternalError: Internal check failed.").sig.id == "nccl-error"
