@@ -85,3 +85,11 @@ def test_program_errors_of_a_distributed_run_name_their_cause():
     assert _event("RuntimeError: CUDA error: device-side assert triggered").sig.id == "cuda-device-assert"
     assert _event("AssertionError: Default process group is not initialized").sig.id == "pg-not-initialized"
     assert _event("ncclInternalError: Internal check failed.").sig.id == "nccl-error"
+
+
+def test_ibv_reg_mr_by_its_errno():
+    """ibvwrap.cc prints strerror(errno): EFAULT is memory the kernel cannot pin (GPU memory without peer memory),
+    ENOMEM the locked-memory limit."""
+    prefix = "gpu1:123:456 [0] misc/ibvwrap.cc:197 NCCL WARN Call to ibv_reg_mr failed with error "
+    assert _event(prefix + "Bad address").sig.id == "ib-gdr-register"
+    assert _event(prefix + "Cannot allocate memory").sig.id == "memlock"
