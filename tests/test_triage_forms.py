@@ -93,3 +93,15 @@ def test_ibv_reg_mr_by_its_errno():
     prefix = "gpu1:123:456 [0] misc/ibvwrap.cc:197 NCCL WARN Call to ibv_reg_mr failed with error "
     assert _event(prefix + "Bad address").sig.id == "ib-gdr-register"
     assert _event(prefix + "Cannot allocate memory").sig.id == "memlock"
+
+
+def test_engine_and_logger_start_up_failures():
+    """vLLM's KV cache check (both wordings), wandb without a key on a worker, FlashAttention on an older GPU."""
+    v1 = "ValueError: To serve at least one request with the models's max seq len (262144), (24.00 GiB KV cache is needed, which is larger than the available KV cache memory (8.68 GiB)."
+    v0 = "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (16384)."
+    assert _event(v1).sig.id == "vllm-kv-too-small" and _event(v0).sig.id == "vllm-kv-too-small"
+    assert (
+        _event("wandb: ERROR api_key not configured (no-tty). call wandb.login(key=[your_api_key])").sig.id
+        == "wandb-no-key"
+    )
+    assert _event("RuntimeError: FlashAttention only supports Ampere GPUs or newer.").sig.id == "flash-attn-arch"
