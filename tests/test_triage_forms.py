@@ -105,3 +105,18 @@ def test_engine_and_logger_start_up_failures():
         == "wandb-no-key"
     )
     assert _event("RuntimeError: FlashAttention only supports Ampere GPUs or newer.").sig.id == "flash-attn-arch"
+
+
+def test_slurm_refusals_pyxis_and_sruns_oom_report():
+    """sbatch/srun refusing the request, pyxis's own summary lines, srun's 'task N: Out Of Memory'."""
+    assert (
+        _event("sbatch: error: Batch job submission failed: Requested GRES option unsupported").sig.id
+        == "slurm-submit-refused"
+    )
+    assert (
+        _event("srun: error: Unable to allocate resources: Requested node configuration is not available").sig.id
+        == "slurm-submit-refused"
+    )
+    assert _event("slurmstepd: error: pyxis: failed to import docker image").sig.id == "pyxis-container-failed"
+    assert _event("slurmstepd: error: pyxis: child 636413 failed with error code: 1").sig.id == "pyxis-container-failed"
+    assert _event("srun: error: node3: task 2: Out Of Memory").sig.id == "host-oom-kill"
