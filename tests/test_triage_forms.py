@@ -120,3 +120,16 @@ def test_slurm_refusals_pyxis_and_sruns_oom_report():
     assert _event("slurmstepd: error: pyxis: failed to import docker image").sig.id == "pyxis-container-failed"
     assert _event("slurmstepd: error: pyxis: child 636413 failed with error code: 1").sig.id == "pyxis-container-failed"
     assert _event("srun: error: node3: task 2: Out Of Memory").sig.id == "host-oom-kill"
+
+
+def test_container_runtimes_that_cannot_start_the_job():
+    """enroot without unprivileged user namespaces; a kubelet that cannot mount a pod's volume."""
+    assert _event("enroot-nsenter: failed to create user namespace: Operation not permitted").sig.id == "enroot-userns"
+    mount = _event('MountVolume.SetUp failed for volume "ncclgen" : configmap "job-ncclgen" not found')
+    assert mount.sig.id == "k8s-mount-failed" and mount.groups["volume"] == "ncclgen"
+    assert (
+        _event("Unable to attach or mount volumes: unmounted volumes=[dshm], unattached volumes=[]: timed out").groups[
+            "volume"
+        ]
+        == "dshm"
+    )
