@@ -235,13 +235,15 @@ def _separate_runs(facts: Facts) -> list[Finding]:
 def _silent_hosts(facts: Facts) -> list[Finding]:
     """Hosts nccl-tests lists in its device table that print no NCCL line while another host does: NCCL_DEBUG (and
     whatever else was set with it) reached only some hosts."""
-    talking = [h for h in _named(facts) if h.lines]
+    # only where the talking host shows settings made by the environment ('NCCL_X set by environment'): the lines
+    # of one host alone are what most pasted excerpts keep, and say nothing of the others' settings
+    talking = [h for h in _named(facts) if any(k.startswith("env:") for k in h.lines)]
     silent = sorted(facts.bench_hosts - set(facts.hosts))
     if not talking or not silent or len(facts.bench_hosts) < 2:
         return []
     h = talking[0]
     detail = f"{', '.join(silent[:4])} print no NCCL line, {h.name} does"
-    line = next((v for k, v in h.lines.items() if k.startswith("env:")), next(iter(h.lines.values())))
+    line = next(v for k, v in h.lines.items() if k.startswith("env:"))
     return [Finding("env-not-forwarded", detail, line, h.name)]
 
 
