@@ -1144,10 +1144,10 @@ IFS= read -r -d '' NCCLGEN_TRANSPORT <<'NCCLGEN_TRANSPORT_EOF' || true
     python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
 
 --pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
-its own process group, then this check beside it, so the ranks do not wait for Python to start (a
-rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
-status and exits 7 when this check does. With --pid the exit status is 7 (a difference stopped the
-launch) or 0.
+its own process group, then this check beside it a second later (or when the launch ends), so the
+ranks do not wait for Python to start (a rank imports its framework for seconds before NCCL writes a
+line); the wrapper keeps the launch's status and exits 7 when this check does. With --pid the exit
+status is 7 (a difference stopped the launch) or 0.
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
@@ -1659,8 +1659,8 @@ ncclgen_nccl+=_FILE
 ncclgen_nccl=${!ncclgen_nccl:-}
 [[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
   { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
-# The launch first, in its own process group (set -m), then the check beside it: the ranks do not wait
-# for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
+# The launch first, in its own process group (set -m), then the check beside it (below): the ranks do not
+# wait for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
 # keeps the launch's status; the check exits 7 once it stopped the launch over a difference.
 # python3 -S: the check needs only the standard library, so the image's site-packages (.pth files)
 # are not read at every node's start.
@@ -1670,13 +1670,25 @@ set -m
 ncclgen_launch=$!
 # torchrun's own log lines name its pid, not its node (as in node.sh)
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $ncclgen_launch" >&2
-python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
-  --pid "$ncclgen_launch" "$ncclgen_since" &
-ncclgen_check=$!
 ncclgen_signalled=0
 for ncclgen_sig in TERM INT HUP; do
   trap 'ncclgen_signalled=1; kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
 done
+# The check's Python starts a second after the launch (NCCL writes nothing sooner: the ranks' own Python
+# and CUDA start first), or as soon as the launch ends: it reads the files whenever it starts, and the
+# node's CPUs go to the launch first. `wait -n` ends when either ends or a trapped signal arrives.
+ncclgen_after=${NCCLGEN_CHECK_AFTER_S:-1}
+[[ $ncclgen_after =~ ^[0-9]{1,4}(\.[0-9]{1,3})?$ ]] || ncclgen_after=1
+sleep "$ncclgen_after" &
+ncclgen_timer=$!
+while ((!ncclgen_signalled)) && kill -0 "$ncclgen_launch" 2>/dev/null && kill -0 "$ncclgen_timer" 2>/dev/null; do
+  wait -n 2>/dev/null || true
+done
+kill "$ncclgen_timer" 2>/dev/null || true
+wait "$ncclgen_timer" 2>/dev/null || true # (bash's job notice for it, not the program's output)
+python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
+  --pid "$ncclgen_launch" "$ncclgen_since" &
+ncclgen_check=$!
 # The exit status of PID: a signal this shell trapped ends `wait` early, so wait again until PID is gone.
 # 2>/dev/null: bash's own job notices ('[1]+ Terminated ...'), not the program's output.
 ncclgen_status() {

@@ -6,9 +6,9 @@
 
 --pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
 its own process group, then this check beside it a second later (or when the launch ends), so the
-ranks do not wait for Python to start (a rank imports its framework for seconds before NCCL writes a line); the wrapper keeps the launch's
-status and exits 7 when this check does. With --pid the exit status is 7 (a difference stopped the
-launch) or 0.
+ranks do not wait for Python to start (a rank imports its framework for seconds before NCCL writes a
+line); the wrapper keeps the launch's status and exits 7 when this check does. With --pid the exit
+status is 7 (a difference stopped the launch) or 0.
 
 SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
 check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
