@@ -368,3 +368,18 @@ def test_a_rank_out_of_step_in_the_counters_is_the_root(tmp_path):
         "timeout: WorkNCCL(SeqNum=12, OpType=SEND, NumelIn=8, NumelOut=8, Timeout(ms)=1000) ran for 1001 ms.\n"
     )
     assert triage(tmp_path, p2p + extra).get("first", {}).get("signature") != "ranks-out-of-step"  # stages differ
+
+
+def test_bootstrap_on_loopback_while_nccl_comm_id_names_another_host(tmp_path):
+    """NCCL 2.29.2-2.29.7 inverted matchSubnet (src/os/linux.cc), so with NCCL_COMM_ID a host bootstrapped on
+    lo: the interface line is the root, though nothing failed yet on this host."""
+    env = info("vm1", 10, "NCCL_COMM_ID set by environment to 172.17.16.2:12340")
+    lo = info("vm1", 10, "Bootstrap: Using lo:127.0.0.1<0>") + env + info("vm1", 10, "NCCL version 2.29.2+cuda12.8")
+    data = triage(tmp_path, lo)
+    assert data["first"]["signature"] == "bootstrap-commid-loopback" and data["first"]["where"].endswith(":1")
+    assert "2.30.3" in data["fix"]
+    # a root on this host itself (a one-host run) and an interface on the root's network are no finding
+    local = info("vm1", 10, "Bootstrap: Using lo:127.0.0.1<0>") + env.replace("172.17.16.2", "127.0.0.1")
+    eth = info("vm1", 10, "Bootstrap: Using eth0:172.17.16.2<0>") + env
+    for log in (local, eth):
+        assert triage(tmp_path, log + FAIL)["first"]["signature"] != "bootstrap-commid-loopback"

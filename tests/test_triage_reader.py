@@ -35,6 +35,18 @@ def test_grep_and_python_engines_give_the_same_lines():
         assert [(ln.file, ln.lineno, ln.text) for ln in reader.scan(files, engine="grep")] == python
 
 
+def test_a_log_copied_from_a_web_page_reads_its_no_break_spaces_as_spaces(tmp_path):
+    """A thread's log pasted through a browser carries U+00A0 where NCCL printed spaces; its lines still match."""
+    nbsp = "\u00a0"
+    text = f"h:1:2 [0] NCCL{nbsp}WARN{nbsp}Call to connect returned Connection refused\nplain line\n"
+    (tmp_path / "web.log").write_text(text, encoding="utf-8")
+    from ncclgen.triage import grepscan
+
+    for engine in ("python", "grep") if grepscan.available() else ("python",):
+        lines = [(ln.lineno, ln.text) for ln in reader.scan([tmp_path / "web.log"], engine=engine)]
+        assert lines == [(1, "h:1:2 [0] NCCL WARN Call to connect returned Connection refused")], engine
+
+
 def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
     log = tmp_path / "big.log"
     log.write_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0\n" * 50 + "FATAL boom\n")

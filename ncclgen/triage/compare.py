@@ -5,10 +5,14 @@ connection), each a finding at the line that shows it. The per-node facts come f
 
 from __future__ import annotations
 
+import re
+
 from ..record import dataclass
 from .events import Event
 from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host, p2p_off
 from .reader import Line
+
+LOOPBACK = re.compile(r"^(?:127\.|::1$)")
 
 
 @dataclass
@@ -84,13 +88,15 @@ def _env_findings(facts: Facts) -> list[Finding]:
 
 
 def _iface_findings(facts: Facts) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     addrs: dict[str, list[str]] = {}
     for h in _named(facts):  # an unprefixed line's loopback may be a one-host run's
         if h.iface is None:
             continue
         addrs.setdefault(h.addr or "", []).append(h.name)
-        if BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
+        if (found := _commid_loopback(h)) is not None:
+            out.insert(0, found)
+        elif BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
             out.append(Finding("bootstrap-unroutable", f"{h.iface} ({h.addr}) on {h.name}", h.lines["iface"], h.name))
     for addr, names in addrs.items():
         if len(names) > 1 and addr:
@@ -98,6 +104,17 @@ def _iface_findings(facts: Facts) -> list[Finding]:
             detail = f"{addr} on {', '.join(sorted(names)[:4])}"
             out.append(Finding("bootstrap-same-address", detail, first.lines["iface"], first.name))
     return out[:1] + [f for f in out[1:] if f.cls == "bootstrap-same-address"]
+
+
+def _commid_loopback(h: Host) -> Finding | None:
+    """Bootstrap on a loopback address while NCCL_COMM_ID names another: NCCL picks the bootstrap interface on the
+    subnet of NCCL_COMM_ID's address (bootstrapNetInit, ncclFindInterfaceMatchSubnet), which loopback never is."""
+    root = h.env.get("NCCL_COMM_ID", "")
+    host = root.rsplit(":", 1)[0].strip("[]")
+    if not host or host.startswith("127.") or host in ("::1", "localhost") or not LOOPBACK.match(h.addr or ""):
+        return None
+    detail = f"NCCL_COMM_ID={root}, bootstrap on {h.iface} ({h.addr}) on {h.name}, NCCL {h.version or '?'}"
+    return Finding("bootstrap-commid-loopback", detail, h.lines["iface"], h.name)
 
 
 def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:

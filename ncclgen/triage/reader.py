@@ -96,6 +96,9 @@ CAPPED: dict[str | tuple[str, ...], int] = {
 Capped = dict[tuple[bytes, ...], int]
 
 
+NBSP = "\u00a0".encode()  # U+00A0 NO-BREAK SPACE in UTF-8
+
+
 def _capped() -> Capped:
     return {tuple(x.encode() for x in ((k,) if isinstance(k, str) else k)): n for k, n in CAPPED.items()}
 
@@ -238,6 +241,12 @@ def scan(files: list[Path], progress: Callable[[int], None] | None = None, engin
                 continue
             capped = _capped()
             skip = header_lines(head)
+            # a log copied from a web page may carry no-break spaces where the program printed spaces: read it
+            # with them as spaces (only such a file: a job's own log has none)
+            if NBSP in head:
+                fh.seek(0)
+                yield from _scan_one(fh, str(f), keys, progress, capped, skip, spaces=True)
+                continue
             if engine == "grep" or (engine == "auto" and grepscan.available()):
                 yield from _scan_grep(fh, f, keys, progress, capped, skip)
                 continue
@@ -277,13 +286,17 @@ def _last_error(name: str, lineno: int, head: str, body: str) -> Line:
     return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text)
 
 
-def _scan_one(fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped, skip: int) -> Iterator[Line]:
+def _scan_one(
+    fh, name: str, keys: tuple[bytes, ...], progress, capped: Capped, skip: int, spaces: bool = False
+) -> Iterator[Line]:
     carry = b""
     lineno = 1  # line number of the first line in buf
     while True:
         chunk = fh.read(CHUNK)
         if progress:
             progress(len(chunk))
+        if spaces:
+            chunk = chunk.replace(NBSP, b" ")  # (a chunk ending inside one: its two bytes stay, decoded as U+00A0)
         buf = carry + chunk
         if not chunk:
             end = len(buf)
