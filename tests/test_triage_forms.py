@@ -3,6 +3,8 @@ class named in each assertion cites it in ncclgen/data/triage/)."""
 
 from __future__ import annotations
 
+from triage_json import triage
+
 from ncclgen.triage import events
 from ncclgen.triage.reader import Line
 
@@ -133,3 +135,46 @@ def test_container_runtimes_that_cannot_start_the_job():
         ]
         == "dshm"
     )
+
+
+RAY_WRAPPER = (
+    "ray.exceptions.RayTaskError({exc}): ray::Worker.update_weights() (pid=238850, ip=10.0.135.49)\n"
+    '  File "/opt/fw/workers/sync.py", line 256, in update_weights\n'
+    "    await self.sender.send_chunks(\n"
+    "          ^^^^^^^^^^^^^^^^^^^^^^^^\n"
+)
+
+
+def test_a_ray_task_error_gives_way_to_the_exception_it_wraps(tmp_path):
+    """RayTaskError(Exc) (python/ray/exceptions.py) prints the task's traceback, which 'Exc: message' closes: that line
+    is the first failure even when no signature knows it; an API mismatch is named."""
+    plain = triage(tmp_path, RAY_WRAPPER.format(exc="ValueError") + "ValueError: the batch is empty\n")
+    assert plain["first"]["where"].endswith(":5") and plain["first"]["line"] == "ValueError: the batch is empty"
+    api = "TypeError: Sender.send_chunks() got an unexpected keyword argument 'weight_metadata'\n"
+    named = triage(tmp_path, RAY_WRAPPER.format(exc="TypeError") + api)
+    assert named["first"]["signature"] == "python-api-mismatch" and named["first"]["where"].endswith(":5")
+    # another exception's line is not the wrapped one
+    other = triage(tmp_path, RAY_WRAPPER.format(exc="ValueError") + "KeyError: 'x' raised elsewhere\n")
+    assert other["first"]["where"].endswith(":1")
+    for text in ("f() takes 1 positional argument but 2 were given", "cannot import name 'a' from 'b'"):
+        assert _event(f"{'ImportError' if 'import' in text else 'TypeError'}: {text}").sig.id == "python-api-mismatch"
+    assert _event("AttributeError: 'NoneType' object has no attribute 'x'").sig is None  # a program's own bug
+
+
+def test_a_flushed_rdma_completion_is_the_peers_failure_not_the_wire(tmp_path):
+    """IBV_WC_WR_FLUSH_ERR (5, rdma-core verbs.h) is a queue pair already in error: named a consequence, with the
+    peer to read next, in NCCL's newer form too; PyTorch's quote of it under its exception, 'Last error:' left out."""
+    new = "gpu1:1:2 [0] NCCL WARN NET/IB: Got completion from peer 10.1.1.1<4242> with status=IBV_WC_WR_FLUSH_ERR(5) opcode=IBV_WC_RECV(128) vendor_err=249 localGid fe80::1 remoteGids fe80::2 hca mlx5_0"
+    assert (
+        _event(new).sig.id == "ib-flush"
+        and _event(new.replace("FLUSH_ERR(5)", "RETRY_EXC_ERR(12)")).sig.id != "ib-flush"
+    )
+    pasted = (
+        "(model_worker/12 pid=43581, ip=10.0.0.2) [rank12]:[E227 06:13:07.855233166 ProcessGroupNCCL.cpp:1534] [PG 1 Rank 1] "
+        "Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.22.3\n"
+        "(model_worker/12 pid=43581, ip=10.0.0.2) ncclRemoteError: A call failed possibly due to a network error or a remote process exiting prematurely.\n"
+        "(model_worker/12 pid=43581, ip=10.0.0.2) NET/IB : Got completion from peer 10.0.0.9<51354> with status=5 opcode=0 len=0 vendor err 249 (Recv)\n"
+    )
+    data = triage(tmp_path, pasted)
+    assert data["status"] == "cause" and data["first"]["signature"] == "ib-flush"
+    assert data["first"]["where"].endswith(":3") and data["first"]["node"] == "10.0.0.2"

@@ -22,6 +22,9 @@ MAX_GROUPS = 512
 # symptoms that name the cause when the logs show no root: ranks waiting in a group's first one-element collective
 # for a rank that was busy elsewhere or gone (no rank's error anywhere)
 ALONE = ("watchdog-start-timeout",)
+# symptoms whose own text names where the cause is when nothing else does: an RDMA completion flushed on a queue
+# pair already in error names the peer whose log (or link) holds it
+NAMES_PEER = ("ib-flush",)
 WATCHDOG_TIMEOUTS = ("watchdog-timeout", "watchdog-start-timeout")  # a collective timed out (SeqNum, OpType)
 FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Destroy COMPLETE", "opCount")
 # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
@@ -50,6 +53,10 @@ WRAPPED_HEADER = re.compile(r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Err
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
 QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
+# Ray's RayTaskError(Exc) prints the task's traceback after its own line (python/ray/exceptions.py), which the
+# wrapped exception's 'Exc: message' closes (CPython Lib/traceback.py): that line is the error, the wrapper its symptom
+WRAP_SPAN = 80
+WRAPPERS = ("ray-task-error",)
 
 
 def order(ev: Event) -> tuple:
@@ -104,6 +111,8 @@ class Accumulator:
         self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
+        self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
+        self.unwrapped: dict[int, Event] = {}  # a wrapper's seq -> the exception line it wraps (bounded)
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -124,7 +133,22 @@ class Accumulator:
         if ev is None:
             return
         self._from_block(ev)
+        self._wrapped(ev)
         self._record(self._unwrapped(ev))
+
+    def _wrapped(self, ev: Event) -> None:
+        """The line of the exception a RayTaskError(Exc) wraps: the next error line of its file, within its
+        traceback's length, that starts 'Exc: '; not a root (a root wins by itself)."""
+        w = self.wrapper
+        if ev.sig is not None and ev.sig.id in WRAPPERS and ev.groups.get("exc"):
+            self.wrapper = ev
+        elif w is not None and (ev.sig is None or ev.sig.role == "symptom"):
+            if ev.line.file != w.line.file or ev.line.lineno - w.line.lineno > WRAP_SPAN:
+                self.wrapper = None
+            elif re.search(rf"(?:^|[\s:\])]){re.escape(w.groups['exc'])}: \S", ev.line.text):
+                if len(self.unwrapped) < MAX_KEYS:
+                    self.unwrapped[w.seq] = ev
+                self.wrapper = None
 
     def _unwrapped(self, ev: Event) -> Event:
         """An exception's message wrapped over lines (a terminal or a paste cut it): a signature matched on a
@@ -153,7 +177,7 @@ class Accumulator:
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
         self._note(ev)
-        if role == "symptom" and ev.line.nccl_text is not None and self.quote is None:
+        if role == "symptom" and self.quote is None and _quoted(ev):
             self.quote = ev
         if role == "suspect" and len(self.suspects) < MAX_KEYS:
             self.suspects.append(ev)
@@ -238,7 +262,8 @@ class Accumulator:
             return "cause", min(self.suspects, key=order)
         if failed:
             first = self._unclassified()
-            return ("cause" if first.sig is not None and first.sig.id in ALONE else "unclassified"), first
+            named = first.sig is not None and first.sig.id in ALONE + NAMES_PEER
+            return ("cause" if named else "unclassified"), first
         return "clean", None
 
     def _recovered(self) -> bool:
@@ -255,7 +280,7 @@ class Accumulator:
         told = [self.best[r] for r in ("symptom", "error") if r in self.best]
         first = min(told or [self.best["traceback"]], key=order)
         if first.sig is not None:
-            first = self._why(first) or first
+            first = self._why(first) or self.unwrapped.get(first.seq) or first
         quote = self.quote
         return quote if quote is not None and quotes(first, quote) else first
 
@@ -381,9 +406,17 @@ def _continues(header: Line, line: Line) -> bool:
 
 def quotes(ev: Event, first: Event | None) -> bool:
     """PyTorch's exception just above the NCCL text it quotes after 'Last error:': one error, named by the quote."""
-    if first is None or first.line.nccl_text is None or ev.line.file != first.line.file:
+    if first is None or not _quoted(first) or ev.line.file != first.line.file:
         return False
     return 0 < first.line.lineno - ev.line.lineno <= QUOTE_SPAN
+
+
+def _quoted(ev: Event) -> bool:
+    """NCCL's WARN text without NCCL's own prefix: PyTorch's quote of ncclGetLastError(), after 'Last error:' or
+    (a paste that left that line out) right under the exception's text."""
+    if ev.line.nccl_text is not None:
+        return True
+    return "nccl_where" in ev.groups and NCCL_PREFIX.search(ev.line.text) is None and "NCCL " not in ev.line.text
 
 
 def _thread(ev: Event) -> str:
@@ -416,6 +449,7 @@ def counted(text: str, g: Group) -> str:
         if n == 1:
             shown = shown.replace("1 ranks'", "1 rank's").replace("1 ranks", "1 rank").replace("agents", "agent")
             shown = shown.replace(" their ", " its ")
+            shown = shown.replace("1 Ray tasks or actor methods", "1 Ray task or actor method")
         return shown
     lines = "line" if g.lines == 1 else "lines"
     if sig is None:

@@ -18,7 +18,8 @@ from .reader import Line
 # NCCL's "HOST:PID:TID [DEV]" wherever it starts: after mpirun's "[1,0]<stdout>:", pdsh's "node: ", Ray's
 # "(Worker pid=1, ip=...)", kubectl's "[pod/...]" or NCCL's own "[date time]" WARN time stamp.
 NCCL_PREFIX = re.compile(r"(?:^|(?<=[\s:>\])]))(?P<host>[A-Za-z0-9][\w.-]*):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\]")
-RAY_PREFIX = re.compile(r"\((?:\w+) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?\)")
+# (an actor's own name may hold '/' or '.': AReaL's "(model_worker/12 pid=43581, ip=10.208.16.54)")
+RAY_PREFIX = re.compile(r"\((?:\w[\w/.:-]*) pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\d.]+))?[^)]*\)")
 TORCH_RANK = re.compile(r"\[rank(?P<rank>\d+)\]:|\[(?:PG [^\]]*)?Rank (?P<rank2>\d+)\]|\brank\s*:\s*(?P<rank3>\d+)")
 # Open MPI's own prefixes: "[HOST][[JOBID,VPID],RANK][file:line:func] ..." (opal/mca/btl/tcp/btl_tcp_endpoint.c and
 # the other BTLs' error lines) and "[HOST:PID] ..." (opal/util/stacktrace.c, orte's show_help lines)
@@ -62,7 +63,7 @@ LAST_INLINE = re.compile(r"(?:(?P<pre>\[[^\]]*\]:?|\S+:) )?Last error: +(?:(?P=p
 # dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: "), and the level word
 # a paste keeps when it cuts the "host:pid:tid [dev] NCCL" before it; a glog prefix
 BARE_PREFIX = re.compile(
-    r"^(?:\s*(?:\(\w+ pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:"
+    r"^(?:\s*(?:\(\w[\w/.:-]* pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:"
     # a glog prefix ('W20250825 11:10:33.595331   331 util_rdma.h:547] '): a library reusing NCCL's code and words
     r"|[IWEF]\d{8} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]))*\s*(?:WARN\s+)?"
 )
