@@ -383,3 +383,14 @@ def test_bootstrap_on_loopback_while_nccl_comm_id_names_another_host(tmp_path):
     eth = info("vm1", 10, "Bootstrap: Using eth0:172.17.16.2<0>") + env
     for log in (local, eth):
         assert triage(tmp_path, log + FAIL)["first"]["signature"] != "bootstrap-commid-loopback"
+
+
+def test_loopback_on_a_job_of_one_host_is_no_finding(tmp_path):
+    """All ranks on one host (nccl-tests' device list names one host, NCCL_SOCKET_IFNAME=lo on purpose): its own
+    loopback reaches every rank, so no unroutable-bootstrap note; two hosts on lo still get it."""
+    rows = "".join(f"#   Rank  {r} Pid  {10 + r} on gpu1 device  {r} [0x06] Tesla V100\n" for r in (0, 1))
+    lo = "".join(info("gpu1", 10 + r, "Bootstrap : Using [0]lo:127.0.0.1<0>") for r in (0, 1))
+    data = triage(tmp_path, rows + lo)
+    assert not any(f["class"] == "bootstrap-unroutable" for f in data.get("findings", [])), data
+    two = lo + info("gpu2", 30, "Bootstrap : Using [0]lo:127.0.0.1<0>") + FAIL
+    assert triage(tmp_path, two)["first"]["signature"] in ("bootstrap-unroutable", "bootstrap-same-address")

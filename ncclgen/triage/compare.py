@@ -9,7 +9,19 @@ import re
 
 from ..record import dataclass
 from .events import Event
-from .nodes import BRIDGE, GDR_HCA, INTERNAL, IPOIB, LIGHTNING_RANK, LINK_LOCAL, UNPREFIXED, Facts, Host, p2p_off
+from .nodes import (
+    BRIDGE,
+    GDR_HCA,
+    INTERNAL,
+    IPOIB,
+    LIGHTNING_RANK,
+    LINK_LOCAL,
+    UNPREFIXED,
+    Facts,
+    Host,
+    one_host,
+    p2p_off,
+)
 from .reader import Line
 
 LOOPBACK = re.compile(r"^(?:127\.|::1$)")
@@ -90,13 +102,14 @@ def _env_findings(facts: Facts) -> list[Finding]:
 def _iface_findings(facts: Facts) -> list[Finding]:
     out: list[Finding] = []
     addrs: dict[str, list[str]] = {}
+    alone = one_host(facts)  # a job on one host reaches its own loopback and bridges
     for h in _named(facts):  # an unprefixed line's loopback may be a one-host run's
         if h.iface is None:
             continue
         addrs.setdefault(h.addr or "", []).append(h.name)
         if (found := _commid_loopback(h)) is not None:
             out.insert(0, found)
-        elif BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or ""):
+        elif not alone and (BRIDGE.match(h.iface) or LINK_LOCAL.match(h.addr or "")):
             out.append(Finding("bootstrap-unroutable", f"{h.iface} ({h.addr}) on {h.name}", h.lines["iface"], h.name))
     for addr, names in addrs.items():
         if len(names) > 1 and addr:

@@ -134,7 +134,8 @@ LIGHTNING_RANK = re.compile(
 )
 MAX_RANKS = 65536
 SUMMARY_GAP = 4  # lines between two nccl-tests summaries with no header or table between ('# Out of bounds', '#')
-TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:")  # PyTorch's log prefix: the process's global rank
+# PyTorch's log prefix, and mpirun --tag-output's '[JOB,RANK]<stdout>:': the process's global rank
+TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:|^\[\d+,(\d{1,6})\]<std(?:out|err)>:")
 MAX_HCAS = 64
 # NCCL's lines with the host:pid:tid prefix cut off (an excerpt, NCCL_DEBUG_FILE read through another tool): their
 # facts still count against the plan, never as a host of their own compared with the named ones
@@ -205,8 +206,8 @@ class Facts:
             self.seqs[line] = seq
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
-        if "[rank" in text and (m := TORCH_RANK.search(text)):
-            self.max_rank = max(self.max_rank, int(m.group(1)))
+        if ("[rank" in text or "]<std" in text) and (m := TORCH_RANK.search(text)):
+            self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
         if "NCCL INFO" not in text and not ("INFO " in text and BARE_INFO.match(text)):
             self._bare_version(line, seq)
             self._bare_env(line, seq)
@@ -461,3 +462,18 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
     elif GDR_DISABLED in text and "NET/Socket" not in text:  # a socket NIC never has GPUDirect: not news
         h.gdr_disabled = True
         h.lines.setdefault("gdr_disabled", line)
+
+
+def one_host(facts: Facts) -> bool:
+    """Every rank of the job on one host, as far as the logs show: one named host (in NCCL's lines or nccl-tests'
+    device list), no network channel, no collective of a communicator with more ranks than that host's processes
+    in the logs, and no global rank above the host's highest device (a single host's ranks are its devices)."""
+    named = set(facts.hosts) | facts.bench_hosts
+    if len(named) != 1 or UNPREFIXED in named:
+        return False
+    h = facts.hosts.get(next(iter(named)))
+    if h is not None and p2p_off(h):
+        return False  # P2P is already off: the test the advice suggests was run
+    if h is not None and facts.max_rank > h.max_dev >= 0:
+        return False  # a global rank above every device here ([rank15] beside device [7]): other hosts ran the rest
+    return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))

@@ -119,7 +119,7 @@ def _hang(result: Result) -> dict | None:
         "init_incomplete": incomplete[:32],
         "ends_early": early[:32],
         "last": last[:16],
-        **_collect(bool(incomplete or early), _one_host(result.facts), _collectives(result, timeouts)),
+        **_collect(bool(incomplete or early), nodes.one_host(result.facts), _collectives(result, timeouts)),
     }
 
 
@@ -140,21 +140,6 @@ def _collectives(result: Result, timeouts: list) -> set[tuple[str, str]]:
     if result.first is not None and _timeout(result.first):
         events.append(result.first)
     return {(ev.groups.get("op") or "?", ev.groups.get("seq") or "?") for ev in events}
-
-
-def _one_host(facts: nodes.Facts) -> bool:
-    """Every rank of the job on one host, as far as the logs show: one named host (in NCCL's lines or nccl-tests'
-    device list), no network channel, no collective of a communicator with more ranks than that host's processes
-    in the logs, and no global rank above the host's highest device (a single host's ranks are its devices)."""
-    named = set(facts.hosts) | facts.bench_hosts
-    if len(named) != 1 or nodes.UNPREFIXED in named:
-        return False
-    h = facts.hosts.get(next(iter(named)))
-    if h is not None and nodes.p2p_off(h):
-        return False  # P2P is already off: the test the advice suggests was run
-    if h is not None and facts.max_rank > h.max_dev >= 0:
-        return False  # a global rank above every device here ([rank15] beside device [7]): other hosts ran the rest
-    return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))
 
 
 def _collect(in_setup: bool, one_host: bool = False, colls: frozenset | set = frozenset()) -> dict[str, str]:
