@@ -384,3 +384,27 @@ def test_a_rank_another_check_claimed_stays_its_after_that_launch_was_stopped(tm
     gone.wait()
     p = _check_pid(tmp_path, gone.pid, since_b)
     assert p.returncode == 0 and "no NCCL process wrote" in p.stderr, p.stderr
+
+
+def test_a_stopped_launch_claims_the_rank_files_that_appeared_since_the_last_poll(tmp_path):
+    """Stopping its launch, a check claims every live rank's file first (and while the ranks end): a rank that
+    opened its file after the check's last poll, then died from the stop, would otherwise read as another
+    check's rank that ended unclaimed (CI saw node1 report node2's rank once the check started a second late)."""
+    from ncclgen.jobside import transport
+
+    host = socket.gethostname()
+    rank = f"import os,time; open(f'{tmp_path}/{host}.{{os.getpid()}}.log','w').write('x\\n'); time.sleep(30)"
+    for claim in (True, False):
+        for f in tmp_path.glob("*.log*"):
+            f.unlink()
+        launch = subprocess.Popen(
+            ["bash", "-c", f"sleep 0.2; {sys.executable} -c {json.dumps(rank)} & wait"], start_new_session=True
+        )
+        check = transport.Check(json.loads(spec(tmp_path)), "node7", host, root_pid=launch.pid, emit=lambda _l: None)
+        check.poll()  # before the rank's file exists
+        deadline = time.monotonic() + 20
+        while not list(tmp_path.glob("*.log")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        transport.stop(launch, check.scan if claim else None)
+        launch.wait()
+        assert bool(list(tmp_path.glob("*.log.claimed"))) is claim

@@ -1258,7 +1258,7 @@ class Check:
         """Read what NCCL wrote since the last poll; True when there is a new problem."""
         before = len(self.problems)
         self.touch_claims()
-        self._scan()
+        self.scan()
         for proc in list(self.procs.values()):
             self._read(proc)
         if not self.summarised and self._initialised():
@@ -1272,7 +1272,8 @@ class Check:
             with contextlib.suppress(OSError):
                 os.utime(claim)
 
-    def _scan(self):
+    def scan(self):
+        """Find (and claim) this launch's rank files: at every poll, and while stop() ends the ranks."""
         try:
             entries = os.listdir(self.folder)
         except OSError:
@@ -1519,23 +1520,28 @@ def _forward(child, sig):
         os.killpg(child.pid, sig)
 
 
-def stop(child):
-    """SIGTERM to the command's process group, SIGKILL after KILL_GRACE_S."""
+def stop(child, claim=None):
+    """SIGTERM to the command's process group, SIGKILL after KILL_GRACE_S; ``claim`` runs before each signal and
+    while the ranks end, so a rank's file that appeared since the last poll is claimed while the rank lives."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
+        if claim:
+            claim()
         try:
             os.killpg(child.pid, sig)
         except OSError:
             return
-        try:
-            child.wait(KILL_GRACE_S)
+        deadline = time.monotonic() + KILL_GRACE_S
+        while child.poll() is None and time.monotonic() < deadline:
+            if claim:
+                claim()
+            time.sleep(0.05)
+        if child.poll() is not None:
             return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 class Started:
     """A launch started beside this process (--pid; its wrapper is the parent and keeps its status): what
-    watch() and stop() use of subprocess.Popen. Ended when the PID is gone or is another process (its
+    watch() and stop() use of subprocess.Popen (poll). Ended when the PID is gone or is another process (its
     start time in /proc differs), so a reused PID never holds the check."""
 
     def __init__(self, pid):
@@ -1546,14 +1552,6 @@ class Started:
     def poll(self):
         if self.returncode is None and (self.born is None or born(self.pid) != self.born):
             self.returncode = 0  # its status is the wrapper's to report
-        return self.returncode
-
-    def wait(self, timeout):
-        deadline = time.monotonic() + timeout
-        while self.poll() is None:
-            if time.monotonic() >= deadline:
-                raise subprocess.TimeoutExpired("launch", timeout)
-            time.sleep(0.02)
         return self.returncode
 
 
@@ -1608,7 +1606,7 @@ def watch(check, child, deadline, stop_on_problem):
             if not check.summarised:
                 check.summary(partial=True)
             if child is not None:
-                stop(child)
+                stop(child, check.scan)
                 check.touch_claims()
             return True
         if done:
