@@ -178,3 +178,17 @@ def test_a_flushed_rdma_completion_is_the_peers_failure_not_the_wire(tmp_path):
     data = triage(tmp_path, pasted)
     assert data["status"] == "cause" and data["first"]["signature"] == "ib-flush"
     assert data["first"]["where"].endswith(":3") and data["first"]["node"] == "10.0.0.2"
+
+
+def test_a_placement_group_waited_for_to_the_end_of_the_log_is_the_cause(tmp_path):
+    """pg.ready() never resolves for a bundle no node can hold (ray/util/placement_group.py), and nothing errs: a file
+    whose last placement-group line is a wait names the bundle list just above it; a wait that a 'ready' line
+    follows is a job that got its resources."""
+    wait = "[{'GPU': 6, 'CPU': 60}]\nINFO 12:00:01 Waiting for placement group to be scheduled\n"
+    data = triage(tmp_path, wait)
+    assert data["status"] == "cause" and data["first"]["signature"] == "ray-pg-pending"
+    assert data["first"]["where"].endswith(":1") and "'CPU': 60" in data["cause"]
+    alone = triage(tmp_path, "Waiting for placement group to be ready...\n")
+    assert alone["first"]["signature"] == "ray-pg-pending" and alone["first"]["where"].endswith(":1")
+    placed = triage(tmp_path, wait + "Placement group is ready.\nstep 1 done\n")
+    assert placed["status"] == "clean", placed.get("first")

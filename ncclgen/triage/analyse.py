@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import catalogue, nodes, progress
+from . import catalogue, nodes, progress, raypg
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -111,6 +111,7 @@ class Accumulator:
         self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
+        self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
         self.unwrapped: dict[int, Event] = {}  # a wrapper's seq -> the exception line it wraps (bounded)
 
@@ -129,6 +130,7 @@ class Accumulator:
             self.block[m.group("field")] = (line.file, line.lineno, m.group("value"))
             return
         self.progress.add(line, self.seq)
+        self.pgs.add(line, self.seq)
         ev = classify(line, self.seq)
         if ev is None:
             return
@@ -315,6 +317,8 @@ class Accumulator:
         p2p = any(op in ("SEND", "RECV", "RECVANYSOURCE") for by_op in self.ops.values() for op in by_op)
         if not p2p and (behind := self.progress.finding()) is not None:
             self._record(behind)
+        if (pending := self.pgs.finding()) is not None:
+            self._record(pending)
         for ev in findings:
             self.add_finding(ev)
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
