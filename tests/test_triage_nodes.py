@@ -394,3 +394,18 @@ def test_loopback_on_a_job_of_one_host_is_no_finding(tmp_path):
     assert not any(f["class"] == "bootstrap-unroutable" for f in data.get("findings", [])), data
     two = lo + info("gpu2", 30, "Bootstrap : Using [0]lo:127.0.0.1<0>") + FAIL
     assert triage(tmp_path, two)["first"]["signature"] in ("bootstrap-unroutable", "bootstrap-same-address")
+
+
+def test_a_run_across_ray_workers_that_never_says_its_network_says_so(tmp_path):
+    """vLLM over Ray without NCCL_DEBUG (vllm#6610: Socket in place of RoCE, no line showing it): the report says the
+    network is not in the logs and how to see it; with NCCL's net line it says nothing of the kind."""
+    log = (
+        "INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5\n"
+        "(RayWorkerWrapper pid=593, ip=10.5.6.103) INFO 07-20 17:27:20 pynccl.py:63] vLLM is using nccl==2.21.5\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "clean" and data["net_unseen"] is True
+    assert "NCCL_DEBUG_SUBSYS=INIT,NET" in run.triage([str(tmp_path / "job.out")])[0]
+    shown = log + info("gpu1", 10, "NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.5.6.103<0>")
+    assert triage(tmp_path, shown)["net_unseen"] is False
+    assert triage(tmp_path, log.replace("nccl==", "gloo "))["net_unseen"] is False  # no sign NCCL ran

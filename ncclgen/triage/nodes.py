@@ -125,6 +125,8 @@ IPOIB = re.compile(r"^ib[\w.]*$")
 # RoCE NICs carry Ethernet interfaces
 IPOIB_PEER = re.compile(r"%ib\d[\w.]*<\d+>")
 MAX_HOSTS = 1024
+# Ray's prefix on a worker's lines names the node's address: '(RayWorkerWrapper pid=593, ip=10.5.6.103)'
+RAY_IP = re.compile(r"\(\w[\w/.:-]* pid=\d+, ip=(?P<ip>[\d.]+)")
 # PyTorch Lightning's line as each process joins the process group (2.x src/lightning/fabric/utilities/distributed.py
 # _init_dist_connection: 'Initializing distributed: GLOBAL_RANK: {global_rank}, MEMBER: {global_rank + 1}/{world_size}';
 # 1.5 pytorch_lightning/plugins/training_type/ddp.py: 'initializing ddp: GLOBAL_RANK: ...'): one rank twice in one
@@ -198,16 +200,13 @@ class Facts:
         )  # the hosts nccl-tests' '#  Rank  0 Group  0 Pid  1 on HOST device' lines name
         self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
+        self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
+        self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
         self._run_facts(line)
-        if self.twin_summary is line:
-            self.seqs[line] = seq
-        if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
-            self._joined((m.group("rank"), m.group("world")), line, seq)
-        if ("[rank" in text or "]<std" in text) and (m := TORCH_RANK.search(text)):
-            self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
+        self._job_facts(line, seq)
         if "NCCL INFO" not in text and not ("INFO " in text and BARE_INFO.match(text)):
             self._bare_version(line, seq)
             self._bare_env(line, seq)
@@ -226,6 +225,19 @@ class Facts:
             _read(host, text, line)
         if any(kept is line for kept in host.lines.values()):
             self.seqs[line] = seq
+
+    def _job_facts(self, line: Line, seq: int) -> None:
+        """What a line says of the job as a whole: NCCL ran, Ray workers' nodes, ranks and Lightning's joins."""
+        text = line.text
+        self.nccl_used = self.nccl_used or "NCCL version" in text or "sing nccl==" in text
+        if "ip=" in text and len(self.ray_ips) < MAX_HOSTS and (r := RAY_IP.search(text)):
+            self.ray_ips.add(r.group("ip"))
+        if self.twin_summary is line:
+            self.seqs[line] = seq
+        if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
+            self._joined((m.group("rank"), m.group("world")), line, seq)
+        if ("[rank" in text or "]<std" in text) and (m := TORCH_RANK.search(text)):
+            self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
 
     def _joined(self, key: tuple[str, str], line: Line, seq: int) -> None:
         if key in self.joined and self.twice is None:
@@ -477,3 +489,11 @@ def one_host(facts: Facts) -> bool:
     if h is not None and facts.max_rank > h.max_dev >= 0:
         return False  # a global rank above every device here ([rank15] beside device [7]): other hosts ran the rest
     return h is None or (not h.net_channels and all(n <= len(h.colls) for _c, _op, n in h.colls.values()))
+
+
+def net_unseen(facts: Facts) -> bool:
+    """NCCL ran, across nodes or Ray workers, and no line says which network it used (NCCL_DEBUG unset or below
+    INFO): a run over TCP sockets on an RDMA fabric reads the same as one over the fabric."""
+    shown = any(h.net or h.socket_if or h.hcas or h.net_channels for h in facts.hosts.values())
+    several = len(set(facts.hosts) - {UNPREFIXED}) > 1 or bool(facts.ray_ips)
+    return facts.nccl_used and several and not shown

@@ -22,6 +22,11 @@ NO_END = (
     "end of run: not in these logs (no line ncclgen reads as a finished run: NCCL's 'Destroy COMPLETE', "
     "nccl-tests' closing lines); a run that hung with no error line reads the same"
 )
+NET_UNSEEN = (
+    "net: no line says which network NCCL used between nodes (NCCL_DEBUG unset or below INFO): TCP sockets on an "
+    "RDMA fabric (a container without /dev/infiniband or IPC_LOCK, a net plugin not loaded) run slower and say "
+    "nothing; to see it: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET, then `ncclgen triage` on the log"
+)
 # What to collect next when the logs do not name the rank that stopped first.
 COLLECT = (
     "with PyTorch, read the flight recorder's dumps (the last collectives of every rank): a job ncclgen rendered "
@@ -207,6 +212,7 @@ def as_data(
     ]
     data["nodes"] = runstate.as_data(result.facts)
     data["run_end_seen"] = result.facts.success
+    data["net_unseen"] = data["status"] in ("clean", "unfinished") and nodes.net_unseen(result.facts)
     data["hang"] = hang
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
@@ -240,6 +246,8 @@ def as_text(data: dict) -> str:
     if data["fabric"]["name"]:
         out.append(f"fabric: {data['fabric']['name']} (from {data['fabric']['from']}; fixes offered for it only)")
     out += _nodes_text(data["nodes"])
+    if data["net_unseen"]:
+        out.append(NET_UNSEEN)
     if data["hang"]:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
