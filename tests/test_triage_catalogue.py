@@ -400,7 +400,7 @@ def test_sixth_trial_families():
     assert _event("double free or corruption (!prev)").sig.id == "heap-corruption"
     assert _event("[n1:186363] Signal: Segmentation fault (11)").sig.id == "process-crash"
     assert _event("[n1:186363] Signal: Aborted (6)").sig.id == "process-abort"
-    assert _event("NCCL failure all_reduce.cu:95 'unhandled cuda error'").sig.id == "nccl-tests-nccl-failure"
+    assert _event("NCCL failure all_reduce.cu:95 'unhandled cuda error'").sig.id == "nccl-tests-cuda-error"
     assert _event("Cuda failure common.cu:891 'out of memory'").sig.id == "gpu-oom"
     shm = "h:1:2 [0] transport/shm.cc:590 NCCL WARN Cuda failure 217 'peer access is not supported between these two devices'"
     assert _event(shm).sig.id == "shm-cumem-host"

@@ -409,3 +409,14 @@ def test_a_run_across_ray_workers_that_never_says_its_network_says_so(tmp_path):
     shown = log + info("gpu1", 10, "NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.5.6.103<0>")
     assert triage(tmp_path, shown)["net_unseen"] is False
     assert triage(tmp_path, log.replace("nccl==", "gloo "))["net_unseen"] is False  # no sign NCCL ran
+
+
+def test_ranks_without_init_complete_in_an_excerpt_that_left_lines_out_are_no_certain_hang(tmp_path):
+    """A rank's Init COMPLETE without its Init START (printed first since NCCL 2.18.3) shows lines were left out of
+    the excerpt: the ranks missing COMPLETE are listed, the status is unfinished (exit 0), not a hang."""
+    start = "comm 0x{r} rank {r} nranks 3 cudaDev {r} busId {r}000 commId 0x9 - Init {w}"
+    log = info("gpu1", 10, start.format(r=0, w="START")) + info("gpu1", 11, start.format(r=1, w="COMPLETE"))
+    data = triage(tmp_path, log)
+    assert (data["status"], data["_code"]) == ("unfinished", 0) and data["hang"]["init_incomplete"] == ["gpu1 rank 0"]
+    whole = log + info("gpu1", 11, start.format(r=1, w="START"))
+    assert triage(tmp_path, whole)["status"] == "hang"

@@ -109,8 +109,10 @@ def _hang(result: Result) -> dict | None:
     incomplete = runstate.unfinished(result.facts)
     stopped = runstate.last_collectives(result.facts)
     early = runstate.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
-    certain = bool(timeouts or first_timeout or incomplete or stopped)
-    if (result.status not in ("unclassified", "clean") and not _alone(result.first)) or not (certain or early):
+    certain = bool(timeouts or first_timeout or _behind(result.facts, incomplete) or stopped)
+    if (result.status not in ("unclassified", "clean") and not _alone(result.first)) or not (
+        certain or early or incomplete
+    ):
         return None
     last = [counted(text, g) for text, g in timeouts] + stopped
     first = result.first
@@ -126,6 +128,12 @@ def _hang(result: Result) -> dict | None:
         "last": last[:16],
         **_collect(bool(incomplete or early), nodes.one_host(result.facts), _collectives(result, timeouts)),
     }
+
+
+def _behind(facts: nodes.Facts, incomplete: list[str]) -> bool:
+    """Ranks without Init COMPLETE in a log that holds every START line: behind the others, a hang (in an excerpt
+    that left other ranks' START lines out, their COMPLETE lines may be left out too)."""
+    return bool(incomplete) and not runstate.cut_out(facts)
 
 
 def _alone(ev: Event | None) -> bool:

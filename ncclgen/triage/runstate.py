@@ -27,6 +27,15 @@ def unfinished(facts: Facts) -> list[str]:
     return sorted(f"{h.name} rank {c.split('/')[1]}" for h in hosts for c in h.started - h.complete)
 
 
+def cut_out(facts: Facts) -> bool:
+    """An excerpt with lines left out: a rank printed Init COMPLETE whose Init START (or channel line) is not in the
+    logs, beside ranks that did print theirs (NCCL prints START before COMPLETE, v2.18.3-1 on: src/init.cc). Its
+    missing COMPLETE lines are then no sign that ranks stayed in init."""
+    hosts = facts.hosts.values()
+    started = {c for h in hosts for c in h.started}
+    return bool(started) and any(c not in started for h in hosts for c in h.complete)
+
+
 def _began(h: Host) -> bool:
     """Setup lines, from a release that prints Init COMPLETE when it ends (2.4.2 on: v2.4.2-1 src/init.cu)."""
     old = h.version is not None and tuple(int(p) for p in h.version.split(".")[:2]) < (2, 4)
