@@ -192,3 +192,22 @@ def test_a_placement_group_waited_for_to_the_end_of_the_log_is_the_cause(tmp_pat
     assert alone["first"]["signature"] == "ray-pg-pending" and alone["first"]["where"].endswith(":1")
     placed = triage(tmp_path, wait + "Placement group is ready.\nstep 1 done\n")
     assert placed["status"] == "clean", placed.get("first")
+
+
+def test_a_crash_right_after_an_error_line_is_that_errors_aftermath(tmp_path):
+    """A segmentation fault a few lines under NCCL's WARN (its error path crashed) or a preloaded library's own
+    ERROR line: the earlier line is the first failure; a crash with no error above it stays the root."""
+    warn = (
+        "w0:5665:5811 [2] NCCL INFO transport.cc:166 -> 2\n"
+        "w0:5665:5801 [2] proxy.cc:1487 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n"
+        "[w0:5665 :0:5665] Caught signal 11 (Segmentation fault: address not mapped to object at address (nil))\n"
+    )
+    data = triage(tmp_path, warn)
+    assert data["first"]["where"].endswith(":2")  # the WARN, not the bare error trace above it
+    hami = "[HAMI-core ERROR (pid:565 thread=1 multiprocess_memory_limit.c:831)]: Illegal device id: 850725928\n"
+    data = triage(tmp_path, hami + "!!!!!!! Segfault encountered !!!!!!!\n")
+    assert data["first"]["signature"] == "gpu-interposer-error" and data["first"]["where"].endswith(":1")
+    alone = triage(tmp_path, "step 10 loss 1.2\n!!!!!!! Segfault encountered !!!!!!!\n")
+    assert alone["first"]["signature"] == "process-crash"
+    far = triage(tmp_path, "RuntimeError: boom\n" + "step\n" * 30 + "!!!!!!! Segfault encountered !!!!!!!\n")
+    assert far["first"]["signature"] == "process-crash"

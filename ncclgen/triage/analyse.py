@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import catalogue, nodes, progress, raypg
+from . import aftermath, catalogue, nodes, progress, raypg
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -112,6 +112,7 @@ class Accumulator:
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
+        self.crashes = aftermath.Aftermath()  # the error line a native crash followed
         self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
         self.unwrapped: dict[int, Event] = {}  # a wrapper's seq -> the exception line it wraps (bounded)
 
@@ -178,6 +179,7 @@ class Accumulator:
             return
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
+        self.crashes.add(ev)
         self._note(ev)
         if role == "symptom" and self.quote is None and _quoted(ev):
             self.quote = ev
@@ -249,17 +251,7 @@ class Accumulator:
         failed = any(r in self.best for r in ("root", "symptom", "error", "traceback")) and not self._recovered()
         root = self.best.get("root")
         if root is not None:
-            earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
-            if earlier:
-                return "cause", min(earlier, key=order)
-            if (why := self._why(root)) is not None:
-                return "cause", why
-            hw = self.hardware
-            if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
-                return "cause", Event(
-                    root.line, hw.sig, hw.groups, root.time, root.node or hw.node, root.rank, root.seq
-                )
-            return "cause", root
+            return self._from_root(root)
         if failed and self.suspects:
             return "cause", min(self.suspects, key=order)
         if failed:
@@ -267,6 +259,21 @@ class Accumulator:
             named = first.sig is not None and first.sig.id in ALONE + NAMES_PEER
             return ("cause" if named else "unclassified"), first
         return "clean", None
+
+    def _from_root(self, root: Event) -> tuple[str, Event]:
+        """The earliest root, or what stands before it: a suspect that explains it, the line of its message that
+        says why, the error a crash followed, the GPU hardware failure behind a generic CUDA error."""
+        earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
+        if earlier:
+            return "cause", min(earlier, key=order)
+        if (why := self._why(root)) is not None:
+            return "cause", why
+        if (before := self.crashes.first(root)) is not None:
+            return ("cause" if before.sig is not None and before.sig.role == "root" else "unclassified"), before
+        hw = self.hardware
+        if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
+            return "cause", Event(root.line, hw.sig, hw.groups, root.time, root.node or hw.node, root.rank, root.seq)
+        return "cause", root
 
     def _recovered(self) -> bool:
         """A run that ended well (Destroy COMPLETE, nccl-tests' average) whose only failure lines are NCCL's error

@@ -1,0 +1,40 @@
+"""A native crash right after an error line of the same log is that error's aftermath: NCCL's error path or a
+library preloaded into the process (a GPU-sharing interposer, a net plugin) failed first, and the segmentation
+fault is how the process ended (nccl#1538: a connect error, then SIGSEGV in the error path; HAMi-core#169: the
+interposer's own ERROR line, then 'Segfault encountered'). So the crash gives way to the earliest error line within a
+few lines above it in the same file; NCCL's own WARN or another program's error line before NCCL's bare error traces
+('file.cc:N -> 2'), which only say an error returned."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from .events import Event
+
+CRASHES = ("process-crash",)
+SPAN = 20  # lines above the crash an error of its aftermath is looked for in
+KEEP = 16  # recent error lines remembered per file
+MAX_FILES = 64
+TRACE = "nccl-error-trace"
+
+
+class Aftermath:
+    def __init__(self) -> None:
+        self.recent: dict[str, deque[Event]] = {}  # file -> its last error lines (not roots)
+        self.before: dict[int, Event] = {}  # a crash's seq -> the error line it follows
+
+    def add(self, ev: Event) -> None:
+        """Remember a symptom or an uncatalogued error; for a crash, the error line it follows."""
+        f = ev.line.file
+        if ev.sig is not None and ev.sig.id in CRASHES:
+            near = [e for e in self.recent.get(f, ()) if 0 < ev.line.lineno - e.line.lineno <= SPAN]
+            said = [e for e in near if e.sig is None or e.sig.id != TRACE] or near
+            if said and len(self.before) < MAX_FILES * KEEP:
+                self.before[ev.seq] = min(said, key=lambda e: e.line.lineno)
+            return
+        if (ev.sig is None or ev.sig.role == "symptom") and (f in self.recent or len(self.recent) < MAX_FILES):
+            self.recent.setdefault(f, deque(maxlen=KEEP)).append(ev)
+
+    def first(self, crash: Event) -> Event | None:
+        """The error line ``crash`` followed, or None."""
+        return self.before.get(crash.seq)
