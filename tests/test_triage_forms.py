@@ -211,3 +211,21 @@ def test_a_crash_right_after_an_error_line_is_that_errors_aftermath(tmp_path):
     assert alone["first"]["signature"] == "process-crash"
     far = triage(tmp_path, "RuntimeError: boom\n" + "step\n" * 30 + "!!!!!!! Segfault encountered !!!!!!!\n")
     assert far["first"]["signature"] == "process-crash"
+
+
+def test_cloud_net_plugins_and_libfabrics_efa_provider_name_themselves():
+    """Google's TCPX/TCPXO plugin lines, libfabric's EFA provider aborting, its numbered handshake errors."""
+    fastrak = _event(
+        "NCCL WARN NET/FasTrak ...: INVALID_ARGUMENT: Buffer registration request does not have a valid fd set."
+    )
+    assert fastrak.sig.id == "tcpxo-buffer-registration"
+    eq = "Unable to write to EQ: Missing or unavailable event queue. err: Input/output error (5) prov_errno: Unknown error -114 (-114) prov/rxr/src/rxr.h:1042"
+    assert _event(eq).sig.id == "efa-provider-abort"
+    assert _event("Libfabric EFA provider has encountered an internal error:").sig.id == "efa-provider-abort"
+    shake = _event("Error 4126: Unresponsive receiver (reachable by EFA device but handshake failed)")
+    assert shake.sig.id == "efa-handshake-failed"
+    assert (
+        _event("EFA internal error: (4124) Unresponsive receiver (connection previously established)").sig.role
+        == "symptom"
+    )
+    assert _event("Error 7: something a library said") is not None  # a numbered error is an error line

@@ -67,6 +67,13 @@ BARE_PREFIX = re.compile(
     # a glog prefix ('W20250825 11:10:33.595331   331 util_rdma.h:547] '): a library reusing NCCL's code and words
     r"|[IWEF]\d{8} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]))*\s*(?:WARN\s+)?"
 )
+# Net plugins' own tags on the lines they print through NCCL's logger, and where each plugin's source is
+PLUGIN_REPOS = {
+    "OFI": "aws/aws-ofi-nccl",
+    "FasTrak": "google/nccl-plugin-gpudirect-tcpxo",
+    "GPUDirectTCPX": "google/nccl-plugin-gpudirecttcpx",
+}
+PLUGIN_TAG = re.compile(r"NET/(OFI|FasTrak|GPUDirectTCPX)\b")
 WRONG_MAGIC = re.compile(r"wrong magic ([0-9a-f]{1,16}) != ")
 OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
@@ -77,6 +84,8 @@ ERROR_LINE = re.compile(
     # prints the type alone), alone on its line or after a log prefix
     r"|(?:^|\]:?\s|^\s*)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
+    # a library's numbered error ('Error 4126: Unresponsive receiver ...', libfabric's EFA provider)
+    r"|\bError \d{1,6}: "
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
     r"|Exception raised from \w+ at "
     # a CUDA error in any case (a log or a paste that lowered it: 'runtimeerror: cuda error: invalid device ordinal')
@@ -171,8 +180,8 @@ def nccl_event(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     groups = {"text": _with_magic(body)[:300], "file": where.rsplit(":", 1)[0]}
     if own or found:
         groups["nccl_where"] = where
-    elif body.startswith("NET/OFI"):  # a net plugin's own line through NCCL's logger (aws-ofi-nccl)
-        groups["plugin_source"] = "aws/aws-ofi-nccl"
+    elif (tag := PLUGIN_TAG.match(body)) is not None:  # a net plugin's own line through NCCL's logger
+        groups["plugin_source"] = PLUGIN_REPOS[tag.group(1)]
     return sig, groups
 
 
