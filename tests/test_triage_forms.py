@@ -229,3 +229,15 @@ def test_cloud_net_plugins_and_libfabrics_efa_provider_name_themselves():
         == "symptom"
     )
     assert _event("Error 7: something a library said") is not None  # a numbered error is an error line
+
+
+def test_checkpoint_shards_an_image_without_a_shell_and_err_style_tool_lines():
+    """DeepSpeed resuming without some ranks' ZeRO shards; enroot-switchroot's exec of the image's shell; a tool's
+    'PROG: failed to WHAT: strerror' line (err(3)) is an error line even when no signature knows it."""
+    ds = "main: [WARNING] [engine.py:1656:_get_all_zero_checkpoints] The following zero checkpoints paths are missing: ['a/zero_pp_rank_8_mp_rank_00_optim_states.pt']"
+    assert _event(ds).sig.id == "zero-checkpoint-missing"
+    shell = _event("enroot-switchroot: failed to execute: /bin/sh: No such file or directory")
+    assert shell.sig.id == "enroot-no-shell" and shell.groups["shell"] == "/bin/sh"
+    tool = _event("mount: failed to mount /data: Permission denied")
+    assert tool is not None and tool.sig is None
+    assert _event("retrying: failed to reach the mirror") is None  # no errno text: not err(3)'s form

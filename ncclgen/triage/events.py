@@ -101,6 +101,10 @@ ERROR_LINE = re.compile(
 # signatures (Xid 13 is a program's own fault, on any process of the node)
 OTHER_FATAL = re.compile(
     r"\b(?:[Ii]nitiali[sz]ation|[Ii]nit) failed\b|failed, exiting|non-zero status: -?\d+|Caught signal \d+"
+    # a tool's err(3)-style line, 'PROG: failed to WHAT: strerror' (enroot's helpers, mount, ...)
+    r"|^[\w.-]+(?:\[\d+\])?: [Ff]ailed to [^:]{1,120}(?:: [^:]{1,200})?: (?:No such file or directory|Permission denied"
+    r"|Operation not permitted|Input/output error|Cannot allocate memory|No space left on device|Read-only file system"
+    r"|Connection refused|Exec format error|Invalid argument|Device or resource busy|Too many open files)"
 )
 # A traceback's frame or code line that a logger printed with its ERROR prefix (vLLM's logger.exception prints
 # 'ERROR 04-13 19:52:24 [multiproc_executor.py:800]     self.NCCL_CHECK(' for every line): the exception line
