@@ -241,3 +241,15 @@ def test_checkpoint_shards_an_image_without_a_shell_and_err_style_tool_lines():
     tool = _event("mount: failed to mount /data: Permission denied")
     assert tool is not None and tool.sig is None
     assert _event("retrying: failed to reach the mirror") is None  # no errno text: not err(3)'s form
+
+
+def test_an_ipv6_address_joined_to_its_port_without_brackets():
+    """urllib.parse's port property fails on 'ADDR:PORT' with an IPv6 ADDR (CPython Lib/urllib/parse.py)."""
+    import urllib.parse
+
+    line = ""
+    try:
+        line = str(urllib.parse.urlparse("tcp://2605:340:cd51::1:35825").port)
+    except ValueError as e:
+        line = f"ValueError: {e}"
+    assert _event(line).sig.id == "ipv6-address-unbracketed" and _event(line).groups["port"] == "'340:cd51::1:35825'"
