@@ -253,3 +253,69 @@ def test_an_ipv6_address_joined_to_its_port_without_brackets():
     except ValueError as e:
         line = f"ValueError: {e}"
     assert _event(line).sig.id == "ipv6-address-unbracketed" and _event(line).groups["port"] == "'340:cd51::1:35825'"
+
+
+def test_a_ray_port_taken_is_rays_not_the_rendezvous_port():
+    """Ray's GrpcServer::Run checks its server started ('Failed to start the grpc server. The specified port is N');
+    gRPC core's listener error before it names the same port. Neither is MASTER_PORT's store."""
+    ray = "[2025-01-01 10:00:00,000 C 1 1] grpc_server.cc:120: Check failed: server_ Failed to start the grpc server. The specified port is 6379. This means that Ray's core components will not be able to function correctly."
+    grpc = "E0101 10:00:00.000 1 chttp2_server.cc:1051] UNKNOWN:No address added out of total 1 resolved for '0.0.0.0:6379' {created_time:\"x\", children:[UNKNOWN:Failed to add any wildcard listeners {children:[UNKNOWN:Address already in use]}]}"
+    for line in (ray, grpc):
+        assert _event(line).sig.id == "ray-port-in-use" and _event(line).groups["port"] == "6379"
+    bare = "RuntimeError: The server socket has failed to bind to 0.0.0.0:29500 (errno: 98 - Address already in use)."
+    assert _event(bare).sig.id == "address-in-use"
+
+
+def test_a_runtime_env_that_carries_rays_own_setup_hook_variable():
+    """Ray's export_setup_func_module assertion (python/ray/_private/runtime_env/setup_hook.py), as a worker's
+    traceback ends with it (ray#59522)."""
+    line = "(EngineCore_DP0 pid=20980) AssertionError: The env var, __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR, is not permitted because it is reserved for the internal use."
+    assert _event(line).sig.id == "ray-setup-hook-reserved" and _event(line).sig.role == "root"
+
+
+def test_a_net_plugin_that_exists_but_cannot_load_is_not_no_plugin():
+    """NCCL's src/net.cc before 2.19 prints dlopen's error in both of its forms; only the plugin's own file missing is
+    'no plugin' (a dependency missing gives ENOENT too)."""
+    dep = " [0] NCCL INFO NET/Plugin : dlerror=/opt/amazon/efa/lib/libfabric.so.1: version `FABRIC_1.7' not found (required by /env/lib/libnccl-net.so) No plugin found (libnccl-net.so), using internal implementation"
+    ev = _event(dep)
+    assert ev.sig.id == "net-plugin-dependency" and ev.groups["lib"] == "libnccl-net.so"
+    assert "FABRIC_1.7" in ev.groups["err"]
+    other = "host:1:1 [0] NCCL INFO NET/Plugin : Plugin load returned 22 : /opt/nccl/libnccl-net.so: undefined symbol: fi_getinfo."
+    assert _event(other).sig.id == "net-plugin-dependency"
+    for none in (
+        "host:1:1 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file or directory No plugin found (libnccl-net.so), using internal implementation",
+        "host:1:1 [0] NCCL INFO NET/Plugin : Plugin load returned 2 : libnccl-net-ofi.so: cannot open shared object file: No such file or directory.",
+    ):
+        assert _event(none) is None or _event(none).sig.id != "net-plugin-dependency"
+
+
+def test_a_peer_name_a_network_tool_cannot_resolve():
+    """iputils ping (as the Debian 12 binary prints it) on a pod or node name DNS does not serve."""
+    for line in (
+        "ping: hpc-gpu-1-12: Name or service not known",
+        "/usr/bin/ping: worker-3.svc: Temporary failure in name resolution",
+    ):
+        assert _event(line).sig.id == "host-unresolved"
+    assert _event("lookup: the cache entry: Name or service not known") is None or (
+        _event("lookup: the cache entry: Name or service not known").sig.id != "host-unresolved"
+    )
+
+
+def test_a_python_stack_dump_with_no_error_line_is_a_hang(tmp_path):
+    """faulthandler's dump (CPython Python/traceback.c: a '(most recent call first):' header, frames without the
+    comma a traceback's have, innermost first) and py-spy dump's header: the process was waiting there."""
+    fh = (
+        "step 10 loss 1.2\n"
+        "Current thread 0x00007f2b1c9ff740 (most recent call first):\n"
+        '  File "/usr/lib/python3/torch/distributed/distributed_c10d.py", line 2050 in all_reduce\n'
+        '  File "/job/train.py", line 88 in <module>\n'
+    )
+    data = triage(tmp_path, fh)
+    assert (data["status"], data["_code"]) == ("hang", 1) and data["hang"]["certain"]
+    assert any("faulthandler" in x and "all_reduce (distributed_c10d.py:2050)" in x for x in data["hang"]["last"])
+    spy = 'Process 4242: python train.py\nPython v3.11.7 (/usr/bin/python3.11)\n\nThread 4242 (idle): "MainThread"\n'
+    assert triage(tmp_path, spy)["status"] == "hang"
+    tb = (
+        'step 10 loss 1.2\n  File "/job/train.py", line 88, in <module>\nstep 11 loss 1.1\n'  # a traceback's frame form
+    )
+    assert triage(tmp_path, tb)["status"] == "clean"

@@ -8,10 +8,9 @@ and `Init COMPLETE` (src/init.cc). A difference between nodes (two NCCL releases
 that is a container bridge on one host, IB on one and Socket on another) or from the plan is a cause
 that no single line states; the findings carry the line that shows it.
 
-The formats of the releases in ncclgen's knowledge base (2.28 to 2.30) are read by the transport check's
-parser, ncclgen/jobside/nccllines.py (one parser of NCCL's lines, cited per release there); the regexes
-below read what it does not: the older forms bug reports are full of (no busId or commId in Init COMPLETE,
-no "+cuda" suffix), the Bootstrap line and "Init START".
+The knowledge base's releases' formats (2.28 to 2.30) are read by the transport check's parser (jobside/nccllines.py,
+cited per release); the regexes below read the rest: older forms (no busId or commId in Init COMPLETE, no "+cuda"
+suffix), the Bootstrap line and "Init START".
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from dataclasses import field
 
 from ..jobside import nccllines
 from ..record import dataclass
+from . import stackdump
 from .events import NCCL_PREFIX
 from .reader import Line
 
@@ -195,13 +195,12 @@ class Facts:
         self.max_rank = -1  # the highest global rank in PyTorch's "[rankN]:" prefix
         self.summaries: dict[str, int] = {}  # file -> line number of nccl-tests' last "# Avg bus bandwidth"
         self.twin_summary: Line | None = None  # a summary right after another: processes that each ran a test
-        self.bench_hosts: set[str] = (
-            set()
-        )  # the hosts nccl-tests' '#  Rank  0 Group  0 Pid  1 on HOST device' lines name
+        self.bench_hosts: set[str] = set()  # hosts nccl-tests' '#  Rank 0 Group 0 Pid 1 on HOST device' lines name
         self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
         self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
+        self.dumps = stackdump.Dumps()  # a Python stack dump: where a process waited
 
     def add(self, line: Line, seq: int = 0) -> None:
         text = line.text
@@ -274,6 +273,7 @@ class Facts:
             self._summary(line)
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
             self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
+        self.dumps.add(line)
 
     def _summary(self, line: Line) -> None:
         """nccl-tests prints its summary once, from the main process (src/common.cu, PRINT on is_main_proc): a

@@ -77,6 +77,9 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     "opCount": 65536,
     # init under way (nodes.PROGRESS), and NCCL 2.23+'s 'Init timings' line printed just after Init COMPLETE
     ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - ", "INFO NVLS "): 4096,
+    # Python stack dumps (stackdump.KEYS: faulthandler's header and frames, py-spy's header); a traceback's frames
+    # hold '", line ' too, so the count is per file and generous
+    ("(most recent call first)", '", line ', "Python v"): 4096,
     # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER): every row names its data type (nccl-tests src/common.cu
     # test_typenames: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)
     (

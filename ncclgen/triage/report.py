@@ -103,24 +103,20 @@ def event_data(ev: Event) -> dict:
 def _hang(result: Result) -> dict | None:
     """What the logs show last when no line names a cause: unfinished NCCL inits and the collectives the
     ranks timed out in, with what to collect next. `certain`: a timeout, ranks behind others that completed
-    init, or collectives, rather than only a log that ends before the run's end."""
+    init, collectives or a Python stack dump, rather than only a log that ends before the run's end."""
     timeouts = [(text, g) for text, g in result.groups if _timeout(g.first)]
     first_timeout = result.first is not None and _timeout(result.first)
     incomplete = runstate.unfinished(result.facts)
     stopped = runstate.last_collectives(result.facts)
     early = runstate.ends_early(result.facts) if result.status == "clean" else []  # an error line ends it otherwise
-    certain = bool(timeouts or first_timeout or _behind(result.facts, incomplete) or stopped)
+    dump = result.facts.dumps.says() if result.status == "clean" else None
+    certain = bool(timeouts or first_timeout or _behind(result.facts, incomplete) or stopped or dump)
     if (result.status not in ("unclassified", "clean") and not _alone(result.first)) or not (
         certain or early or incomplete
     ):
         return None
-    last = [counted(text, g) for text, g in timeouts] + stopped
-    first = result.first
-    if first_timeout and first is not None and first.sig is not None and not _same_collective(first, timeouts):
-        # the first failure's own collective, beside the others': timeouts of several process groups (an
-        # all-to-all and an all-reduce) are each a collective some rank never reached
-        who = "rank " + (first.rank or "?")
-        last.insert(0, catalogue.fill(first.sig.then.replace("{n} ranks", who), first.groups))
+    last = _own_collective(result, timeouts) + [counted(text, g) for text, g in timeouts] + stopped
+    last += [dump] if dump else []
     return {
         "certain": certain,
         "init_incomplete": incomplete[:32],
@@ -128,6 +124,15 @@ def _hang(result: Result) -> dict | None:
         "last": last[:16],
         **_collect(bool(incomplete or early), nodes.one_host(result.facts), _collectives(result, timeouts)),
     }
+
+
+def _own_collective(result: Result, timeouts: list) -> list[str]:
+    """The first failure's own collective, beside the others': timeouts of several process groups (an all-to-all and
+    an all-reduce) are each a collective some rank never reached."""
+    first = result.first
+    if first is None or first.sig is None or not _timeout(first) or _same_collective(first, timeouts):
+        return []
+    return [catalogue.fill(first.sig.then.replace("{n} ranks", "rank " + (first.rank or "?")), first.groups)]
 
 
 def _behind(facts: nodes.Facts, incomplete: list[str]) -> bool:

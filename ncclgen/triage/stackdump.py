@@ -1,0 +1,50 @@
+"""Python stack dumps in a log: a process that printed where it was waiting, with no error line, hung there.
+
+Two forms are read. faulthandler's (CPython Python/traceback.c, dump_traceback and dump_frame): a header
+'Current thread 0x... (most recent call first):', 'Thread 0x... (most recent call first):' or 'Stack (most recent
+call first):', then one '  File "F", line N in FUNC' per frame, innermost first and with no comma before 'in' (a
+traceback's frames have one). faulthandler.dump_traceback_later, a SIGUSR1 handler or a launcher's watchdog print
+it. And py-spy dump's header (benfred/py-spy src/dump.rs print_traces: 'Process PID: CMD', then 'Python vX.Y.Z
+(EXE)'), which a person runs on a process that stopped moving.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .reader import Line
+
+HEADER = re.compile(r"(?:\b(?:Current thread|Thread) 0x[0-9a-fA-F]+|\bStack) \(most recent call first\):")
+FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>[^\s,]+)\s*$')
+PYSPY = re.compile(r"^\W*Python v\d+\.\d+\.\d+\S* \(")
+# What the reader keeps for this module (reader.CAPPED: a count per file, so a log of tracebacks stays fast)
+KEYS = ("(most recent call first)", '", line ', "Python v")
+
+
+class Dumps:
+    """The first stack dump in the logs and the innermost frame it shows."""
+
+    def __init__(self) -> None:
+        self.first: Line | None = None  # its header, or its first frame where the excerpt left the header out
+        self.frame: tuple[str, str, str] | None = None  # (function, file, line) of its first frame
+        self.tool = ""
+
+    def add(self, line: Line) -> None:
+        text = line.text
+        if self.frame is not None or not any(k in text for k in KEYS):
+            return
+        if self.first is None and (HEADER.search(text) or PYSPY.match(text)):
+            self.first = line
+            self.tool = "py-spy dump" if PYSPY.match(text) else "faulthandler"
+        elif m := FRAME.search(text):
+            self.first = self.first or line
+            self.tool = self.tool or "faulthandler"
+            self.frame = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line"))
+
+    def says(self) -> str | None:
+        """One line for the report's hang section, or None when no dump was read."""
+        if self.first is None:
+            return None
+        where = f"{self.first.file}:{self.first.lineno}"
+        inner = f"; innermost frame: {self.frame[0]} ({self.frame[1]}:{self.frame[2]})" if self.frame else ""
+        return f"a process printed its Python stacks ({self.tool}) at {where}, with no error line: it was waiting there{inner}"
