@@ -319,3 +319,15 @@ def test_a_python_stack_dump_with_no_error_line_is_a_hang(tmp_path):
         'step 10 loss 1.2\n  File "/job/train.py", line 88, in <module>\nstep 11 loss 1.1\n'  # a traceback's frame form
     )
     assert triage(tmp_path, tb)["status"] == "clean"
+
+
+def test_a_rollout_server_that_still_holds_a_crashed_trainers_weight_group(tmp_path):
+    """TRL's vllm-serve (trl/scripts/vllm_serve.py init_communicator) refuses a second weight-sync group; vLLM's
+    'Invocation of collective_rpc method failed' above it gives way to that line."""
+    log = (
+        "ERROR 05-02 21:36:34 [core.py:459] Invocation of collective_rpc method failed\n"
+        "ERROR 05-02 21:36:34 [core.py:459] Traceback (most recent call last):\n"
+        "ERROR 05-02 21:36:34 [core.py:459] RuntimeError: Weight update group already initialized. Call close_communicator first.\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["signature"] == "weight-sync-group-stale" and data["first"]["where"].endswith(":3")
