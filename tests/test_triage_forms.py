@@ -331,3 +331,18 @@ def test_a_rollout_server_that_still_holds_a_crashed_trainers_weight_group(tmp_p
     )
     data = triage(tmp_path, log)
     assert data["first"]["signature"] == "weight-sync-group-stale" and data["first"]["where"].endswith(":3")
+
+
+def test_nccl_check_macros_that_exit_on_a_failed_call():
+    """NCCL's user-guide NCCLCHECK ('Failed, NCCL error %s:%d '%s''), copied widely; Transformer Engine's Userbuffers
+    prints it with the error text left out, and is named as such."""
+    plain = _event("Failed, NCCL error src/main.cu:88 'unhandled system error'")
+    assert (
+        plain.sig.id == "nccl-check-exit" and plain.sig.role == "symptom" and plain.groups["where"] == "src/main.cu:88"
+    )
+    te = _event("Failed, NCCL error TE/transformer_engine/pytorch/csrc/userbuffers/userbuffers-host.cpp:223 ''")
+    assert te.sig.id == "te-userbuffers-failed" and te.sig.role == "root"
+    assert (
+        _event("Failed: Cuda error /te/userbuffers/userbuffers.cu:90 'invalid argument'").sig.id
+        == "te-userbuffers-failed"
+    )
