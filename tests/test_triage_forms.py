@@ -268,9 +268,11 @@ def test_a_ray_port_taken_is_rays_not_the_rendezvous_port():
 
 def test_a_runtime_env_that_carries_rays_own_setup_hook_variable():
     """Ray's export_setup_func_module assertion (python/ray/_private/runtime_env/setup_hook.py), as a worker's
-    traceback ends with it (ray#59522)."""
+    traceback ends with it (ray#59522), and Ray 2.60.0's consistency check that replaced it for a variable already set."""
     line = "(EngineCore_DP0 pid=20980) AssertionError: The env var, __RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR, is not permitted because it is reserved for the internal use."
     assert _event(line).sig.id == "ray-setup-hook-reserved" and _event(line).sig.role == "root"
+    new = "RuntimeError: Conflicting worker_process_setup_hook: the setup hook env var is already set to 'ncclgen_raybind.hook', but runtime_env specifies module 'mine.setup'."
+    assert _event(new).sig.id == "ray-setup-hook-reserved" and _event(new).groups["hook"] == "ncclgen_raybind.hook"
 
 
 def test_a_net_plugin_that_exists_but_cannot_load_is_not_no_plugin():
