@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import re
 
-from .reader import Line
+from .reader import STACK_DUMP_KEYS, Line
 
 HEADER = re.compile(r"(?:\b(?:Current thread|Thread) 0x[0-9a-fA-F]+|\bStack) \(most recent call first\):")
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>[^\s,]+)\s*$')
 PYSPY = re.compile(r"^\W*Python v\d+\.\d+\.\d+\S* \(")
-# What the reader keeps for this module (reader.CAPPED: a count per file, so a log of tracebacks stays fast)
-KEYS = ("(most recent call first)", '", line ', "Python v")
 
 
 class Dumps:
@@ -31,11 +29,12 @@ class Dumps:
 
     def add(self, line: Line) -> None:
         text = line.text
-        if self.frame is not None or not any(k in text for k in KEYS):
+        if self.frame is not None or not any(k in text for k in STACK_DUMP_KEYS):
             return
-        if self.first is None and (HEADER.search(text) or PYSPY.match(text)):
+        spy = PYSPY.match(text)
+        if self.first is None and (spy or HEADER.search(text)):
             self.first = line
-            self.tool = "py-spy dump" if PYSPY.match(text) else "faulthandler"
+            self.tool = "py-spy dump" if spy else "faulthandler"
         elif m := FRAME.search(text):
             self.first = self.first or line
             self.tool = self.tool or "faulthandler"
