@@ -94,9 +94,11 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     sruns = [a for a, _ in run.calls("srun")]
     launch = [a for a in sruns if "torchrun" in a]
     node = ["bash", "-c", 'eval "$NCCLGEN_NODE_SH"', "ncclgen-node"]
-    # the launch runs under the transport check's entry (bin/ncclgen_transport in the node's folder)
-    assert all(a[a.index("ncclgen-node") + 1] == "ncclgen_transport" for a in launch), launch
-    launch = [[x for x in a if x != "ncclgen_transport"] for a in launch]
+    # each node runs its preflight, then the launch under the transport check's entry
+    # (bin/ncclgen_transport in the node's folder), all in the one launch step
+    front = ["preflight.py", "@preflight.json", "--", "ncclgen_transport"]
+    assert all(a[a.index("ncclgen-node") + 1 :][:4] == front for a in launch), launch
+    launch = [a[: a.index("ncclgen-node") + 1] + a[a.index("ncclgen-node") + 5 :] for a in launch]
     assert launch == [
         [
             "--export=ALL",
@@ -149,7 +151,7 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
         "--block",
     ]
     sruns = [a for a, _ in run.calls("srun")]
-    assert len(sruns) == 4  # preflight, head, every worker, the driver (with readiness and watchdog)
+    assert len(sruns) == 3  # head, every worker (each first runs the preflight), the driver (readiness, watchdog)
     (workers,) = [a for a in sruns if "ray-worker.sh" in a]
     assert workers[:6] == [
         "--export=ALL",
@@ -301,8 +303,13 @@ def test_preflight_step_runs_on_every_node_with_the_plans_checks(capsys, tmp_pat
         assert program.name == "preflight.py" and program.read_text() == jobside.source("preflight")
         assert args[1].startswith("@") and spec.parent == program.parent
         assert spec.read_text() == preflight.encode(preflight.spec(plan)) + "\n"
-    (step,) = [a for a, _ in run.calls("srun") if a[-2:] == ["preflight.py", "@preflight.json"]]
-    assert step[:4] == ["--export=ALL", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"]
+    # no step of its own: each node's launch runs it first (torchrun: the one step; Ray: head and workers)
+    steps = [a for a, _ in run.calls("srun") if "preflight.py" in a]
+    assert len(steps) == (1 if launcher == "torchrun" else 2), steps
+    for step in steps:
+        front = step[step.index("ncclgen-node") + 1 :][:4]
+        assert front == ["preflight.py", "@preflight.json", "--", "ncclgen_transport"]
+        assert "--kill-on-bad-exit=1" in step or "--ntasks=1" in step  # a failed node ends its step
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "ray"])
@@ -310,8 +317,24 @@ def test_failed_preflight_ends_the_job_before_the_launch(capsys, tmp_path, launc
     script, _ = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"], monitor=True)
     run = Run(tmp_path, script, SHIM_PREFLIGHT="exit:6").finish()
     assert run.rc == preflight.EXIT_PROBLEMS == 6
-    assert "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" in run.stderr
-    assert run.calls("torchrun") == run.calls("ray") == run.calls("python3") == run.calls("monitor") == []
+    assert "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" in run.stderr
+    # the monitor (its own step, outside the container) may have started; the job's clean-up ends it
+    assert run.calls("torchrun") == run.calls("ray") == run.calls("python3") == []
+    assert run.leftovers() == []
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "ray"])
+def test_a_failed_run_without_a_failed_preflight_keeps_its_own_status(capsys, tmp_path, launcher):
+    """The batch script asks the nodes whether a preflight failed only to name it: a rank's or Ray step's
+    failure keeps its status and message."""
+    script, _ = local_ci(capsys, tmp_path, launcher, ["python3", "work.py"])
+    behaviour = (
+        {"SHIM_DRIVER": "exit:9"} if launcher == "torchrun" else {"SHIM_RAY_WORKER": "exit:1", "SHIM_WAIT": "block"}
+    )
+    run = Run(tmp_path, script, **behaviour).finish()
+    assert run.rc == (9 if launcher == "torchrun" else 4), run.stderr
+    assert "preflight failed" not in run.stderr
+    assert len(run.calls("preflight")) == 2
     assert run.leftovers() == []
 
 
@@ -323,7 +346,7 @@ def test_no_preflight_leaves_the_step_out(capsys, tmp_path):
         )
     )
     script = render(capsys, "--cluster", "local-ci", "--tier", "3", "--workload", str(wl), "--no-preflight")
-    assert "NCCLGEN_PREFLIGHT" not in script and "exit 6" not in script
+    assert "NCCLGEN_PREFLIGHT" not in script and "exit 6" not in script and "ncclgen_preflight_status" not in script
     assert re.search(r"# Regenerate: ncclgen slurm .* --no-preflight$", script, re.M)
     run = Run(tmp_path, script).finish()
     assert run.rc == 0 and run.calls("preflight") == [] and len(run.calls("torchrun")) == 2, run.stderr  # one per node

@@ -85,19 +85,11 @@ ncclgen_main() {
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # Preflight on every node, before the launch (checks: `ncclgen explain`); a problem: exit 6.
-  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 -- preflight.py @preflight.json \
-    || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit 6; }
-
-  # Per-node checkers: a program the launch needs beside it on every node is one more file for
-  # node.sh (render/slurm.py _node_files) and either one more overlapping step like the monitor
-  # above, or a wrapper in front of the launch command below (ncclgen_step ... -- checker.py
-  # @spec.json -- torchrun ...), whose non-zero exit ends the launch step (--kill-on-bad-exit=1) and
-  # so the job.
-
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each
   # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).
-  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- ncclgen_transport \
+  # The head and each worker first run the preflight (checks: `ncclgen explain`); a node that fails it
+  # never joins, so the driver never starts: exit 6.
+  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- preflight.py @preflight.json -- ncclgen_transport \
     ray start --head --port="$NCCLGEN_RAY_PORT" --num-gpus=8 --num-cpus=224 --disable-usage-stats \
     --node-ip-address="$HEAD_ADDR" --ray-client-server-port="$NCCLGEN_RAY_CLIENT_PORT" \
     --dashboard-agent-listen-port="$NCCLGEN_AGENT_PORT" --include-dashboard=false --block &
@@ -106,7 +98,7 @@ ncclgen_main() {
   NCCLGEN_RAY_WORKERS=""
   if ((SLURM_JOB_NUM_NODES > 1)); then
     ncclgen_step --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks=$((SLURM_JOB_NUM_NODES - 1)) --ntasks-per-node=1 \
-      --exclude="$HEAD" --kill-on-bad-exit=1 -- ncclgen_transport ray-worker.sh &
+      --exclude="$HEAD" --kill-on-bad-exit=1 -- preflight.py @preflight.json -- ncclgen_transport ray-worker.sh &
     NCCLGEN_RAY_WORKERS=$!
     NCCLGEN_PIDS+=("$NCCLGEN_RAY_WORKERS")
   fi
@@ -142,6 +134,7 @@ ncclgen_main() {
   wait -n || true
   local status=0
   if kill -0 "$NCCLGEN_DRIVER" 2>/dev/null; then
+    ncclgen_preflight_status
     if ! kill -0 "$NCCLGEN_RAY_HEAD" 2>/dev/null; then
       wait "$NCCLGEN_RAY_HEAD" || status=$?
       echo "ncclgen: ERROR: the Ray head step on $HEAD ended (status $status) before the driver" >&2
@@ -222,6 +215,13 @@ ncclgen_step() {
   "${srun[@]}" "${container[@]}" "${node[@]}" "$@"
 }
 
+# A launch step failed: was it a node's preflight? (node.sh marks its folder; srun's status cannot say)
+ncclgen_preflight_status() {
+  ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \
+    -- --preflight-status 2>/dev/null && return
+  (($? != 6)) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit 6; }
+}
+
 # shellcheck disable=SC2317  # called by the trap
 ncclgen_cleanup() {
   trap - EXIT
@@ -249,6 +249,12 @@ IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
 #   --host    a step outside any container (the GPU monitor): its own folder, no setup
 #   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
 #             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
+#   preflight.py @SPEC -- PROGRAM [ARG...]
+#             the launch behind this node's preflight: PROGRAM starts only once the checks passed; a
+#             failed check leaves preflight.failed in the folder and ends the task with its status
+#   --preflight-status
+#             the status of this node's failed preflight in this job, else 0 (the batch script asks
+#             once a launch step failed: srun's own status then says only that a task was killed)
 # Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
 # not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
 # file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
@@ -273,7 +279,8 @@ ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JO
 ncclgen_made=""
 if [[ ! -L $ncclgen_link ]]; then
   ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
-  if ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
+  # -n: where the link exists (another step of this job won), fail rather than create one inside its folder
+  if ln -sn "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
 fi
 if [[ -n $ncclgen_made ]]; then
   NCCLGEN_DIR=$ncclgen_made # mktemp -d made it, 0700 and ours: nothing to check
@@ -423,6 +430,29 @@ export NCCLGEN_DIR
 for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
 unset NCCLGEN_FILES NCCLGEN_NODE_SH
 
+if [[ ${1:-} == --preflight-status ]]; then
+  ncclgen_status=0
+  [[ ! -f $NCCLGEN_DIR/preflight.failed ]] || read -r ncclgen_status <"$NCCLGEN_DIR/preflight.failed" || true
+  [[ $ncclgen_status =~ ^[0-9]{1,3}$ ]] || ncclgen_status=1
+  exit "$ncclgen_status"
+fi
+# The preflight in front of the launch, in the same step (no step of its own: one step creation and
+# one node.sh less per node): this node checks itself, then its launch starts. A problem ends the task
+# with the preflight's status and --kill-on-bad-exit=1 ends the others, whose launch waits for every
+# node (torchrun's rendezvous, Ray's readiness check), so no rank starts.
+if [[ ${1:-} == preflight.py && ${3:-} == -- && -f $NCCLGEN_DIR/preflight.py ]]; then
+  ncclgen_status=0
+  python3 -S "$NCCLGEN_DIR/preflight.py" "@$NCCLGEN_DIR/${2#@}" || ncclgen_status=$?
+  if ((ncclgen_status != 0)); then
+    # a status from a signal is this step being stopped (another node failed first), not a finding
+    ((ncclgen_status >= 128)) || printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
+    # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
+    # with this one, a fraction of a second each) still print their own problems.
+    ((ncclgen_status >= 128)) || sleep 2
+    exit "$ncclgen_status"
+  fi
+  shift 3
+fi
 ncclgen_program=${1:?ncclgen-node: no program}
 if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_DIR/$ncclgen_program ]]; then
   shift

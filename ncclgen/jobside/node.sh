@@ -8,6 +8,12 @@
 #   --host    a step outside any container (the GPU monitor): its own folder, no setup
 #   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
 #             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
+#   preflight.py @SPEC -- PROGRAM [ARG...]
+#             the launch behind this node's preflight: PROGRAM starts only once the checks passed; a
+#             failed check leaves preflight.failed in the folder and ends the task with its status
+#   --preflight-status
+#             the status of this node's failed preflight in this job, else 0 (the batch script asks
+#             once a launch step failed: srun's own status then says only that a task was killed)
 # Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
 # not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
 # file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
@@ -32,7 +38,8 @@ ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JO
 ncclgen_made=""
 if [[ ! -L $ncclgen_link ]]; then
   ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
-  if ln -s "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
+  # -n: where the link exists (another step of this job won), fail rather than create one inside its folder
+  if ln -sn "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
 fi
 if [[ -n $ncclgen_made ]]; then
   NCCLGEN_DIR=$ncclgen_made # mktemp -d made it, 0700 and ours: nothing to check
@@ -182,6 +189,29 @@ export NCCLGEN_DIR
 for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
 unset NCCLGEN_FILES NCCLGEN_NODE_SH
 
+if [[ ${1:-} == --preflight-status ]]; then
+  ncclgen_status=0
+  [[ ! -f $NCCLGEN_DIR/preflight.failed ]] || read -r ncclgen_status <"$NCCLGEN_DIR/preflight.failed" || true
+  [[ $ncclgen_status =~ ^[0-9]{1,3}$ ]] || ncclgen_status=1
+  exit "$ncclgen_status"
+fi
+# The preflight in front of the launch, in the same step (no step of its own: one step creation and
+# one node.sh less per node): this node checks itself, then its launch starts. A problem ends the task
+# with the preflight's status and --kill-on-bad-exit=1 ends the others, whose launch waits for every
+# node (torchrun's rendezvous, Ray's readiness check), so no rank starts.
+if [[ ${1:-} == preflight.py && ${3:-} == -- && -f $NCCLGEN_DIR/preflight.py ]]; then
+  ncclgen_status=0
+  python3 -S "$NCCLGEN_DIR/preflight.py" "@$NCCLGEN_DIR/${2#@}" || ncclgen_status=$?
+  if ((ncclgen_status != 0)); then
+    # a status from a signal is this step being stopped (another node failed first), not a finding
+    ((ncclgen_status >= 128)) || printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
+    # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
+    # with this one, a fraction of a second each) still print their own problems.
+    ((ncclgen_status >= 128)) || sleep 2
+    exit "$ncclgen_status"
+  fi
+  shift 3
+fi
 ncclgen_program=${1:?ncclgen-node: no program}
 if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_DIR/$ncclgen_program ]]; then
   shift

@@ -129,8 +129,8 @@ class SlurmOptions:
         True,
         "--no-preflight",
         negates=True,
-        help="Leave out the preflight step (on by default: before the launch, every node checks the HCA "
-        "ports, bootstrap interfaces, plugin and topology files, GPUs, /dev/shm, locked memory and "
+        help="Leave out the preflight (on by default: in the launch step, before its launcher, every node checks "
+        "the HCA ports, bootstrap interfaces, plugin and topology files, GPUs, /dev/shm, locked memory and "
         "numactl the plan relies on; a problem ends the job with exit 6, one line each).",
     )
     pass_env: tuple[str, ...] = option(

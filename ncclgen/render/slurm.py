@@ -131,6 +131,12 @@ class SlurmScript:
         return "ray" if isinstance(self.launch, Ray) else "torchrun"
 
     @property
+    def front(self) -> tuple[str, ...]:
+        """What each node runs before its launch (node.sh): the preflight, then the transport check."""
+        pre = ("preflight.py", "@preflight.json", "--") if self.preflight else ()
+        return pre + ("ncclgen_transport",) * self.transport
+
+    @property
     def resize_condition(self) -> str:
         """The bash test of a node count the plan does not hold for, with a trailing ' || '; or ''."""
         lo, hi, _ = self.resize
@@ -190,8 +196,9 @@ PLUMBING = [
 def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
     """node.sh and the files it writes into each node's folder: the per-node programs of this job.
 
-    One more per-node program (a checker beside the launch) is one more entry here and one more
-    ncclgen_step line in the template (see the comment above the launch there)."""
+    One more per-node program is one more entry here and either one more overlapping step (as the
+    monitor) or one more word in front of the launch (SlurmScript.front, as the preflight and the
+    transport check: its non-zero exit ends the launch step through --kill-on-bad-exit=1)."""
     launch = plan.launch
     files = [
         NodeFile(

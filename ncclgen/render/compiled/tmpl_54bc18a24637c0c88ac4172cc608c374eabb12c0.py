@@ -50,14 +50,20 @@ def root(context, missing=missing):
         for event in gen:
             yield event
     finally: gen.close()
-    yield '\n  # One step, one task per node: the rendezvous gives each agent its node rank. A rank that exits\n  # non-zero ends its agent, and --kill-on-bad-exit=1 then ends the step on every node.\n'
+    yield '\n  # One step, a task per node: '
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
+        pass
+        yield 'the preflight (checks: `ncclgen explain`), then '
+    yield 'the agent (node rank from\n  # the rendezvous). A '
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
+        pass
+        yield 'failed preflight or a '
+    yield 'rank that fails ends its task, and --kill-on-bad-exit=1 the step.\n'
     if environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'wrapper'):
         pass
         yield "  # Tier 3: each rank runs under numactl on its GPU's NUMA node (ncclgen-bind, from the descriptor).\n"
-    yield '  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 --'
-    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'transport'):
-        pass
-        yield ' ncclgen_transport'
+    yield '  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \\\n    --'
+    yield str(t_1(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'front')))
     yield ' \\\n    torchrun --nnodes="$SLURM_JOB_NUM_NODES"'
     yield str(t_1(environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'options')))
     yield ' \\\n    --rdzv-endpoint="$HEAD_ADDR:$NCCLGEN_RDZV_PORT" --rdzv-id="$SLURM_JOB_ID"'
@@ -67,7 +73,11 @@ def root(context, missing=missing):
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'requeue'):
         pass
         yield '  NCCLGEN_MAIN_PIDS+=("$NCCLGEN_LAUNCH")\n'
-    yield '  local status=0\n  wait "$NCCLGEN_LAUNCH" || status=$?\n  exit "$status"\n}\n'
+    yield '  local status=0\n  wait "$NCCLGEN_LAUNCH" || status=$?\n'
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
+        pass
+        yield '  ((status == 0)) || ncclgen_preflight_status\n'
+    yield '  exit "$status"\n}\n'
     template = environment.get_template('slurm/_tail.sh.j2', 'slurm/torchrun.sh.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
     try:
@@ -76,4 +86,4 @@ def root(context, missing=missing):
     finally: gen.close()
 
 blocks = {}
-debug_info = '1=24&3=31&6=33&7=39&10=46&14=53&17=57&18=61&19=63&22=66&29=70'
+debug_info = '1=24&3=31&6=33&7=39&10=46&12=53&13=57&14=61&18=65&19=67&20=69&23=72&28=76&33=80'

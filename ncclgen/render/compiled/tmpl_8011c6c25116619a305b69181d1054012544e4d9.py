@@ -69,7 +69,15 @@ def root(context, missing=missing):
     l_1_o = missing
     yield '  )\n  local container=('
     yield str(t_5(t_1(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'container'))))
-    yield ')\n  if [[ $1 == --host ]]; then\n    srun=(srun --export=ALL)\n    container=()\n    node+=(--host)\n    shift\n  fi\n  while [[ $1 != -- ]]; do\n    srun+=("$1")\n    shift\n  done\n  shift\n  # In the background (`ncclgen_step ... &`, a subshell), srun replaces it: $! is srun, which then\n  # gets the clean-up\'s SIGTERM.\n  if [[ $BASHPID != "$$" ]]; then exec "${srun[@]}" "${container[@]}" "${node[@]}" "$@"; fi\n  "${srun[@]}" "${container[@]}" "${node[@]}" "$@"\n}\n\n# shellcheck disable=SC2317  # called by the trap\nncclgen_cleanup() {\n  trap - EXIT\n  local i\n  for ((i = ${#NCCLGEN_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${NCCLGEN_PIDS[i]}" 2>/dev/null || true; done\n'
+    yield ')\n  if [[ $1 == --host ]]; then\n    srun=(srun --export=ALL)\n    container=()\n    node+=(--host)\n    shift\n  fi\n  while [[ $1 != -- ]]; do\n    srun+=("$1")\n    shift\n  done\n  shift\n  # In the background (`ncclgen_step ... &`, a subshell), srun replaces it: $! is srun, which then\n  # gets the clean-up\'s SIGTERM.\n  if [[ $BASHPID != "$$" ]]; then exec "${srun[@]}" "${container[@]}" "${node[@]}" "$@"; fi\n  "${srun[@]}" "${container[@]}" "${node[@]}" "$@"\n}\n\n'
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
+        pass
+        yield '# A launch step failed: was it a node\'s preflight? (node.sh marks its folder; srun\'s status cannot say)\nncclgen_preflight_status() {\n  ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\\n    -- --preflight-status 2>/dev/null && return\n  (($? != '
+        yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
+        yield ')) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit '
+        yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
+        yield '; }\n}\n\n'
+    yield '# shellcheck disable=SC2317  # called by the trap\nncclgen_cleanup() {\n  trap - EXIT\n  local i\n  for ((i = ${#NCCLGEN_PIDS[@]} - 1; i >= 0; i--)); do kill -TERM "${NCCLGEN_PIDS[i]}" 2>/dev/null || true; done\n'
     if environment.getitem(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'fr'), 0):
         pass
         yield '  # the flight recorder dumps of ranks whose collective timed out or failed\n  local fr='
@@ -111,4 +119,4 @@ def root(context, missing=missing):
     yield '\nncclgen_main\n'
 
 blocks = {}
-debug_info = '7=43&8=47&13=51&29=53&31=57&33=60&43=62&44=66&47=70&70=72&72=75&74=77&77=80&82=83&87=85&88=87&90=91&102=94&105=96&107=100&108=102&109=106'
+debug_info = '7=43&8=47&13=51&29=53&31=57&33=60&43=62&44=66&47=70&65=72&70=75&79=80&81=83&83=85&86=88&91=91&96=93&97=95&99=99&111=102&114=104&116=108&117=110&118=114'

@@ -10,10 +10,16 @@ def root(context, missing=missing):
     if 0: yield None
     l_0_s = resolve('s')
     try:
-        t_1 = environment.filters['args_lines']
+        t_1 = environment.filters['args']
     except KeyError:
         @internalcode
         def t_1(*unused):
+            raise TemplateRuntimeError("No filter named 'args' found.")
+    try:
+        t_2 = environment.filters['args_lines']
+    except KeyError:
+        @internalcode
+        def t_2(*unused):
             raise TemplateRuntimeError("No filter named 'args_lines' found.")
     pass
     template = environment.get_template('slurm/_head.sh.j2', 'slurm/ray.sh.j2')
@@ -48,26 +54,32 @@ def root(context, missing=missing):
         for event in gen:
             yield event
     finally: gen.close()
-    yield '\n  # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each\n  # worker\'s dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).\n  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" --'
-    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'transport'):
+    yield "\n  # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each\n  # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).\n"
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
         pass
-        yield ' ncclgen_transport'
-    yield str(t_1(environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'head')))
+        yield '  # The head and each worker first run the preflight (checks: `ncclgen explain`); a node that fails it\n  # never joins, so the driver never starts: exit '
+        yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
+        yield '.\n'
+    yield '  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" --'
+    yield str(t_1(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'front')))
+    yield str(t_2(environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'head')))
     yield ' &\n  NCCLGEN_RAY_HEAD=$!\n  NCCLGEN_PIDS+=("$NCCLGEN_RAY_HEAD")\n  NCCLGEN_RAY_WORKERS=""\n  if ((SLURM_JOB_NUM_NODES > 1)); then\n    ncclgen_step --nodes=$((SLURM_JOB_NUM_NODES - 1)) --ntasks=$((SLURM_JOB_NUM_NODES - 1)) --ntasks-per-node=1 \\\n      --exclude="$HEAD" --kill-on-bad-exit=1 --'
-    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'transport'):
-        pass
-        yield ' ncclgen_transport'
+    yield str(t_1(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'front')))
     yield ' ray-worker.sh &\n    NCCLGEN_RAY_WORKERS=$!\n    NCCLGEN_PIDS+=("$NCCLGEN_RAY_WORKERS")\n  fi\n\n  # Ready when every node and GPU has joined, without fixed sleeps (at most '
     yield str(environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'ready_timeout_s'))
     yield ' s), then the driver\n  # once on the head node, beside a watchdog that checks the node table every '
     yield str(environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'watch_interval_s'))
     yield ' s (ray-driver.sh).\n  ncclgen_step --overlap --nodes=1 --ntasks=1 -w "$HEAD" -- ray-driver.sh --'
-    yield str(t_1(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'command')))
+    yield str(t_2(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'command')))
     yield ' &\n  NCCLGEN_DRIVER=$!\n  NCCLGEN_PIDS+=("$NCCLGEN_DRIVER")\n'
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'requeue'):
         pass
         yield '  NCCLGEN_MAIN_PIDS+=("$NCCLGEN_DRIVER")\n'
-    yield '\n  # Fail fast: `wait -n` returns as soon as the driver\'s step or a Ray step ends.\n  wait -n || true\n  local status=0\n  if kill -0 "$NCCLGEN_DRIVER" 2>/dev/null; then\n    if ! kill -0 "$NCCLGEN_RAY_HEAD" 2>/dev/null; then\n      wait "$NCCLGEN_RAY_HEAD" || status=$?\n      echo "ncclgen: ERROR: the Ray head step on $HEAD ended (status $status) before the driver" >&2\n    else\n      wait "$NCCLGEN_RAY_WORKERS" || status=$?\n      echo "ncclgen: ERROR: the Ray worker step (every node but $HEAD) ended (status $status) before the driver" >&2\n    fi\n    exit 4\n  fi\n  wait "$NCCLGEN_DRIVER" || status=$?\n  exit "$status"\n}\n'
+    yield '\n  # Fail fast: `wait -n` returns as soon as the driver\'s step or a Ray step ends.\n  wait -n || true\n  local status=0\n  if kill -0 "$NCCLGEN_DRIVER" 2>/dev/null; then\n'
+    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
+        pass
+        yield '    ncclgen_preflight_status\n'
+    yield '    if ! kill -0 "$NCCLGEN_RAY_HEAD" 2>/dev/null; then\n      wait "$NCCLGEN_RAY_HEAD" || status=$?\n      echo "ncclgen: ERROR: the Ray head step on $HEAD ended (status $status) before the driver" >&2\n    else\n      wait "$NCCLGEN_RAY_WORKERS" || status=$?\n      echo "ncclgen: ERROR: the Ray worker step (every node but $HEAD) ended (status $status) before the driver" >&2\n    fi\n    exit 4\n  fi\n  wait "$NCCLGEN_DRIVER" || status=$?\n  exit "$status"\n}\n'
     template = environment.get_template('slurm/_tail.sh.j2', 'slurm/ray.sh.j2')
     gen = template.root_render_func(template.new_context(context.get_all(), True, {}))
     try:
@@ -76,4 +88,4 @@ def root(context, missing=missing):
     finally: gen.close()
 
 blocks = {}
-debug_info = '1=18&7=25&8=29&9=31&10=37&15=44&19=51&25=56&30=60&31=62&32=64&35=66&55=70'
+debug_info = '1=24&7=31&8=35&9=37&10=43&15=50&19=57&21=60&23=63&29=66&34=68&35=70&36=72&39=74&47=78&62=82'

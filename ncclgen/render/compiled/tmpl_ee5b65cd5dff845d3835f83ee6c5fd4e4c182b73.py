@@ -79,13 +79,6 @@ def root(context, missing=missing):
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'monitor'):
         pass
         yield '\n  # The monitor writes beside the job\'s log: scontrol\'s StdOut line (one field a line, so a path\n  # with spaces or ` StdOut=` in it is read whole; relative to the job\'s working folder).\n  NCCLGEN_MONITOR_OUT=log\n  local line\n  while IFS= read -r line; do\n    if [[ $line =~ ^\\ *StdOut=(.*)$ ]]; then\n      NCCLGEN_MONITOR_OUT=${BASH_REMATCH[1]}\n      break\n    fi\n  done < <(scontrol show job "$SLURM_JOB_ID")\n  [[ $NCCLGEN_MONITOR_OUT == /* ]] || NCCLGEN_MONITOR_OUT="$PWD/$NCCLGEN_MONITOR_OUT"\n  NCCLGEN_MONITOR_OUT="${NCCLGEN_MONITOR_OUT%/*}/ncclgen-monitor-$SLURM_JOB_ID-{node}.jsonl"\n'
-    if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
-        pass
-        yield '\n  # Preflight on every node, before the launch (checks: `ncclgen explain`); a problem: exit '
-        yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
-        yield '.\n  ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 -- preflight.py @preflight.json \\\n    || { echo "ncclgen: ERROR: the preflight failed (lines above); nothing was launched" >&2; exit '
-        yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
-        yield '; }\n'
     for l_1_h in environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'helpers'):
         _loop_vars = {}
         pass
@@ -101,7 +94,6 @@ def root(context, missing=missing):
         yield str(t_1(environment.getattr(l_1_h, 'argv')))
         yield ' &\n  NCCLGEN_PIDS+=("$!")\n  disown "$!"\n'
     l_1_h = missing
-    yield '\n  # Per-node checkers: a program the launch needs beside it on every node is one more file for\n  # node.sh (render/slurm.py _node_files) and either one more overlapping step like the monitor\n  # above, or a wrapper in front of the launch command below (ncclgen_step ... -- checker.py\n  # @spec.json -- torchrun ...), whose non-zero exit ends the launch step (--kill-on-bad-exit=1) and\n  # so the job.\n'
 
 blocks = {}
-debug_info = '4=31&5=33&6=37&7=45&21=48&22=50&23=53&25=58&33=65&38=69&39=72&40=76&43=78&58=81&60=84&62=86&64=88&66=92&67=96&69=100'
+debug_info = '4=31&5=33&6=37&7=45&21=48&22=50&23=53&25=58&33=65&38=69&39=72&40=76&43=78&58=81&60=85&61=89&63=93'
