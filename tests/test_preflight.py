@@ -103,6 +103,20 @@ def test_spec_for_h100_ib_lists_what_the_plan_relies_on():
     assert json.loads(spec_mod.encode(s)) == s and "\n" not in spec_mod.encode(s)
 
 
+@pytest.mark.parametrize("cluster", sorted(p.stem for p in (Path(__file__).parent.parent / "clusters").glob("*.yaml")))
+def test_the_preflights_own_json_reader_reads_what_json_reads(cluster):
+    """preflight.loads (the node program's reader, without the json module's imports) on every preset's spec and on
+    strings json.dumps escapes; what JSON forbids or the spec never holds (a float, a trailing comma) is refused."""
+    s = spec_mod.spec(plan(cluster=cluster))
+    assert pf.loads(spec_mod.encode(s)) == json.loads(spec_mod.encode(s)) == s
+    odd = {"k\u00e9\t": ['a"b\\c/', "\U0001f600 \u2028", -12, 0, True, None, {}, []]}
+    for text in (json.dumps(odd), json.dumps(odd, ensure_ascii=False), json.dumps(odd, indent=2)):
+        assert pf.loads(text) == odd
+    for bad in ("", "{", "[1,]", '{"a" 1}', "[1 2]", "1.5", '"\\x"', '"abc', "{}}", "[" * 40 + "]" * 40, "tru"):
+        with pytest.raises(ValueError):
+            pf.loads(bad)
+
+
 def test_spec_follows_the_plan_not_the_descriptor():
     assert "commands" not in spec_mod.spec(plan(tier=2))  # no binding below tier 3
     assert "commands" not in spec_mod.spec(plan(workload="verl-grpo-qwen2-7b"))  # Ray binds without numactl
@@ -361,7 +375,7 @@ def test_spec_from_a_file(tmp_path):
 @pytest.mark.parametrize(
     "arg, why",
     [
-        ("not json", "Expecting value"),
+        ("not json", "JSON: unexpected 'not json' at 0"),
         ("@/nonexistent/spec.json", "No such file or directory"),
         ('{"v": 99}', "spec version 99, this program reads 1"),
         ("[1]", "spec version None"),
@@ -371,3 +385,18 @@ def test_bad_spec_exits_2_with_one_line(arg, why):
     r = _program(arg)
     assert r.returncode == pf.EXIT_USAGE == 2
     assert len(r.stderr.splitlines()) == 1 and why in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_check_blocked_in_the_kernel_ends_at_the_deadline(tmp_path):
+    """A read that never returns (here a FIFO with no writer; a hung NFS mount on a node) is a failure after
+    DEADLINE_S: the timer thread prints the line and exits 6, as the main thread cannot."""
+    fifo = tmp_path / "topo.xml"
+    os.mkfifo(fifo)
+    spec = json.dumps({"v": pf.SPEC_VERSION, "files": [["NCCL_TOPO_FILE", str(fifo)]]})
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(pf.__file__).parent)!r}); import preflight as pf; "
+        f"pf.DEADLINE_S = 0.5; sys.exit(pf.main([{spec!r}]))"
+    )
+    r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=30, check=False)
+    assert r.returncode == pf.EXIT_PROBLEMS, r.stderr
+    assert "preflight: expected to finish within 0 s, found it blocked (a hung file system?)" in r.stderr

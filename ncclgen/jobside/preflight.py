@@ -40,17 +40,13 @@ For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFL
 Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
 """
 
+import _socket  # socket.py's own import of enum costs more than the one ioctl it is needed for
+import _thread  # threading.py's imports (functools, collections) cost more than the one timer
 import errno
 import fcntl
-import json
 import os
-import re
 import resource
-import shutil
-import socket
-import struct
 import sys
-import threading
 import time
 
 SPEC_VERSION = 1
@@ -59,6 +55,104 @@ EXIT_USAGE = 2
 DEADLINE_S = 10.0  # a check blocked this long (a hung file system) counts as a failure
 SIOCGIFADDR = 0x8915  # linux/sockios.h
 ACTIVE = "ACTIVE"  # ib_verbs port state text: "4: ACTIVE"
+
+
+def _digits(text):
+    return text.isascii() and text.isdigit()
+
+
+def _numbers(text):
+    """The runs of digits in ``text`` as integers: (5, 15, 0, 91) for '5.15.0-91-generic'."""
+    words = "".join(c if "0" <= c <= "9" else " " for c in text).split()
+    return tuple(int(w) for w in words)
+
+
+# The spec's JSON, read without the json module: importing it (with re and enum) took 14 ms of a 50 ms preflight
+# here, paid by every node of a job at once. What ncclgen/plan/preflight.py writes: objects, arrays, strings,
+# integers, true, false, null (tests/test_preflight.py compares it with json.loads).
+ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def loads(text):
+    value, end = _value(text, _space(text, 0), 0)
+    if _space(text, end) != len(text):
+        raise ValueError(f"JSON: extra text at {end}")
+    return value
+
+
+def _space(s, i):
+    while s[i : i + 1] in (" ", "\t", "\r", "\n"):
+        i += 1
+    return i
+
+
+def _value(s, i, depth):
+    if depth > 16:
+        raise ValueError("JSON: nested too deep")
+    c = s[i : i + 1]
+    if c in ("{", "["):
+        return _container(s, i, depth)
+    if c == '"':
+        return _string(s, i)
+    for word, value in (("true", True), ("false", False), ("null", None)):
+        if s.startswith(word, i):
+            return value, i + len(word)
+    j = i + (c == "-")
+    while "0" <= s[j : j + 1] <= "9":
+        j += 1
+    if j == i + (c == "-") or s[j : j + 1] in (".", "e", "E"):
+        raise ValueError(f"JSON: unexpected {s[i : i + 8]!r} at {i}")
+    return int(s[i:j]), j
+
+
+def _container(s, i, depth):
+    obj = s[i] == "{"
+    close = "}" if obj else "]"
+    items: list = []  # values, or (key, value) pairs of an object
+    i = _space(s, i + 1)
+    while s[i : i + 1] != close:
+        if items:
+            if s[i : i + 1] != ",":
+                raise ValueError(f"JSON: ',' or {close!r} expected at {i}")
+            i = _space(s, i + 1)
+        if obj:
+            key, i = _string(s, i)
+            i = _space(s, i)
+            if s[i : i + 1] != ":":
+                raise ValueError(f"JSON: ':' expected at {i}")
+            value, i = _value(s, _space(s, i + 1), depth + 1)
+            items.append((key, value))
+        else:
+            value, i = _value(s, i, depth + 1)
+            items.append(value)
+        i = _space(s, i)
+    return (dict(items) if obj else items), i + 1
+
+
+def _string(s, i):
+    if s[i : i + 1] != '"':
+        raise ValueError(f"JSON: a string expected at {i}")
+    out, i = [], i + 1
+    while (c := s[i : i + 1]) != '"':
+        if not c or c < " ":
+            raise ValueError(f"JSON: unterminated string at {i}")
+        if c != "\\":
+            out.append(c)
+            i += 1
+        elif (
+            s[i + 1 : i + 2] == "u"
+            and len(h := s[i + 2 : i + 6]) == 4
+            and all(x in "0123456789abcdefABCDEF" for x in h)
+        ):
+            out.append(chr(int(h, 16)))
+            i += 6
+        elif s[i + 1 : i + 2] in ESCAPES:
+            out.append(ESCAPES[s[i + 1]])
+            i += 2
+        else:
+            raise ValueError(f"JSON: bad escape at {i}")
+    # \uXXXX pairs of UTF-16 surrogates (json.dumps's escape of a character above U+FFFF) become one character
+    return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16"), i + 1
 
 
 def parse_list(value):
@@ -92,7 +186,7 @@ class Node:
         self.environ = env
 
     def name(self):
-        return self.environ.get("SLURMD_NODENAME") or socket.gethostname()
+        return self.environ.get("SLURMD_NODENAME") or os.uname().nodename
 
     def listdir(self, *parts):
         try:
@@ -109,10 +203,10 @@ class Node:
 
     def ipv4(self, ifname):
         """The interface's IPv4 address, or None."""
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
         try:
-            req = struct.pack("256s", ifname.encode()[:15])
-            return socket.inet_ntoa(fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)[20:24])
+            req = ifname.encode()[:15].ljust(256, b"\0")  # struct ifreq: the name, then room for the address
+            return _socket.inet_ntoa(fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)[20:24])
         except OSError as exc:
             if exc.errno in (errno.EADDRNOTAVAIL, errno.ENODEV, errno.ENXIO):
                 return None
@@ -123,7 +217,7 @@ class Node:
     def gpus(self):
         """(count, how it was counted)."""
         try:
-            devs = [d for d in os.listdir(self.dev) if re.fullmatch(r"nvidia[0-9]+", d)]
+            devs = [d for d in os.listdir(self.dev) if d.startswith("nvidia") and _digits(d[6:])]
         except OSError:
             devs = []
         found = f"{len(devs)} /dev/nvidiaN device(s)"
@@ -158,7 +252,14 @@ class Node:
         return os.uname().release
 
     def which(self, command):
-        return shutil.which(command, path=self.environ.get("PATH", os.defpath))
+        """The path PATH finds ``command`` at, or None (shutil.which's rule for a plain name on Linux)."""
+        if "/" in command:
+            return command if os.path.isfile(command) and os.access(command, os.X_OK) else None
+        for folder in self.environ.get("PATH", os.defpath).split(os.pathsep):
+            path = os.path.join(folder or ".", command)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+        return None
 
     def readable(self, path):
         """None when ``path`` opens for reading, else why not."""
@@ -287,7 +388,7 @@ def check_gdr(node):
     if any(node.exists(*path) for path in PEERMEM):
         return
     driver = node.nvidia_version()
-    release = tuple(int(p) for p in re.findall(r"[0-9]+", node.kernel())[:2])
+    release = _numbers(node.kernel())[:2]
     if driver and "Open Kernel Module" in driver and release >= DMABUF_KERNEL:
         return
     why = "no nvidia_peermem module (/sys/module/nvidia_peermem)"
@@ -357,6 +458,7 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
 
 def _deadline(name):
     def fire():
+        time.sleep(DEADLINE_S)
         print(
             f"ncclgen: preflight FAILED: node {name}: preflight: expected to finish within {DEADLINE_S:.0f} s, "
             "found it blocked (a hung file system?)",
@@ -365,9 +467,7 @@ def _deadline(name):
         )
         os._exit(EXIT_PROBLEMS)
 
-    timer = threading.Timer(DEADLINE_S, fire)
-    timer.daemon = True
-    timer.start()
+    _thread.start_new_thread(fire, ())  # a thread: a read blocked in the kernel never lets a signal handler run
 
 
 def main(argv):
@@ -376,7 +476,7 @@ def main(argv):
         if text.startswith("@"):
             with open(text[1:], encoding="utf-8") as fh:
                 text = fh.read()
-        spec = json.loads(text)
+        spec = loads(text)
         if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
             raise ValueError(
                 f"spec version {spec.get('v') if isinstance(spec, dict) else None!r}, this program reads {SPEC_VERSION}"
