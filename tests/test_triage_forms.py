@@ -348,3 +348,83 @@ def test_nccl_check_macros_that_exit_on_a_failed_call():
         _event("Failed: Cuda error /te/userbuffers/userbuffers.cu:90 'invalid argument'").sig.id
         == "te-userbuffers-failed"
     )
+
+
+def test_nccls_own_unix_socket_is_not_the_rendezvous_port():
+    """NCCL's proxy binds an abstract Unix-domain socket per rank ('UDS: Binding to socket ... failed', NCCL
+    2.20.3 src/misc/ipcsocket.cc): 'Address already in use' there is not MASTER_PORT."""
+    line = "h:33:10589 [2] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-2-e647f8d8e15809a1 failed : Address already in use (98)"
+    ev = _event(line)
+    assert ev.sig.id == "nccl-uds-bind" and ev.groups["path"] == "/tmp/nccl-socket-2-e647f8d8e15809a1"
+    assert "2.20.5" in ev.sig.fix and "MASTER_PORT" not in ev.sig.fix
+    assert (
+        _event(
+            "RuntimeError: The server socket has failed to listen on any local network address. "
+            "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use"
+        ).sig.id
+        != "nccl-uds-bind"
+    )
+
+
+def test_a_worker_that_cannot_register_with_its_own_raylet_is_node_local():
+    """core_worker's registration with the raylet on its own node (a local socket): not the head's address."""
+    old = "core_worker.cc:201: Failed to register worker 01000000ffffffff to Raylet. IOError: [RayletClient] Unable to register worker with raylet. No such file or directory"
+    new = "core_worker.cc:514: Failed to register worker to Raylet: IOError: [RayletClient] Unable to register worker with raylet. Failed to read data from the socket: End of file worker_id=01000000ffff"
+    for line in (old, new):
+        ev = _event(line)
+        assert ev.sig.id == "ray-raylet-unreachable" and "num-cpus" in ev.sig.fix, line
+    assert _event("Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.").sig.id == "ray-join-failed"
+
+
+def test_megatrons_parallel_sizes_that_do_not_divide_the_world():
+    """Megatron-LM parallel_state.initialize_model_parallel's RuntimeErrors, plain and for experts."""
+    for line, size in (
+        ("RuntimeError: world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)", "16"),
+        (
+            "RuntimeError: decoder world_size (8) is not divisible by expert_tensor_model_pipeline_parallel size (16)",
+            "16",
+        ),
+        ("RuntimeError: world_size (12) is not divisible by 8", "8"),
+    ):
+        ev = _event(line)
+        assert ev.sig.id == "megatron-parallel-sizes" and ev.groups["size"] == size, line
+
+
+def test_dashs_command_not_found_and_a_kubernetes_variable_left_unresolved(tmp_path):
+    """dash (Debian's sh) prints 'sh: 1: NAME: not found' (run here: `dash -c foo`); a Kubernetes $(NAME) of an
+    undefined variable reaches the shell as written, so NAME runs as a command."""
+    data = triage(tmp_path, "sh: 1: Leader_Node_Address: not found\nError: Missing argument --ray_address\n")
+    assert data["first"]["signature"] == "command-not-found" and "(Leader_Node_Address)" in data["cause"]
+    assert "$(NAME)" in data["cause"]
+    assert _event("/tmp/d.sh: 12: torchrun: not found").groups["cmd"] == "torchrun"
+    assert _event("Error: model: not found").sig is None  # no shell and line number: an error line, no more
+
+
+ROW = "{size:>12}  {count:>12}  float  sum  -1  {t}  0.79  0.79  {w1}  {t}  0.92  0.92  {w2}"
+
+
+def test_nccl_tests_rows_that_count_wrong_elements_are_the_cause(tmp_path):
+    """nccl-tests' '#wrong' (a count since 2.13, '%6g') above zero: a collective returned wrong data and no error
+    line says so. Earlier releases' maximum error ('2e-07') and 'N/A' (no check) are not counts."""
+    good = ROW.format(size=8, count=2, t="130.1", w1=0, w2=0)
+    bad = ROW.format(size=524288, count=131072, t="663.1", w1=237858, w2="2.37858e+06")
+    data = triage(tmp_path, good + "\n" + bad + "\n")
+    assert data["first"]["signature"] == "nccl-tests-wrong-results" and data["first"]["where"].endswith(":2")
+    old = ROW.format(size=8, count=2, t="130.10", w1="2e-07", w2="1e-07").replace("  -1  ", "  ")
+    na = ROW.format(size=8, count=2, t="13.00", w1="N/A", w2="N/A")
+    for rows in (old, na, good):
+        assert triage(tmp_path, rows + "\n")["status"] != "cause", rows
+    verdict = triage(tmp_path, good + "\n# Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 0.8\n")
+    assert verdict["first"]["signature"] == "nccl-tests-wrong-results" and verdict["first"]["where"].endswith(":2")
+
+
+def test_lightning_ranks_that_never_all_joined_end_early(tmp_path):
+    """Lightning's 'MEMBER: m/N' join lines of fewer than N ranks, and no rank 0 'All distributed processes
+    registered': a batch script that ran python without srun started the batch host's ranks only."""
+    joins = "".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/8\n" for r in (1, 2, 0, 3))
+    data = triage(tmp_path, joins)
+    assert data["status"] == "unfinished" and any("4 of 8 ranks joined" in e for e in data["hang"]["ends_early"])
+    done = joins + "All distributed processes registered. Starting with 8 processes\n"
+    assert triage(tmp_path, done)["status"] == "clean"
+    every = "".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/2\n" for r in (0, 1))
+    assert triage(tmp_path, every)["status"] == "clean"

@@ -262,6 +262,13 @@ def _separate_runs(facts: Facts) -> list[Finding]:
     return [Finding("nccl-tests-separate-runs", "two result summaries, no table between", facts.twin_summary, None)]
 
 
+def _wrong_results(facts: Facts) -> list[Finding]:
+    """nccl-tests counted wrong elements in a collective's result (benchtable.wrong): no error line says so."""
+    if facts.wrong is None:
+        return []
+    return [Finding("nccl-tests-wrong-results", "a results row with #wrong above 0", facts.wrong, None)]
+
+
 def _silent_hosts(facts: Facts) -> list[Finding]:
     """Hosts nccl-tests lists in its device table that print no NCCL line while another host does: NCCL_DEBUG (and
     whatever else was set with it) reached only some hosts."""
@@ -287,6 +294,7 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _ranks_twice(facts)
     out += _socket_spread(facts)
     out += _separate_runs(facts)
+    out += _wrong_results(facts)
     out += _silent_hosts(facts)
     out += _gpu_twice(facts)
     out += _p2p_disabled(facts)

@@ -20,7 +20,8 @@ from dataclasses import field
 
 from ..jobside import nccllines
 from ..record import dataclass
-from . import stackdump
+from . import benchtable, stackdump
+from .benchtable import BENCH_BANNER, BENCH_RANK, BENCH_ROW, SUMMARY_GAP
 from .events import NCCL_PREFIX
 from .reader import Line
 
@@ -104,18 +105,6 @@ INIT_TIMINGS = "Init timings - "
 PROGRESS = re.compile(
     r"NCCL INFO (?:Setting affinity for GPU|Channel \d+(?:/\d+)? :|Ring \d+ :|NVLS (?:Bind mem|comm|multicast))"
 )
-# A row of nccl-tests' results table (NVIDIA/nccl-tests src/common.cu: size, count, type, redop, root, times):
-# collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
-# NCCL 1's tests print "bytes N type op" rows ("100 100 char sum 0.038 ..."). The table's banner ("out-of-place
-# in-place") with no row after it: the first collective never returned, or the excerpt ends there.
-BENCH_ROW = re.compile(
-    r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
-)
-BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
-# nccl-tests' device list (src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [...] NAME"); rccl-tests'
-# own form the same
-BENCH_RANK = re.compile(r"^(?:\S*[:>]\s*)?#\s+Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<host>\S+)\s+device")
-TABLE_STOPS = "nccl-tests printed result rows and no closing '# Avg bus bandwidth' line"  # rows, no average
 # Interfaces whose address another host cannot reach: container bridges and virtual ethernet pairs
 # (docker0, br-*, veth*, virbr*, cni0, flannel), loopback, and link-local addresses.
 BRIDGE = re.compile(r"^(?:docker\d*|br-\w+|veth\w*|virbr\d*|cni\d*|flannel[\w.]*|lo)$")
@@ -134,8 +123,9 @@ RAY_IP = re.compile(r"\(\w[\w/.:-]* pid=\d+, ip=(?P<ip>[\d.]+)")
 LIGHTNING_RANK = re.compile(
     r"(?:[Ii]nitializing (?:ddp|distributed)): GLOBAL_RANK: (?P<rank>\d+), MEMBER: \d+/(?P<world>\d+)"
 )
+# ... and rank 0's once every rank joined ('All distributed processes registered. Starting with N processes')
+LIGHTNING_ALL = "All distributed processes registered"
 MAX_RANKS = 65536
-SUMMARY_GAP = 4  # lines between two nccl-tests summaries with no header or table between ('# Out of bounds', '#')
 # PyTorch's log prefix, and mpirun --tag-output's '[JOB,RANK]<stdout>:': the process's global rank
 TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:|^\[\d+,(\d{1,6})\]<std(?:out|err)>:")
 MAX_HCAS = 64
@@ -195,9 +185,11 @@ class Facts:
         self.max_rank = -1  # the highest global rank in PyTorch's "[rankN]:" prefix
         self.summaries: dict[str, int] = {}  # file -> line number of nccl-tests' last "# Avg bus bandwidth"
         self.twin_summary: Line | None = None  # a summary right after another: processes that each ran a test
+        self.wrong: Line | None = None  # nccl-tests' first row (or summary) counting wrong results
         self.bench_hosts: set[str] = set()  # hosts nccl-tests' '#  Rank 0 Group 0 Pid 1 on HOST device' lines name
         self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
+        self.registered = False  # Lightning's rank 0 saw every rank join (LIGHTNING_ALL)
         self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
         self.dumps = stackdump.Dumps()  # a Python stack dump: where a process waited
@@ -235,6 +227,7 @@ class Facts:
             self.seqs[line] = seq
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
+        self.registered = self.registered or LIGHTNING_ALL in text
         if ("[rank" in text or "]<std" in text) and (m := TORCH_RANK.search(text)):
             self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
 
@@ -261,19 +254,27 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
+        self._bench(line)
+        if INIT_TIMINGS in text:
+            self.ran = True
+        if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
+            self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
+        self.dumps.add(line)
+
+    def _bench(self, line: Line) -> None:
+        """nccl-tests' lines (benchtable.py): a result row (with wrong results?), its banner, device list, summary."""
+        text = line.text
         if BENCH_ROW.search(text):
             self.ran = self.rows = True
-        elif INIT_TIMINGS in text:
-            self.ran = True
+            self.wrong = self.wrong or (line if benchtable.wrong(text) else None)
         elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
             self.banner = True
         if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.bench_hosts) < MAX_HOSTS:
             self.bench_hosts.add(b.group("host"))
+        if "Out of bounds values" in text and benchtable.wrong(text):
+            self.wrong = self.wrong or line
         if "Avg bus bandwidth" in text:
             self._summary(line)
-        if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
-            self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
-        self.dumps.add(line)
 
     def _summary(self, line: Line) -> None:
         """nccl-tests prints its summary once, from the main process (src/common.cu, PRINT on is_main_proc): a

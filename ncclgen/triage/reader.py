@@ -64,6 +64,7 @@ FACT_KEYS = (
     "Plugin Path",
     "opCount",
     "GLOBAL_RANK: ",
+    "All distributed processes registered",
     "Out of bounds values",
     " Pid ",
 )
@@ -81,7 +82,7 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - ", "INFO NVLS "): 4096,
     # Python stack dumps (stackdump.py); a traceback's frames hold '", line ' too, so the count is per file and generous
     STACK_DUMP_KEYS: 4096,
-    # nccl-tests' table (nodes.BENCH_ROW, BENCH_BANNER): every row names its data type (nccl-tests src/common.cu
+    # nccl-tests' table (benchtable.BENCH_ROW, BENCH_BANNER): every row names its data type (nccl-tests src/common.cu
     # test_typenames: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)
     (
         "float ",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import catalogue, nodes, plancheck, runstate
+from . import benchtable, catalogue, nodes, plancheck, runstate
 from .analyse import ALONE, Result, counted, order, quotes
 from .events import Event
 
@@ -266,7 +266,8 @@ def as_text(data: dict) -> str:
             out.append(f"hang: {who} never printed Init COMPLETE")
         for what in data["hang"]["ends_early"]:
             # past init (rows printed): only the table's end is missing
-            tail = "" if what == nodes.TABLE_STOPS else "; no rank printed Init COMPLETE or an end of the run"
+            alone = what == benchtable.TABLE_STOPS or what.startswith(runstate.LIGHTNING_SHORT)
+            tail = "" if alone else "; no rank printed Init COMPLETE or an end of the run"
             out.append(f"ends early: {what}{tail}")
         for item in data["hang"]["last"]:
             out.append(f"last: {item}")

@@ -4,7 +4,8 @@ the table of nodes."""
 
 from __future__ import annotations
 
-from .nodes import IPOIB, TABLE_STOPS, Facts, Host
+from .benchtable import TABLE_STOPS
+from .nodes import IPOIB, Facts, Host
 
 
 def fabric(facts: Facts) -> str | None:
@@ -56,7 +57,29 @@ def ends_early(facts: Facts) -> list[str]:
     out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.banner:
         out.append("nccl-tests printed its header and no result row")
-    return out
+    return out + lightning_short(facts)
+
+
+LIGHTNING_SHORT = "Lightning: "  # the start of lightning_short's line, which needs no tail in the report
+
+
+def lightning_short(facts: Facts) -> list[str]:
+    """Lightning's join lines ('MEMBER: m/N') of fewer than N ranks and not its rank 0's 'All distributed processes
+    registered': the others never started (a Slurm batch script that runs python without srun starts the batch
+    host's ranks only), or their output is in other files."""
+    worlds = {w for _r, w in facts.joined}
+    if facts.registered or facts.twice is not None or len(worlds) != 1:  # twice: compare._ranks_twice
+        return []
+    world = int(next(iter(worlds)))
+    ranks = sorted(int(r) for r, _w in facts.joined)
+    if len(ranks) >= world:
+        return []
+    shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+    return [
+        f"{LIGHTNING_SHORT}{len(ranks)} of {world} ranks joined (GLOBAL_RANK {shown}) and rank 0 never saw them all; on"
+        " Slurm every task must run the script (srun python ..., --ntasks-per-node = Trainer(devices), --nodes ="
+        " num_nodes), or read the other nodes' logs"
+    ]
 
 
 def last_collectives(facts: Facts) -> list[str]:
