@@ -428,3 +428,24 @@ def test_lightning_ranks_that_never_all_joined_end_early(tmp_path):
     assert triage(tmp_path, done)["status"] == "clean"
     every = "".join(f"initializing ddp: GLOBAL_RANK: {r}, MEMBER: {r + 1}/2\n" for r in (0, 1))
     assert triage(tmp_path, every)["status"] == "clean"
+
+
+def test_a_tool_given_an_option_it_does_not_know_is_the_cause_of_what_follows(tmp_path):
+    """glibc getopt's "%s: invalid option -- '%c'" (DeepSpeed's `hostname -I` on a hostname without -I), a note alone."""
+    line = "hostname: invalid option -- 'I'\n"
+    data = triage(tmp_path, line + "Traceback (most recent call last):\nsubprocess.CalledProcessError: boom\n")
+    assert data["first"]["signature"] == "tool-invalid-option" and data["first"]["where"].endswith(":1")
+    assert "(-I)" in data["cause"] or "-I " in data["cause"]
+    assert triage(tmp_path, line)["status"] == "clean"
+
+
+def test_gloos_pair_closure_is_this_processs_own_timeout_a_symptom(tmp_path):
+    """gloo unbound_buffer.cc signals every pair with 'Application timeout caused pair closure' when one of the
+    process's own receives timed out: a peer that never joined, so a symptom; a root before it stays the cause."""
+    data = triage(tmp_path, "RuntimeError: Application timeout caused pair closure\n")
+    assert data["status"] == "unclassified" and data["first"]["signature"] == "gloo-pair-closed-by-timeout"
+    assert "never joined" in data["symptom"]["says"]
+    oom = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    assert triage(tmp_path, oom + "RuntimeError: Application timeout caused pair closure\n")["first"]["where"].endswith(
+        ":1"
+    )
