@@ -195,6 +195,11 @@ def test_two_nccl_tests_summaries_with_nothing_between_are_separate_jobs(tmp_pat
     assert (data["status"], data["first"]["signature"]) == ("cause", "nccl-tests-separate-runs")
     two_runs = TABLE + "\n" + SUMMARY + TABLE + "\n" + SUMMARY  # two tests one after the other
     assert triage(tmp_path, two_runs)["status"] == "clean"
+    # each process's start line, before any row (the run then hung or was cut): the same, seen sooner
+    start = TABLE.split("\n")[0] + "\n#\n# Using devices\n"
+    data = triage(tmp_path, "mpirun -np 2 ./all_reduce_perf -g 8\n" + start + start)
+    assert (data["status"], data["first"]["signature"]) == ("cause", "nccl-tests-separate-runs")
+    assert data["first"]["where"].endswith(":5") and "two start lines" in data["cause"]
 
 
 def test_a_host_in_the_device_table_with_no_nccl_line_is_named(tmp_path):

@@ -449,3 +449,21 @@ def test_gloos_pair_closure_is_this_processs_own_timeout_a_symptom(tmp_path):
     assert triage(tmp_path, oom + "RuntimeError: Application timeout caused pair closure\n")["first"]["where"].endswith(
         ":1"
     )
+
+
+def test_the_kernels_oom_report_memory_cgroups_and_the_drivers_lost_gpu_probe(tmp_path):
+    """mm/oom_kill.c opens with '<comm> invoked oom-killer:' (the call trace's frames are no line to name) and says
+    'Memory cgroup out of memory' for a container's limit; the driver's probe says a GPU fell off the bus, no Xid."""
+    report = "[2612362.231458] python invoked oom-killer: gfp_mask=0x14000c0(GFP_KERNEL), order=0, oom_score_adj=829\n"
+    trace = "[2612362.231483]  oom_kill_process+0x21c/0x430\n[2612362.231487]  mem_cgroup_out_of_memory+0x4b/0x80\n"
+    data = triage(tmp_path, report + trace)
+    assert data["first"]["signature"] == "host-oom-kill" and data["first"]["where"].endswith(":1")
+    assert "memory cgroup" in data["cause"]
+    assert _event("Memory cgroup out of memory: Killed process 208253 (python)").sig.id == "host-oom-kill"
+    frame = _event("[2612362.231483]  oom_kill_process+0x21c/0x430")  # a frame of the call trace: no root line
+    assert frame is None or frame.sig is None or frame.sig.id != "host-oom-kill"
+    lost = "               NVRM: fallen off the bus and is not responding to commands."
+    assert _event(lost).sig.id == "gpu-nvrm-fatal"
+    evicted = '  Warning  Evicted  9m38s  kubelet, x  Usage of EmptyDir volume "dshm" exceeds the limit "1Gi".'
+    ev = _event(evicted)
+    assert ev.sig.id == "pod-evicted-emptydir" and (ev.groups["volume"], ev.groups["limit"]) == ("dshm", "1Gi")

@@ -8,6 +8,10 @@ column is above zero is a collective that returned wrong data (no error line say
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .reader import Line
 
 # A row of nccl-tests' results table (NVIDIA/nccl-tests src/common.cu: size, count, type, redop, root, times):
 # collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
@@ -52,3 +56,61 @@ def wrong(text: str) -> bool:
     half = 8 if len(words) - t - 1 >= PER_ITERATION else 4
     counts = [words[j] for j in (t + 6, t + 6 + half) if j < len(words)]
     return any(COUNT.fullmatch(w) and float(w) >= 1 for w in counts)
+
+
+MAX_FILES = 1024
+
+
+class Bench:
+    """What nccl-tests' lines say over all the logs: it started (its start line or table banner), printed result rows,
+    ran as separate processes, counted wrong results, and which hosts its device list names."""
+
+    def __init__(self) -> None:
+        self.banner = False  # nccl-tests printed its start line or its results table's banner
+        self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
+        self.summaries: dict[str, int] = {}  # file -> line number of its last "# Avg bus bandwidth"
+        self.starts: dict[str, bool] = {}  # file -> a result row since its last start line ('# nThread ...')
+        self.twin: Line | None = None  # a start or summary line right after another: processes that each ran a test
+        self.twin_what = ""
+        self.wrong: Line | None = None  # the first row (or summary) counting wrong results
+        self.hosts: set[str] = set()  # hosts the device list ('#  Rank 0 Group 0 Pid 1 on HOST device') names
+
+    def add(self, line: Line) -> bool:
+        """Read one line; True for a result row (the run got past NCCL init)."""
+        text = line.text
+        row = bool(BENCH_ROW.search(text))
+        if row:
+            self.rows = True
+            if line.file in self.starts:
+                self.starts[line.file] = True
+            self.wrong = self.wrong or (line if wrong(text) else None)
+        elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
+            self.banner = True
+            if "# nThread" in text:
+                self._start(line)
+        if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.hosts) < MAX_FILES:
+            self.hosts.add(b.group("host"))
+        if "Out of bounds values" in text and wrong(text):
+            self.wrong = self.wrong or line
+        if "Avg bus bandwidth" in text:
+            self._summary(line)
+        return row
+
+    def _start(self, line: Line) -> None:
+        """nccl-tests prints its start line only from its main process (src/util.cu; every process is the main one
+        where MPI does not tell it its rank): a second one in a file before any result row is a second process that
+        runs a test of its own, not a second test (whose rows would come between)."""
+        if self.starts.get(line.file) is False and self.twin is None:
+            self.twin, self.twin_what = line, "two start lines ('# nThread'), no result row between"
+        if len(self.starts) < MAX_FILES or line.file in self.starts:
+            self.starts[line.file] = False
+
+    def _summary(self, line: Line) -> None:
+        """The summary comes once, from the main process (src/common.cu, PRINT on is_main_proc): a second summary
+        within a few lines of the first is a second process that ran its own test, not a second test (whose header
+        and table would come between)."""
+        last = self.summaries.get(line.file)
+        if last is not None and line.lineno - last <= SUMMARY_GAP and self.twin is None:
+            self.twin, self.twin_what = line, "two result summaries, no table between"
+        if len(self.summaries) < MAX_FILES or line.file in self.summaries:
+            self.summaries[line.file] = line.lineno

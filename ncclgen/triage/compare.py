@@ -257,16 +257,16 @@ def _gpu_twice(facts: Facts) -> list[Finding]:
 
 def _separate_runs(facts: Facts) -> list[Finding]:
     """Two nccl-tests summaries a few lines apart: each process ran its own test (nodes.Facts._summary)."""
-    if facts.twin_summary is None:
+    if facts.bench.twin is None:
         return []
-    return [Finding("nccl-tests-separate-runs", "two result summaries, no table between", facts.twin_summary, None)]
+    return [Finding("nccl-tests-separate-runs", facts.bench.twin_what, facts.bench.twin, None)]
 
 
 def _wrong_results(facts: Facts) -> list[Finding]:
     """nccl-tests counted wrong elements in a collective's result (benchtable.wrong): no error line says so."""
-    if facts.wrong is None:
+    if facts.bench.wrong is None:
         return []
-    return [Finding("nccl-tests-wrong-results", "a results row with #wrong above 0", facts.wrong, None)]
+    return [Finding("nccl-tests-wrong-results", "a results row with #wrong above 0", facts.bench.wrong, None)]
 
 
 def _silent_hosts(facts: Facts) -> list[Finding]:
@@ -275,8 +275,8 @@ def _silent_hosts(facts: Facts) -> list[Finding]:
     # only where the talking host shows settings made by the environment ('NCCL_X set by environment'): the lines
     # of one host alone are what most pasted excerpts keep, and say nothing of the others' settings
     talking = [h for h in _named(facts) if any(k.startswith("env:") for k in h.lines)]
-    silent = sorted(facts.bench_hosts - set(facts.hosts))
-    if not talking or not silent or len(facts.bench_hosts) < 2:
+    silent = sorted(facts.bench.hosts - set(facts.hosts))
+    if not talking or not silent or len(facts.bench.hosts) < 2:
         return []
     h = talking[0]
     detail = f"{', '.join(silent[:4])} print no NCCL line, {h.name} does"

@@ -21,7 +21,6 @@ from dataclasses import field
 from ..jobside import nccllines
 from ..record import dataclass
 from . import benchtable, stackdump
-from .benchtable import BENCH_BANNER, BENCH_RANK, BENCH_ROW, SUMMARY_GAP
 from .events import NCCL_PREFIX
 from .reader import Line
 
@@ -180,13 +179,8 @@ class Facts:
         self.ipoib_peer = False  # an NCCL line named a peer on an IPoIB interface
         self.ran = False  # the run got past NCCL init: nccl-tests printed a result row, or NCCL its Init timings
         self.conns: dict[tuple[str, str], tuple[bool, Line]] = {}  # (connection, send|receive) -> (GDRDMA, line)
-        self.banner = False  # nccl-tests printed its start line or its results table's banner
-        self.rows = False  # nccl-tests printed a result row (its closing average line is a success)
+        self.bench = benchtable.Bench()  # nccl-tests' start lines, result rows, summaries and device list
         self.max_rank = -1  # the highest global rank in PyTorch's "[rankN]:" prefix
-        self.summaries: dict[str, int] = {}  # file -> line number of nccl-tests' last "# Avg bus bandwidth"
-        self.twin_summary: Line | None = None  # a summary right after another: processes that each ran a test
-        self.wrong: Line | None = None  # nccl-tests' first row (or summary) counting wrong results
-        self.bench_hosts: set[str] = set()  # hosts nccl-tests' '#  Rank 0 Group 0 Pid 1 on HOST device' lines name
         self.joined: set[tuple[str, str]] = set()  # (rank, world size) of Lightning's join lines
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
         self.registered = False  # Lightning's rank 0 saw every rank join (LIGHTNING_ALL)
@@ -223,7 +217,7 @@ class Facts:
         self.nccl_used = self.nccl_used or "NCCL version" in text or "sing nccl==" in text
         if "ip=" in text and len(self.ray_ips) < MAX_HOSTS and (r := RAY_IP.search(text)):
             self.ray_ips.add(r.group("ip"))
-        if self.twin_summary is line:
+        if self.bench.twin is line:
             self.seqs[line] = seq
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
@@ -254,37 +248,11 @@ class Facts:
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True
-        self._bench(line)
-        if INIT_TIMINGS in text:
+        if self.bench.add(line) or INIT_TIMINGS in text:
             self.ran = True
         if "via NET/" in text and (c := CONN.search(text)) and len(self.conns) < MAX_CONNS:
             self.conns.setdefault((c.group("pair"), c.group("dir")), (bool(c.group("gdr")), line))
         self.dumps.add(line)
-
-    def _bench(self, line: Line) -> None:
-        """nccl-tests' lines (benchtable.py): a result row (with wrong results?), its banner, device list, summary."""
-        text = line.text
-        if BENCH_ROW.search(text):
-            self.ran = self.rows = True
-            self.wrong = self.wrong or (line if benchtable.wrong(text) else None)
-        elif ("out-of-place" in text or "# nThread" in text) and BENCH_BANNER.search(text):
-            self.banner = True
-        if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.bench_hosts) < MAX_HOSTS:
-            self.bench_hosts.add(b.group("host"))
-        if "Out of bounds values" in text and benchtable.wrong(text):
-            self.wrong = self.wrong or line
-        if "Avg bus bandwidth" in text:
-            self._summary(line)
-
-    def _summary(self, line: Line) -> None:
-        """nccl-tests prints its summary once, from the main process (src/common.cu, PRINT on is_main_proc): a
-        second summary within a few lines of the first is a second process that ran its own test, not a
-        second test (whose header and table would come between)."""
-        last = self.summaries.get(line.file)
-        if last is not None and line.lineno - last <= SUMMARY_GAP and self.twin_summary is None:
-            self.twin_summary = line
-        if len(self.summaries) < MAX_HOSTS or line.file in self.summaries:
-            self.summaries[line.file] = line.lineno
 
     def _bare_env(self, line: Line, seq: int) -> None:
         """'NCCL_X set by environment to V' pasted without NCCL's prefix: to the host of the NCCL line before it in
@@ -481,7 +449,7 @@ def one_host(facts: Facts) -> bool:
     """Every rank of the job on one host, as far as the logs show: one named host (in NCCL's lines or nccl-tests'
     device list), no network channel, no collective of a communicator with more ranks than that host's processes
     in the logs, and no global rank above the host's highest device (a single host's ranks are its devices)."""
-    named = set(facts.hosts) | facts.bench_hosts
+    named = set(facts.hosts) | facts.bench.hosts
     if len(named) != 1 or UNPREFIXED in named:
         return False
     h = facts.hosts.get(next(iter(named)))

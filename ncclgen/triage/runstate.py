@@ -49,13 +49,13 @@ def ends_early(facts: Facts) -> list[str]:
     nothing more), nccl-tests' table with no row. A hang there, or a log cut short: the log cannot tell."""
     if facts.success:
         return []
-    if facts.rows:  # a table that stops: the run froze or hung in a collective, or the log was cut
+    if facts.bench.rows:  # a table that stops: the run froze or hung in a collective, or the log was cut
         return [TABLE_STOPS]
     if facts.ran or any(h.complete for h in facts.hosts.values()):
         return []
     began = (h for h in facts.hosts.values() if _began(h))
     out = sorted(f"{h.name} began NCCL init" for h in began)
-    if facts.banner:
+    if facts.bench.banner:
         out.append("nccl-tests printed its header and no result row")
     return out + lightning_short(facts)
 

@@ -1,0 +1,70 @@
+"""Failure forms of the stacks beside PyTorch and NCCL that multi-node jobs also run on (Horovod's Gloo, JAX's
+coordination service, Open MPI's mapper, oneCCL), each read by the source that prints it (the signature named in
+each assertion cites it in ncclgen/data/triage/signatures.yaml)."""
+
+from __future__ import annotations
+
+from triage_json import triage
+
+from ncclgen.triage import events
+from ncclgen.triage.reader import Line
+
+
+def _sig(text: str) -> str | None:
+    ev = events.classify(Line("x.log", 1, text), 0)
+    return ev.sig.id if ev is not None and ev.sig is not None else None
+
+
+def test_horovods_gloo_rendezvous_timeout_in_both_releases_forms(tmp_path):
+    old = "  what():  [horovod/common/gloo/http_store.cc:53] [horovod/common/gloo/http_store.cc:53] Wait timeout for key(s): 0"
+    new = (
+        "  what():  [/tmp/pip/horovod/common/gloo/http_store.cc:57] Wait timeout after 30 seconds for key(s): 0. "
+        "You may want to increase the timeout via HOROVOD_GLOO_TIMEOUT_SECONDS"
+    )
+    for line in (old, new):
+        assert _sig(line) == "horovod-gloo-rendezvous-timeout", line
+    data = triage(tmp_path, "terminate called after throwing an instance of 'gloo::IoException'\n" + new + "\n")
+    assert data["first"]["where"].endswith(":2") and "HOROVOD_GLOO_TIMEOUT_SECONDS" in data["fix"]
+
+
+def test_horovods_gloo_interface_is_horovods_variable_not_gloos():
+    horovod = "  what():  [enforce fail at /tmp/pip/horovod/third_party/gloo/gloo/transport/tcp/device.cc:88] ifa != nullptr. Unable to find address for: eth0"
+    torch = "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: eth0"
+    assert _sig(horovod) == "horovod-gloo-iface" and _sig(torch) == "gloo-interface-address"
+
+
+def test_a_jax_task_that_registered_twice_ends_the_job(tmp_path):
+    line = (
+        "2025-04-05 18:39:10.837611: E external/xla/xla/tsl/distributed_runtime/coordination/coordination_service.cc:962] "
+        "/job:jax_worker/replica:0/task:1 unexpectedly tried to connect with a different incarnation. It has likely restarted."
+    )
+    data = triage(tmp_path, line + "\n")
+    assert data["first"]["signature"] == "jax-task-reincarnated" and "/job:jax_worker/replica:0/task:1" in data["cause"]
+    assert (
+        _sig(
+            "RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform CUDA"
+        )
+        == "jax-no-gpu"
+    )
+
+
+def test_open_mpi_with_no_free_slot_and_oneccl_without_its_provider():
+    assert _sig("All nodes which are allocated for this job are already filled.") == "mpi-slots-filled"
+    assert _sig("There are not enough slots available in the system to satisfy the 16") == "mpi-slots-filled"
+    ccl = "2024:08:21-10:24:26:( 4456) |CCL_ERROR| atl_ofi_helper.cpp:907 atl_ofi_get_prov_list: can't create providers for name shm"
+    assert _sig(ccl) == "oneccl-provider"
+
+
+def test_transformer_engines_one_interface_and_an_older_libnccl_than_torchs():
+    """TE's initialize_ub needs one interface name (NCCL's 'eth' prefix is none); the loader's 'undefined symbol:
+    ncclX' is a libnccl older than the one torch was built against."""
+    assert _sig("[rank1]: OSError: Invalid network interface: eth") == "te-ub-interface"
+    line = "ImportError: /x/torch/lib/libtorch_cuda.so: undefined symbol: ncclMemFree"
+    ev = events.classify(Line("x.log", 1, line), 0)
+    assert (
+        ev is not None
+        and ev.sig is not None
+        and ev.sig.id == "nccl-symbol-missing"
+        and ev.groups["sym"] == "ncclMemFree"
+    )
+    assert _sig("ImportError: libfoo.so: undefined symbol: cudaFoo") != "nccl-symbol-missing"
