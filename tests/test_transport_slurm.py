@@ -25,8 +25,11 @@ def script(workload, check="on", cluster="h100-ib"):
 
 def test_torchrun_step_runs_under_the_check():
     text = script("bench")
-    (line,) = [ln for ln in text.splitlines() if PREFIX in ln]
-    assert "--kill-on-bad-exit=1" in line and "ncclgen_step" in line
+    lines = text.splitlines()
+    ((i, line),) = [(i, ln) for i, ln in enumerate(lines) if PREFIX in ln]
+    # the step's srun options end the line before: its node programs (preflight, then the check) follow `--`
+    assert "--kill-on-bad-exit=1" in lines[i - 1] and "ncclgen_step" in lines[i - 1], lines[i - 1]
+    assert line.strip().startswith("-- preflight.py @preflight.json --"), line
     plan = pipeline.make_plan(pipeline.request("h100-ib", 1, "bench"))
     spec = transportmod.spec(plan)
     assert spec["hcas"][0] == "mlx5_0:1" and spec["gdr"] is True and spec["net"] == "IB"

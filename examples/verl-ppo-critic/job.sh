@@ -87,8 +87,8 @@ ncclgen_main() {
 
   # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each
   # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).
-  # The head and each worker first run the preflight (checks: `ncclgen explain`); a node that fails it
-  # never joins, so the driver never starts: exit 6.
+  # The head and each worker first run the preflight (`ncclgen explain`); a node that fails it never
+  # joins, so the driver never starts: exit 6.
   ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" -- preflight.py @preflight.json -- ncclgen_transport \
     ray start --head --port="$NCCLGEN_RAY_PORT" --num-gpus=8 --num-cpus=224 --disable-usage-stats \
     --node-ip-address="$HEAD_ADDR" --ray-client-server-port="$NCCLGEN_RAY_CLIENT_PORT" \
@@ -208,11 +208,12 @@ ncclgen_step() {
   "${srun[@]}" "${container[@]}" "${node[@]}" "$@"
 }
 
-# A launch step failed: was it a node's preflight? (node.sh marks its folder; srun's status cannot say)
+# A launch step failed: was it a node's preflight? (node.sh marks its folder; srun's status cannot)
 ncclgen_preflight_status() {
+  local status=0
   ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \
-    -- --preflight-status 2>/dev/null && return
-  (($? != 6)) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit 6; }
+    -- --preflight-status 2>/dev/null || status=$?
+  ((status != 6)) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit 6; }
 }
 
 # shellcheck disable=SC2317  # called by the trap

@@ -71,8 +71,8 @@ ncclgen_main() {
   trap ncclgen_cleanup EXIT
   trap 'exit 143' TERM
 
-  # One step, a task per node: the preflight (checks: `ncclgen explain`), then the agent (node rank from
-  # the rendezvous). A failed preflight or a rank that fails ends its task, and --kill-on-bad-exit=1 the step.
+  # One step, a task per node: the preflight (`ncclgen explain`), then the agent (node rank from
+  # the rendezvous). A failed preflight or rank ends its task, and --kill-on-bad-exit=1 the step.
   # Tier 3: each rank runs under numactl on its GPU's NUMA node (ncclgen-bind, from the descriptor).
   ncclgen_step --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 --kill-on-bad-exit=1 \
     -- preflight.py @preflight.json -- \
@@ -154,11 +154,12 @@ ncclgen_step() {
   "${srun[@]}" "${container[@]}" "${node[@]}" "$@"
 }
 
-# A launch step failed: was it a node's preflight? (node.sh marks its folder; srun's status cannot say)
+# A launch step failed: was it a node's preflight? (node.sh marks its folder; srun's status cannot)
 ncclgen_preflight_status() {
+  local status=0
   ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \
-    -- --preflight-status 2>/dev/null && return
-  (($? != 6)) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit 6; }
+    -- --preflight-status 2>/dev/null || status=$?
+  ((status != 6)) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit 6; }
 }
 
 # shellcheck disable=SC2317  # called by the trap

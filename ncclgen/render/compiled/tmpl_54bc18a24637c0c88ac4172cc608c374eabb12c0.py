@@ -53,12 +53,15 @@ def root(context, missing=missing):
     yield '\n  # One step, a task per node: '
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
         pass
-        yield 'the preflight (checks: `ncclgen explain`), then '
-    yield 'the agent (node rank from\n  # the rendezvous). A '
+        yield 'the preflight (`ncclgen explain`), then '
+    yield 'the agent (node rank from\n  # the rendezvous). '
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
         pass
-        yield 'failed preflight or a '
-    yield 'rank that fails ends its task, and --kill-on-bad-exit=1 the step.\n'
+        yield 'A failed preflight or rank'
+    else:
+        pass
+        yield 'A rank that fails'
+    yield ' ends its task, and --kill-on-bad-exit=1 the step.\n'
     if environment.getattr(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'launch'), 'wrapper'):
         pass
         yield "  # Tier 3: each rank runs under numactl on its GPU's NUMA node (ncclgen-bind, from the descriptor).\n"
@@ -86,4 +89,4 @@ def root(context, missing=missing):
     finally: gen.close()
 
 blocks = {}
-debug_info = '1=24&3=31&6=33&7=39&10=46&12=53&13=57&14=61&18=65&19=67&20=69&23=72&28=76&33=80'
+debug_info = '1=24&3=31&6=33&7=39&10=46&12=53&13=57&14=64&18=68&19=70&20=72&23=75&28=79&33=83'

@@ -72,7 +72,7 @@ def root(context, missing=missing):
     yield ')\n  if [[ $1 == --host ]]; then\n    srun=(srun --export=ALL)\n    container=()\n    node+=(--host)\n    shift\n  fi\n  while [[ $1 != -- ]]; do\n    srun+=("$1")\n    shift\n  done\n  shift\n  # In the background (`ncclgen_step ... &`, a subshell), srun replaces it: $! is srun, which then\n  # gets the clean-up\'s SIGTERM.\n  if [[ $BASHPID != "$$" ]]; then exec "${srun[@]}" "${container[@]}" "${node[@]}" "$@"; fi\n  "${srun[@]}" "${container[@]}" "${node[@]}" "$@"\n}\n\n'
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
         pass
-        yield '# A launch step failed: was it a node\'s preflight? (node.sh marks its folder; srun\'s status cannot say)\nncclgen_preflight_status() {\n  ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\\n    -- --preflight-status 2>/dev/null && return\n  (($? != '
+        yield '# A launch step failed: was it a node\'s preflight? (node.sh marks its folder; srun\'s status cannot)\nncclgen_preflight_status() {\n  local status=0\n  ncclgen_step --overlap --nodes="$SLURM_JOB_NUM_NODES" --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \\\n    -- --preflight-status 2>/dev/null || status=$?\n  ((status != '
         yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
         yield ')) || { echo "ncclgen: ERROR: the preflight failed (lines above); the workload was not started" >&2; exit '
         yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
@@ -119,4 +119,4 @@ def root(context, missing=missing):
     yield '\nncclgen_main\n'
 
 blocks = {}
-debug_info = '7=43&8=47&13=51&29=53&31=57&33=60&43=62&44=66&47=70&65=72&70=75&79=80&81=83&83=85&86=88&91=91&96=93&97=95&99=99&111=102&114=104&116=108&117=110&118=114'
+debug_info = '7=43&8=47&13=51&29=53&31=57&33=60&43=62&44=66&47=70&65=72&71=75&80=80&82=83&84=85&87=88&92=91&97=93&98=95&100=99&112=102&115=104&117=108&118=110&119=114'

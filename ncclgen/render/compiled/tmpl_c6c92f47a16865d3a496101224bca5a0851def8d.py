@@ -57,7 +57,7 @@ def root(context, missing=missing):
     yield "\n  # Ray starts after the exports above: `ray start` hands its environment to every Ray worker. Each\n  # worker's dashboard agent port comes from its node index (ray-worker.sh; nodes may share a host).\n"
     if environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight'):
         pass
-        yield '  # The head and each worker first run the preflight (checks: `ncclgen explain`); a node that fails it\n  # never joins, so the driver never starts: exit '
+        yield '  # The head and each worker first run the preflight (`ncclgen explain`); a node that fails it never\n  # joins, so the driver never starts: exit '
         yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'preflight_exit'))
         yield '.\n'
     yield '  ncclgen_step --nodes=1 --ntasks=1 -w "$HEAD" --'
