@@ -334,7 +334,7 @@ def test_a_failed_run_without_a_failed_preflight_keeps_its_own_status(capsys, tm
     run = Run(tmp_path, script, **behaviour).finish()
     assert run.rc == (9 if launcher == "torchrun" else 4), run.stderr
     assert "preflight failed" not in run.stderr
-    assert len(run.calls("preflight")) == 2
+    assert run.calls("preflight")  # (the first failed task may end the step before the other node's preflight)
     assert run.leftovers() == []
 
 

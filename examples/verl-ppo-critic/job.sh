@@ -2153,6 +2153,9 @@ ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &
 ncclgen_launch=$!
+# Job control only for the launch's own process group: with it on, bash prints a job notice ('[2]+ Terminated
+# sleep ...') for the timer below at a moment of its choosing, into the job's log.
+set +m
 # torchrun's own log lines name its pid, not its node (as in node.sh)
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $ncclgen_launch" >&2
 ncclgen_signalled=0
