@@ -83,3 +83,18 @@ def test_fabric_from_the_hcas_link_layer_in_the_logs(tmp_path):
     data = json.loads(run.triage([str(log)], fmt="json")[0])
     assert data["fabric"] == {"name": "infiniband", "from": "the logs' HCA link layer or IPoIB interfaces"}
     assert "gid_index" not in data["fix"]
+
+
+def test_omni_path_nics_without_gdrdma_are_no_missing_peer_memory_module(tmp_path):
+    """NCCL tests GPUDirect RDMA by NVIDIA's peer-memory module only; Omni-Path HFIs (hfi1_N) through its IB verbs
+    net are not that path, so channels without GDRDMA there are no slow-run finding (a 16-node all_reduce run)."""
+    from triage_json import triage
+
+    lines = "".join(
+        f"{h}:1:1 [0] NCCL INFO NET/IB : Using [0]hfi1_2:1/IB [1]hfi1_0:1/IB ; OOB ib0:10.148.0.{i}<0>\n"
+        f"{h}:1:1 [0] NCCL INFO Channel 00 : {i} -> {1 - i} [send] via NET/IB/0\n"
+        for i, h in enumerate(("r7i4n1", "r8i5n2"))
+    )
+    assert triage(tmp_path, lines)["status"] != "slow"
+    mlx = lines.replace("hfi1_2", "mlx5_2").replace("hfi1_0", "mlx5_0")
+    assert triage(tmp_path, mlx)["status"] == "slow"  # NVIDIA NICs: the module is what is missing

@@ -467,3 +467,16 @@ def test_the_kernels_oom_report_memory_cgroups_and_the_drivers_lost_gpu_probe(tm
     evicted = '  Warning  Evicted  9m38s  kubelet, x  Usage of EmptyDir volume "dshm" exceeds the limit "1Gi".'
     ev = _event(evicted)
     assert ev.sig.id == "pod-evicted-emptydir" and (ev.groups["volume"], ev.groups["limit"]) == ("dshm", "1Gi")
+
+
+def test_slurms_cancel_lines_of_2505_and_a_requeue():
+    """slurmstepd's 'DUE to SIGNAL Terminated' (lowercase 'to', Slurm 25.05) is a cancel like the bare form; a
+    requeue names its reason."""
+    assert (
+        _event(
+            "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE to SIGNAL Terminated ***"
+        ).sig.id
+        == "slurm-cancelled"
+    )
+    requeue = _event("slurmstepd: error: *** JOB 42 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO JOB REQUEUE ***")
+    assert requeue.sig.id == "slurm-cancelled-reason" and requeue.groups["reason"] == "JOB REQUEUE"

@@ -142,13 +142,20 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             why = f"{some[0].name} uses GDRDMA"
         elif h.gdr_disabled:
             why = "NCCL said GPU Direct RDMA is disabled"
-        elif not why and h.ib_channels:  # IB verbs and no node uses GDRDMA: usually nvidia-peermem missing everywhere
+        elif not why and h.ib_channels and not _omni_path(h):  # IB verbs, no node on GDRDMA: peermem missing everywhere
             why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
         if why:
             shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
             detail = f"{h.shown}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
             out.append(Finding("no-gdrdma", detail, shown, h.name))
     return out[:1]
+
+
+def _omni_path(h: Host) -> bool:
+    """Every NIC an Omni-Path HFI (hfi1_N, through NCCL's IB verbs net): NCCL tests GPUDirect RDMA by NVIDIA's
+    peer-memory module only (v2.7.8-1 src/transport/net_ib.cc ncclIbGdrSupport), which these NICs do not use, so
+    channels without GDRDMA there say nothing about a missing module."""
+    return bool(h.hcas) and all(name.startswith("hfi1_") for name in h.hcas)
 
 
 def _gdr_one_side(facts: Facts) -> list[Finding]:
