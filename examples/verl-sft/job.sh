@@ -384,11 +384,13 @@ if [[ ${1:-} == preflight.py && ${3:-} == -- && -f $NCCLGEN_DIR/preflight.py ]];
   ncclgen_status=0
   python3 -S "$NCCLGEN_DIR/preflight.py" "@$NCCLGEN_DIR/${2#@}" || ncclgen_status=$?
   if ((ncclgen_status != 0)); then
-    # a status from a signal is this step being stopped (another node failed first), not a finding
-    ((ncclgen_status >= 128)) || printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
-    # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
-    # with this one, a fraction of a second each) still print their own problems.
-    ((ncclgen_status >= 128)) || sleep 2
+    # (a status from a signal is this step being stopped because another node failed first: no finding)
+    if ((ncclgen_status < 128)); then
+      printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
+      # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
+      # with this one, a fraction of a second each) still print their own problems.
+      sleep 2
+    fi
     exit "$ncclgen_status"
   fi
   shift 3

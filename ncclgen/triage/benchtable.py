@@ -17,9 +17,8 @@ if TYPE_CHECKING:
 # collectives ran, so the run got past NCCL init even when the excerpt ends before "# Avg bus bandwidth".
 # NCCL 1's tests print "bytes N type op" rows ("100 100 char sum 0.038 ..."). The table's banner ("out-of-place
 # in-place") with no row after it: the first collective never returned, or the excerpt ends there.
-BENCH_ROW = re.compile(
-    r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s"
-)
+TYPES = r"(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)"  # the data types a row names
+BENCH_ROW = re.compile(r"^(?:\S*[:>]\s*)?\s*\d+\s+\d+\s+" + TYPES + r"\s+\w+\s+(?:-?\d+\s+)?[\d.]+\s")
 BENCH_BANNER = re.compile(r"out-of-place\s+in-place|^(?:\S*[:>]\s*)?# nThread \d+ nGpus \d+ minBytes")
 # nccl-tests' device list (src/common.cu: "#  Rank %2d Group %2d Pid %6d on %10s device %2d [...] NAME"); rccl-tests'
 # own form the same
@@ -31,7 +30,7 @@ SUMMARY_GAP = 4  # lines between two nccl-tests summaries with no header or tabl
 OUT_OF_BOUNDS = re.compile(r"Out of bounds values : (\d+) FAILED")
 
 
-TYPE = re.compile(r"(?:float|half|bfloat16|double|char|u?int(?:8|32|64)?|fp8_\w+|f8e\w+)$")
+TYPE = re.compile(TYPES + "$")
 # A count printed with '%6g': digits, or one digit, a fraction and an exponent past a million. Times and
 # bandwidths are printed with a fixed number of decimals, and earlier releases' maximum error with an exponent
 # of its own sign ('2e-07'), so neither reads as one.
@@ -58,7 +57,7 @@ def wrong(text: str) -> bool:
     return any(COUNT.fullmatch(w) and float(w) >= 1 for w in counts)
 
 
-MAX_FILES = 1024
+MAX_ENTRIES = 1024  # files (start lines, summaries) or hosts kept
 
 
 class Bench:
@@ -88,7 +87,7 @@ class Bench:
             self.banner = True
             if "# nThread" in text:
                 self._start(line)
-        if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.hosts) < MAX_FILES:
+        if " Pid " in text and (b := BENCH_RANK.match(text)) and len(self.hosts) < MAX_ENTRIES:
             self.hosts.add(b.group("host"))
         if "Out of bounds values" in text and wrong(text):
             self.wrong = self.wrong or line
@@ -102,7 +101,7 @@ class Bench:
         runs a test of its own, not a second test (whose rows would come between)."""
         if self.starts.get(line.file) is False and self.twin is None:
             self.twin, self.twin_what = line, "two start lines ('# nThread'), no result row between"
-        if len(self.starts) < MAX_FILES or line.file in self.starts:
+        if len(self.starts) < MAX_ENTRIES or line.file in self.starts:
             self.starts[line.file] = False
 
     def _summary(self, line: Line) -> None:
@@ -112,5 +111,5 @@ class Bench:
         last = self.summaries.get(line.file)
         if last is not None and line.lineno - last <= SUMMARY_GAP and self.twin is None:
             self.twin, self.twin_what = line, "two result summaries, no table between"
-        if len(self.summaries) < MAX_FILES or line.file in self.summaries:
+        if len(self.summaries) < MAX_ENTRIES or line.file in self.summaries:
             self.summaries[line.file] = line.lineno
