@@ -7,12 +7,15 @@ machine), and in the same run submits:
   - plain: a batch script whose one step is `srun --nodes=N --ntasks=N --ntasks-per-node=1 STUB`;
   - ncclgen's rendered local-ci script (torchrun, and Ray), with and without the preflight.
 STUB stands in for torchrun / `ray start` on every node (torchrun and ray on the job's PATH are stubs
-that record the node and the time, then exit): the launch is over when the last node's stub started.
+that record the node and the time, then hold the step like the real ones): the launch is over when the last
+node's stub started.
 Each job's time is from its batch script's first command (a line this script adds after the #SBATCH
 lines) to that last start. Ratio = ncclgen's time / the plain step's, median of --runs.
 While each job runs, the srun processes of the job on this host are counted every 20 ms (the maximum
 is reported). The Ray stubs hold their step for 10 s and the readiness check then fails (no Ray runs):
 only the bring-up of `ray start` on every node is measured, not the readiness check or the driver.
+Python on the jobs' PATH is this interpreter's installation (sys.base_prefix/bin) ahead of any shim, and the
+transport check starts after the window (CHECK_AFTER_S): every fake node shares this machine's CPUs.
 
 Usage (root; slurmctld, slurmd and munge installed, as for the Slurm tests):
     python benchmarks/launch_scale.py [--nodes 2,8,32,64] [--runs 3] [--workdir DIR]
@@ -40,8 +43,13 @@ MAX_SRUN = 8
 JOB_TIMEOUT_S = 600
 STUB = """#!/bin/bash
 printf '%s %s\\n' "$SLURMD_NODENAME" "$EPOCHREALTIME" >> "$LAUNCH_SCALE_OUT/starts.$SLURM_JOB_ID"
-[[ $(basename "$0") != ray ]] || exec sleep 10  # `ray start --block` holds its step until the job ends
+# torchrun and `ray start --block` hold their step while the job runs
+if [[ $(basename "$0") == ray ]]; then exec sleep 10; else exec sleep 5; fi
 """
+# The transport check's Python starts NCCLGEN_CHECK_AFTER_S (default 1) after each node's launch, beside the ranks.
+# On a real cluster it runs on that node's own CPUs; here every fake node shares this machine's, so it would slow the
+# nodes still starting: it starts after the measured window instead (the stubs end first).
+CHECK_AFTER_S = "30"
 
 
 def _render(work: Path, launcher: str, nodes: int, preflight: bool) -> Path:
@@ -134,7 +142,10 @@ def main() -> int:
         for name in ("torchrun", "ray"):
             (work / "bin" / name).write_text(STUB, encoding="utf-8")
             (work / "bin" / name).chmod(0o755)
-        os.environ["PATH"] = f"{work / 'bin'}:{os.environ['PATH']}"  # LocalSlurm.env copies it into the jobs
+        # LocalSlurm.env copies these into the jobs. python3 is this interpreter's installation, not a version
+        # manager's shim on this host's PATH (pyenv's runs a dozen processes before Python starts).
+        os.environ["PATH"] = f"{work / 'bin'}:{Path(sys.base_prefix) / 'bin'}:{os.environ['PATH']}"
+        os.environ["NCCLGEN_CHECK_AFTER_S"] = CHECK_AFTER_S
         os.environ["LAUNCH_SCALE_OUT"] = str(work)
         cluster = slurm_harness.LocalSlurm(base / f"slurm{nodes}", nodes=nodes)
         cluster.start()

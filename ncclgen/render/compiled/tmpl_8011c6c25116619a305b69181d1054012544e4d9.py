@@ -50,7 +50,7 @@ def root(context, missing=missing):
     l_1_line = missing
     yield '  ) name\n  while read -r name; do\n    case $name in\n      '
     yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'scrub_patterns'))
-    yield ')\n        if [[ " ${keep[*]} " != *" $name "* ]]; then\n          unset "$name"\n          echo "ncclgen: removed $name from the submitting environment (not in the plan; --pass-env NAME keeps it)" >&2\n        fi\n        ;;\n    esac\n  done < <(compgen -e)\n}\n\n# The node programs (after ncclgen_main, below): ncclgen/jobside/node.sh starts every step. On each\n# node it makes a private folder (mktemp -d; later steps find it through a link named by this job\'s\n# random key), writes the files of NCCLGEN_FILES there once, and runs the workload\'s setup once,\n# under a lock.\nncclgen_programs() {\n  NCCLGEN_JOB_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d \' \\n\')\n  NCCLGEN_FILES=\''
+    yield ')\n        if [[ " ${keep[*]} " != *" $name "* ]]; then\n          unset "$name"\n          echo "ncclgen: removed $name from the submitting environment (not in the plan; --pass-env NAME keeps it)" >&2\n        fi\n        ;;\n    esac\n  done < <(compgen -e)\n}\n\n# The node programs (after ncclgen_main, below): ncclgen/jobside/node.sh starts every step. On each\n# node it makes a private folder (mode 0700, named by this job\'s random key), writes the files of\n# NCCLGEN_FILES there once, and runs the workload\'s setup once, under a lock.\nncclgen_programs() {\n  NCCLGEN_JOB_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d \' \\n\')\n  NCCLGEN_FILES=\''
     for l_1_line in environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'written'):
         _loop_vars = {}
         pass
@@ -119,4 +119,4 @@ def root(context, missing=missing):
     yield '\nncclgen_main\n'
 
 blocks = {}
-debug_info = '7=43&8=47&13=51&29=53&31=57&33=60&43=62&44=66&47=70&65=72&71=75&80=80&82=83&84=85&87=88&92=91&97=93&98=95&100=99&112=102&115=104&117=108&118=110&119=114'
+debug_info = '7=43&8=47&13=51&28=53&30=57&32=60&42=62&43=66&46=70&64=72&70=75&79=80&81=83&83=85&86=88&91=91&96=93&97=95&99=99&111=102&114=104&116=108&117=110&118=114'

@@ -167,9 +167,8 @@ ncclgen_scrub() {
 }
 
 # The node programs (after ncclgen_main, below): ncclgen/jobside/node.sh starts every step. On each
-# node it makes a private folder (mktemp -d; later steps find it through a link named by this job's
-# random key), writes the files of NCCLGEN_FILES there once, and runs the workload's setup once,
-# under a lock.
+# node it makes a private folder (mode 0700, named by this job's random key), writes the files of
+# NCCLGEN_FILES there once, and runs the workload's setup once, under a lock.
 ncclgen_programs() {
   NCCLGEN_JOB_KEY=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
   NCCLGEN_FILES='
@@ -252,10 +251,10 @@ IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
 #   --preflight-status
 #             the status of this node's failed preflight in this job, else 0 (the batch script asks
 #             once a launch step failed: srun's own status then says only that a task was killed)
-# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (the folder's name is
-# not predictable, so no other user can plant files in it); NCCLGEN_FILES, "NAME=VARIABLE ..." (each
-# file's text is in VARIABLE: node programs, the setup lines as setup.sh, the Ray hook module under
-# pythonpath/, executables under bin/). The program does not see these variables.
+# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (32 hex digits: the
+# folder's name holds it, so no other user can take the name or plant files in it); NCCLGEN_FILES,
+# "NAME=VARIABLE ..." (each file's text is in VARIABLE: node programs, the setup lines as setup.sh,
+# the Ray hook module under pythonpath/, executables under bin/). The program sees none of them.
 set -euo pipefail
 ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
 ncclgen_where=node
@@ -268,44 +267,45 @@ ncclgen_fail() {
   exit "${2:-1}"
 }
 
-# The folder: made by mktemp -d (mode 0700, random name), found by later steps through a link whose
-# name holds the job's random key; the first step to create the link wins.
+# The folder: named by the job's random key, which only this job's processes hold (no other user can
+# take the name before it exists or plant anything in it), made by `mkdir -m 0700` (private, as mktemp -d
+# makes its folder; it fails where the name is taken) with the subfolders its files need, by the first
+# step on the node; later steps find it by the same name. A folder of this user, never a link.
+[[ ${NCCLGEN_JOB_KEY:-} =~ ^[0-9a-f]{32}$ ]] || ncclgen_fail "NCCLGEN_JOB_KEY is not this job's key" 2
 ncclgen_base=${TMPDIR:-/tmp}
 [[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
-ncclgen_link="$ncclgen_base/.ncclgen-${NCCLGEN_JOB_KEY:?ncclgen-node: NCCLGEN_JOB_KEY is not set}-$ncclgen_node-$ncclgen_where"
-ncclgen_made=""
-if [[ ! -L $ncclgen_link ]]; then
-  ncclgen_new=$(mktemp -d "$ncclgen_base/ncclgen.XXXXXXXXXX")
-  # -n: where the link exists (another step of this job won), fail rather than create one inside its folder
-  if ln -sn "$ncclgen_new" "$ncclgen_link" 2>/dev/null; then ncclgen_made=$ncclgen_new; else rmdir "$ncclgen_new"; fi
+NCCLGEN_DIR="$ncclgen_base/ncclgen-$NCCLGEN_JOB_KEY-$ncclgen_node-$ncclgen_where"
+if [[ ! -e $NCCLGEN_DIR && ! -L $NCCLGEN_DIR ]]; then
+  declare -A ncclgen_sub=()
+  for ncclgen_spec in ${NCCLGEN_FILES:-}; do
+    ncclgen_name=${ncclgen_spec%%=*}
+    [[ $ncclgen_name != */* ]] || ncclgen_sub[$NCCLGEN_DIR/${ncclgen_name%/*}]=1
+  done
+  # one process for the folder and its subfolders (where another step just made it, this one fails)
+  mkdir -m 0700 "$NCCLGEN_DIR" "${!ncclgen_sub[@]}" 2>/dev/null || true
 fi
-if [[ -n $ncclgen_made ]]; then
-  NCCLGEN_DIR=$ncclgen_made # mktemp -d made it, 0700 and ours: nothing to check
-else
-  NCCLGEN_DIR=$(readlink "$ncclgen_link")
-  if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR || $(stat -c %a "$NCCLGEN_DIR") != 700 ]]; then
-    ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user (mode 0700)" 2
-  fi
+if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR ]]; then
+  ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user" 2
 fi
 
 # The tidy-up of earlier jobs' folders (see its call below); a child of the step, never its output.
 ncclgen_tidy() {
   exec {ncclgen_fd}>>"$ncclgen_tidy_lock" || return 0
   flock -n "$ncclgen_fd" || return 0 # another step on this host is at it
-  local now tidy_s old key
+  local now tidy_s old key ncclgen_pattern
+  ncclgen_pattern=ncclgen-$(printf '%.0s?' {1..32})-*
   printf -v now "%(%s)T" -1
   printf '%s\n' "$now" >"$ncclgen_tidy_lock" # when: later steps skip the tidy-up for a minute
   tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
   [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=3600 # a number, never arithmetic on raw text
   # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
+  # (ncclgen.XXXXXXXXXX: an older ncclgen's folders)
   while IFS= read -r -d '' old; do
-    [[ $old != "$NCCLGEN_DIR" && -d $old && ! -L $old && -O $old ]] || continue
-    key=""
-    [[ ! -f $old/key ]] || read -r key <"$old/key" || true
-    [[ $key != "$NCCLGEN_JOB_KEY" ]] || continue # this job's (another node on the same host)
+    # this job's folders (other nodes on the same host) stay
+    [[ $old != "$ncclgen_base/ncclgen-$NCCLGEN_JOB_KEY-"* && -d $old && ! -L $old && -O $old ]] || continue
     flock -n -x "$old/alive" rm -rf -- "$old" 2>/dev/null || true
-  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -path "$ncclgen_base/ncclgen.??????????/ready" -type f \
-    -user "$EUID" ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
+  done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -type f -user "$EUID" \( -path "$ncclgen_base/$ncclgen_pattern/ready" \
+    -o -path "$ncclgen_base/ncclgen.??????????/ready" \) ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
   find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
   # NCCL's debug files of this user in the transport check's own folder (kept for `ncclgen triage`):
   # removed NCCLGEN_NCCL_KEEP_S (default 7 days) after their last line, so the folder the check scans
@@ -320,21 +320,25 @@ ncclgen_tidy() {
     ! -newermt "@$((now - tidy_s))" -delete 2>/dev/null || true
 }
 
-# Once per folder, under its lock: the files, then the setup (its output goes to the job's log).
-exec 9>>"$NCCLGEN_DIR/lock"
-flock 9
+# Once per folder, under its lock: the files, then the setup (its output goes to the job's log). A
+# folder already `ready` (written last) is complete: a later step skips the lock.
+if [[ ! -e $NCCLGEN_DIR/ready ]]; then
+  exec 9>>"$NCCLGEN_DIR/lock"
+  flock 9
+fi
 if [[ -e $NCCLGEN_DIR/failed ]]; then
   exit 1 # the first step on this node already said why
 fi
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
-  # One mkdir and one chmod for all files (a fork each costs more than the writes).
+  # One chmod for all executables (a fork costs more than the writes); their folders were made with
+  # this one's (or, where another step made it, are made now).
   ncclgen_dirs=() ncclgen_bins=()
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_name=${ncclgen_spec%%=*}
-    [[ $ncclgen_name != */* ]] || ncclgen_dirs+=("$NCCLGEN_DIR/${ncclgen_name%/*}")
+    [[ $ncclgen_name != */* || -d $NCCLGEN_DIR/${ncclgen_name%/*} ]] || ncclgen_dirs+=("$NCCLGEN_DIR/${ncclgen_name%/*}")
     [[ $ncclgen_name != bin/* ]] || ncclgen_bins+=("$NCCLGEN_DIR/$ncclgen_name")
   done
-  ((${#ncclgen_dirs[@]} == 0)) || (umask 077 && mkdir -p "${ncclgen_dirs[@]}")
+  ((${#ncclgen_dirs[@]} == 0)) || mkdir -p -m 0700 "${ncclgen_dirs[@]}"
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_var=${ncclgen_spec#*=}
     printf '%s' "${!ncclgen_var}" >"$NCCLGEN_DIR/${ncclgen_spec%%=*}"
@@ -390,7 +394,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       ncclgen_fail "cannot write the flight recorder's folder $ncclgen_fr (slurm.dump_dir)" 2
     fi
   fi
-  printf '%s\n' "$NCCLGEN_JOB_KEY" >"$NCCLGEN_DIR/key"
   : >"$NCCLGEN_DIR/ready"
   # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
   # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
