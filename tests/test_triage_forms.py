@@ -411,8 +411,10 @@ def test_nccl_tests_rows_that_count_wrong_elements_are_the_cause(tmp_path):
     data = triage(tmp_path, good + "\n" + bad + "\n")
     assert data["first"]["signature"] == "nccl-tests-wrong-results" and data["first"]["where"].endswith(":2")
     old = ROW.format(size=8, count=2, t="130.10", w1="2e-07", w2="1e-07").replace("  -1  ", "  ")
+    # ... whose times of 10 ms or more print as whole numbers (nccl-tests#128): not a count in the #wrong place either
+    slow = ROW.format(size=268435456, count=8388608, t="13470", w1="2e-07", w2="2e-07").replace("  -1  ", "  ")
     na = ROW.format(size=8, count=2, t="13.00", w1="N/A", w2="N/A")
-    for rows in (old, na, good):
+    for rows in (old, slow, na, good):
         assert triage(tmp_path, rows + "\n")["status"] != "cause", rows
     verdict = triage(tmp_path, good + "\n# Out of bounds values : 3 FAILED\n# Avg bus bandwidth    : 0.8\n")
     assert verdict["first"]["signature"] == "nccl-tests-wrong-results" and verdict["first"]["where"].endswith(":2")

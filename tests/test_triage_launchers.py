@@ -290,6 +290,32 @@ def test_ranks_timed_out_in_different_collectives_at_one_seqnum_diverged():
     assert same.status == "unclassified"
 
 
+def test_ranks_of_a_group_that_printed_no_timeout_are_the_ones_waited_for():
+    """An all-gather's counts give the group's size (NumelOut = size x NumelIn): its ranks with no timeout line."""
+    fmt = (
+        "[rank{r}]:[E ProcessGroupNCCL.cpp:563] [{pg}Rank {r}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=15037, OpType={op}, NumelIn={nin}, NumelOut={nout}, Timeout(ms)=600000) ran for 600055 ms"
+    )
+    gather = dict(pg="", op="_ALLGATHER_BASE", nin=131072512, nout=524290048)
+    res = _result([fmt.format(r=r, **gather) for r in (3, 1, 2)])
+    assert (res.status, res.first.sig.id, res.first.rank) == ("cause", "ranks-absent", "3")
+    assert res.first.groups["text"] == (
+        "ranks 1-3 of the 4-rank group 0 waited for 600 s in _ALLGATHER_BASE SeqNum 15037; rank 0 printed no timeout there"
+    )
+    scatter = dict(pg="PG ID 2 PG GUID 2 ", op="_REDUCE_SCATTER_BASE", nin=64, nout=8)
+    res = _result([fmt.format(r=r, **scatter) for r in (0, 1, 5)])
+    assert res.first.groups["text"].startswith("ranks 0, 1, 5 of the 8-rank group 2 waited")
+    assert res.first.groups["text"].endswith("; ranks 2, 3, 4, 6, 7 printed no timeout there")
+    # every rank timed out, a collective whose counts say nothing of the size, one rank alone: no one to name
+    assert _result([fmt.format(r=r, **gather) for r in range(4)]).status == "unclassified"
+    reduce = dict(pg="", op="ALLREDUCE", nin=1024, nout=1024)
+    assert _result([fmt.format(r=r, **reduce) for r in (1, 2, 3)]).status == "unclassified"
+    assert _result([fmt.format(r=1, **gather)]).status == "unclassified"
+    # a rank's own error explains the timeouts better than their count does
+    oom = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert _result([oom] + [fmt.format(r=r, **gather) for r in (3, 1, 2)]).first.sig.id != "ranks-absent"
+
+
 def test_a_generic_ray_death_takes_the_reason_its_message_gives_below():
     res = _result(
         [

@@ -68,3 +68,51 @@ def test_transformer_engines_one_interface_and_an_older_libnccl_than_torchs():
         and ev.groups["sym"] == "ncclMemFree"
     )
     assert _sig("ImportError: libfoo.so: undefined symbol: cudaFoo") != "nccl-symbol-missing"
+
+
+JAX_REPORT = """ERROR:2026-02-06 17:06:48,122:jax._src.xla_bridge:487: Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda13.initialize()
+Traceback (most recent call last):
+  File "/opt/jax/jax/_src/xla_bridge.py", line 485, in discover_pjrt_plugins
+    plugin_module.initialize()
+RuntimeError: jaxlib/cuda/versions_helpers.cc:113: operation cuInit(0) failed: Unknown CUDA error 303; cuGetErrorName failed.
+"""
+
+
+def test_an_exception_a_program_logged_and_went_on_from_is_no_failure(tmp_path):
+    """logging.exception's message, then the traceback under it (JAX without its GPU plugin, TorchInductor dropping an
+    autotuning choice): a note or nothing, unless a failure follows; the same traceback alone is a failure."""
+    data = triage(tmp_path, JAX_REPORT + "Epoch 1/5 - Loss: 0.5693\n")
+    assert data["status"] == "clean" and "JAX's GPU plugin did not start (jax_plugins.xla_cuda13)" in str(data["notes"])
+    later = "jax.errors.JaxRuntimeError: INTERNAL: Unable to initialize backend 'cuda': no supported devices found for platform CUDA\n"
+    data = triage(tmp_path, JAX_REPORT + later)
+    assert data["first"]["signature"] == "jax-plugin-init" and data["first"]["where"].endswith(":1")
+    alone = JAX_REPORT.split("\n", 1)[1]  # no handled report above it: the cuInit failure is the failure
+    assert triage(tmp_path, alone)["status"] in ("cause", "unclassified")
+    choice = (
+        "[rank0]:Exception No valid triton configs. OutOfMemoryError: out of resource: triton_flex_attention "
+        "Required: 262144 Hardware limit:232448 for benchmark choice TritonTemplateCaller(x.py)\n"
+        "[rank0]:Traceback (most recent call last):\n"
+        '[rank0]:  File "/x/torch/_inductor/runtime/triton_heuristics.py", line 608, in _make_launchers\n'
+        '[rank0]:    raise RuntimeError(f"No valid triton configs. {type(exc).__name__}: {exc}")\n'
+        "[rank0]:RuntimeError: No valid triton configs. OutOfMemoryError: out of resource: triton_flex_attention\n"
+        "[rank0]:Runtime error during autotuning: \n"
+    )
+    assert triage(tmp_path, choice + "[rank0]:step:  1  loss: 12.0\n")["status"] == "clean"
+    oom = "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    data = triage(tmp_path, choice + oom)
+    assert data["first"]["where"].endswith(":7") and data["first"]["signature"] != "inductor-autotune-choice"
+
+
+def test_gloo_peers_of_two_address_families_and_lightnings_slurm_check():
+    """Gloo pairs only addresses of one family (device.cc's GLOO_ENFORCE_EQ, its line number per release, a log
+    that made the file a Markdown link); Lightning refuses --ntasks without --ntasks-per-node."""
+    linked = "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/[device.cc:276](http://device.cc:276/)] ss1.ss_family == ss2.ss_family. 2 vs 10"
+    plain = "[rank1]: **RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:288] ss1.ss_family == ss2.ss_family. 10 vs 2**"
+    for line in (linked, plain):
+        ev = events.classify(Line("x.log", 1, line), 0)
+        assert ev.sig.id == "gloo-address-family" and {ev.groups["a"], ev.groups["b"]} == {"2", "10"}, line
+    lightning = (
+        "RuntimeError: You set `--ntasks=200` in your SLURM bash script, but this variable is not supported. "
+        "HINT: Use `--ntasks-per-node=200` instead."
+    )
+    assert _sig(lightning) == "lightning-slurm-ntasks"

@@ -61,3 +61,24 @@ def test_ucx_without_cuda_under_nixl_and_nvshmems_host_grouping():
     assert _event(ipc).sig.id == "nvshmem-ipc" and "host name" in _event(ipc).sig.cause
     fatal = "/dvs/p4/build/src/host/mem/mem_heap.cpp:exchange_heap_memory_handle:775: Fatal IPC Failure"
     assert _event(fatal).sig.id == "nvshmem-ipc"
+
+
+def test_rollout_engines_that_cannot_take_the_trainers_weights_or_requests(tmp_path):
+    """An RL job's weight update into vLLM (refit) and its SGLang router: the driver's 'failed during refit' is a
+    symptom of the worker's own line; a MoE layout the engine rewrote, vLLM code outside its config context (a note
+    alone: older vLLM releases only warn), a router with no healthy worker."""
+    moe = "Error in VllmInternalWorkerExtension.update_weights_via_ipc_zmq: shard_dim=0 is not a valid data dimension for a 3D tensor (expected 1 or 2)."
+    refit = "(VllmGenerationWorker pid=2616579, ip=10.66.4.71) Error: Worker failed to update weights. Result: False"
+    data = triage(tmp_path, refit + "\n" + moe + "\n")
+    assert data["first"]["signature"] == "vllm-moe-weight-layout" and data["first"]["where"].endswith(":2")
+    assert "moe_backend=triton" in data["fix"]
+    refit = "❌ Error: Updating weights for the generation policy failed during refit."
+    assert _event(refit).sig.id == "rl-refit-failed"
+    data = triage(tmp_path, "Current vLLM config is not set.\n" + refit + "\nRuntimeError: refit\n")
+    assert data["first"]["signature"] == "vllm-config-not-set" and data["first"]["where"].endswith(":1")
+    assert triage(tmp_path, "WARNING 01-02 config.py:1 Current vLLM config is not set.\n")["status"] == "clean"
+    router = (
+        "(RolloutManager pid=519445) For more information check: https://developer.mozilla.org/en-US/docs/Web/HTTP/Status/503, "
+        "retrying... (attempt 60/60, url=http://10.0.0.1:4674/generate, response=No available workers (all circuits open or unhealthy))"
+    )
+    assert _event(router).sig.id == "sglang-router-no-workers"

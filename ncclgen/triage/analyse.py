@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import aftermath, catalogue, nodes, progress, raypg
+from . import absent, aftermath, catalogue, handled, nodes, progress, raypg
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -26,6 +26,7 @@ ALONE = ("watchdog-start-timeout",)
 # pair already in error names the peer whose log (or link) holds it
 NAMES_PEER = ("ib-flush",)
 WATCHDOG_TIMEOUTS = ("watchdog-timeout", "watchdog-start-timeout")  # a collective timed out (SeqNum, OpType)
+ABSENT = "ranks-absent"  # with no root: the ranks of a group that printed no timeout where the others did (absent.py)
 FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Destroy COMPLETE", "opCount")
 # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
 # lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
@@ -111,6 +112,8 @@ class Accumulator:
         self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
         self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
+        self.timeouts = absent.Timeouts()  # the ranks that timed out in each collective, and the group's size
+        self.handled = handled.Handled()  # tracebacks of exceptions a program logged and went on from
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
         self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
@@ -133,7 +136,7 @@ class Accumulator:
         self.progress.add(line, self.seq)
         self.pgs.add(line, self.seq)
         ev = classify(line, self.seq)
-        if ev is None:
+        if ev is None or self.handled.absorbs(ev):
             return
         self._from_block(ev)
         self._wrapped(ev)
@@ -205,6 +208,7 @@ class Accumulator:
             same = self.ops.setdefault(ev.groups.get("seq", ""), {}).setdefault(ev.groups.get("op", ""), [])
             if len(same) < MAX_KEYS:
                 same.append(ev)
+            self.timeouts.add(ev)
 
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the
@@ -256,7 +260,7 @@ class Accumulator:
             return "cause", min(self.suspects, key=order)
         if failed:
             first = self._unclassified()
-            named = first.sig is not None and first.sig.id in ALONE + NAMES_PEER
+            named = first.sig is not None and first.sig.id in ALONE + NAMES_PEER + (ABSENT,)
             return ("cause" if named else "unclassified"), first
         return "clean", None
 
@@ -291,6 +295,8 @@ class Accumulator:
         if first.sig is not None:
             first = self._why(first) or self.unwrapped.get(first.seq) or first
         quote = self.quote
+        if first.sig is not None and first.sig.id in WATCHDOG_TIMEOUTS:
+            return self.timeouts.finding() or first  # the ranks the others waited for
         return quote if quote is not None and quotes(first, quote) else first
 
     def _why(self, root: Event) -> Event | None:

@@ -35,6 +35,9 @@ TYPE = re.compile(TYPES + "$")
 # bandwidths are printed with a fixed number of decimals, and earlier releases' maximum error with an exponent
 # of its own sign ('2e-07'), so neither reads as one.
 COUNT = re.compile(r"\d+|\d(?:\.\d+)?e\+\d+")
+# Before 2.13 a row had no root column and each half ended with the largest difference, printed '%5.0le'
+# ('2e-07'; 8274cb4 src/common.cu): where a later row has its busbw, such a row has that maximum error.
+MAX_ERROR = re.compile(r"\d(?:\.\d+)?e[-+]\d+")
 PER_ITERATION = 18  # values after the type where each half also prints i_min, i_max, i_p99 and i_cv%
 
 
@@ -50,8 +53,8 @@ def wrong(text: str) -> bool:
         return bool((m := OUT_OF_BOUNDS.search(text)) and int(m.group(1)) > 0)
     words = text.split()
     t = next((i for i, w in enumerate(words) if TYPE.match(w)), None)
-    if t is None:
-        return False
+    if t is None or (t + 5 < len(words) and MAX_ERROR.fullmatch(words[t + 5])):
+        return False  # a row of a release before 2.13: no root column, and no count of wrong elements
     half = 8 if len(words) - t - 1 >= PER_ITERATION else 4
     counts = [words[j] for j in (t + 6, t + 6 + half) if j < len(words)]
     return any(COUNT.fullmatch(w) and float(w) >= 1 for w in counts)
