@@ -344,3 +344,16 @@ def test_a_locked_memory_warning_is_a_note_when_the_run_went_on_and_the_cause_wh
     assert _result([warn]).status == "clean"
     res = _result([warn, "[cn0022:4071024] pml_ucx.c:309  Error: Failed to create UCP worker"])
     assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "ucx-verbs-memlock", 1)
+
+
+def test_an_untimed_root_stands_before_the_timed_echo_printed_after_it():
+    """Python prints the exception without a time stamp, then the program's logger repeats it with one (OLMo's
+    'Uncaught %s: %s'): the untimed line takes the next timed line's place in time, and is the first failure.
+    NCCL's untimed error traces (symptoms) keep their place after the timed lines."""
+    err = "HfHubHTTPError: 429 Client Error: Too Many Requests for url: https://huggingface.co/api/datasets/glue"
+    echo = f"[2024-04-18 15:55:06] CRITICAL [olmo.util:158, rank=6] Uncaught {err}"
+    res = _result([err, echo])
+    assert res.first.line.lineno == 1 and res.first.sig.id == "hf-hub-unreachable"
+    trace = "h1:5891:6272 [1] NCCL INFO misc/socket.cc:47 -> 3"
+    stuck = "[E930 15:23:00.059980974 ProcessGroupNCCL.cpp:1487] [PG ID 4 PG GUID  Rank 2] ProcessGroupNCCL's watchdog got stuck for 10 seconds"
+    assert _result([trace, stuck]).first.line.lineno == 2

@@ -61,8 +61,10 @@ WRAPPERS = ("ray-task-error",)
 
 
 def order(ev: Event) -> tuple:
-    """Timed events by time, then untimed ones in reading order."""
-    return (0, ev.time, ev.seq) if ev.time else (1, "", ev.seq)
+    """Timed events by time (an untimed one at the next timed event of its file: it was printed before that one,
+    as a traceback before its logger's time-stamped echo), then untimed ones in reading order."""
+    t = ev.time or ev.placed
+    return (0, t, ev.seq) if t else (1, "", ev.seq)
 
 
 @dataclass
@@ -114,6 +116,7 @@ class Accumulator:
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
         self.timeouts = absent.Timeouts()  # the ranks that timed out in each collective, and the group's size
         self.handled = handled.Handled()  # tracebacks of exceptions a program logged and went on from
+        self.untimed: dict[str, list[Event]] = {}  # file -> its untimed events since its last timed one (bounded)
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
         self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
@@ -138,9 +141,23 @@ class Accumulator:
         ev = classify(line, self.seq)
         if ev is None or self.handled.absorbs(ev):
             return
+        self._place(ev)
         self._from_block(ev)
         self._wrapped(ev)
         self._record(self._unwrapped(ev))
+
+    def _place(self, ev: Event) -> None:
+        """An untimed root takes its place in time from the next timed event of its file, before that one is
+        recorded (a traceback's `Type: message` printed before its logger's time-stamped echo of it). Symptoms keep
+        their place after the timed lines: NCCL's untimed error traces are the aftermath of what the timed lines say."""
+        f = ev.line.file
+        if ev.time is None:
+            root = ev.sig is not None and ev.sig.role == "root"
+            if root and len(self.untimed) < MAX_GROUPS and len(waiting := self.untimed.setdefault(f, [])) < MAX_KEYS:
+                waiting.append(ev)
+            return
+        for e in self.untimed.pop(f, ()):
+            e.placed = ev.time
 
     def _wrapped(self, ev: Event) -> None:
         """The line of the exception a RayTaskError(Exc) wraps: the next error line of its file, within its

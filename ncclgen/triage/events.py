@@ -125,6 +125,7 @@ class Event:
     node: str | None = None
     rank: str | None = None
     seq: int = 0  # reading order
+    placed: str | None = None  # an untimed line's place in time: the time of the next timed event of its file
 
     @property
     def where(self) -> str:
