@@ -116,3 +116,42 @@ def test_gloo_peers_of_two_address_families_and_lightnings_slurm_check():
         "HINT: Use `--ntasks-per-node=200` instead."
     )
     assert _sig(lightning) == "lightning-slurm-ntasks"
+
+
+def test_cuda_errors_of_a_driver_that_does_not_fit_the_program(tmp_path):
+    """PyTorch's cudaGetDeviceCount() wrapper names the CUDA error: 803 is a libcuda that does not fit the kernel
+    driver (a cuda-compat library shadowing a newer host driver); PTX of a newer toolkit than the driver's."""
+    compat = (
+        "RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+        "NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver / cuda driver combination"
+    )
+    data = triage(tmp_path, compat + "\n")
+    assert data["first"]["signature"] == "cuda-driver-mismatch" and "cuda-compat" in data["cause"]
+    ptx = "torch.AcceleratorError: CUDA error: the provided PTX was compiled with an unsupported toolchain."
+    assert _sig(ptx) == "cuda-ptx-toolchain"
+    visible = compat.replace(
+        "Error 803: system has unsupported display driver / cuda driver combination",
+        "Error 101: invalid device ordinal",
+    )
+    assert _sig(visible) == "gpu-visibility"
+
+
+def test_a_script_that_refuses_the_launchers_arguments_and_dtensor_faults():
+    assert _sig("train.py: error: unrecognized arguments: --local-rank=2") == "script-unrecognized-arguments"
+    mixed = (
+        "[rank0]: RuntimeError: aten._unsafe_index.Tensor got mixed torch.Tensor and DTensor, need to convert all "
+        "torch.Tensor to DTensor before calling distributed operators!"
+    )
+    assert _sig(mixed) == "dtensor-dispatch"
+    assert (
+        _sig("  Sharding propagation failed for aten.add.Tensor(Spec(bf16[8, 4096, 256](S(0)S(1)))")
+        == "dtensor-dispatch"
+    )
+
+
+def test_a_log_that_ends_at_a_programs_nccl_banner_ends_early(tmp_path):
+    """vLLM prints 'vLLM is using nccl==X' as it starts its communicator: nothing after it is no clean run."""
+    banner = "(Worker pid=960) INFO 08-12 20:26:09 [pynccl.py:113] vLLM is using nccl==2.28.9\n"
+    assert triage(tmp_path, banner)["status"] == "unfinished"
+    later = banner + "(Worker pid=960) WARNING 08-12 20:26:12 [custom_all_reduce.py:1] Custom allreduce is disabled\n"
+    assert triage(tmp_path, later)["status"] == "clean"

@@ -185,6 +185,9 @@ class Facts:
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
         self.registered = False  # Lightning's rank 0 saw every rank join (LIGHTNING_ALL)
         self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
+        # the file whose last line read is vLLM's or SGLang's 'is using nccl==' banner, printed as the program starts
+        # its NCCL communicator (vllm/distributed/device_communicators/pynccl.py): nothing shows it got further
+        self.banner_last: str | None = None
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
         self.dumps = stackdump.Dumps()  # a Python stack dump: where a process waited
 
@@ -215,6 +218,10 @@ class Facts:
         """What a line says of the job as a whole: NCCL ran, Ray workers' nodes, ranks and Lightning's joins."""
         text = line.text
         self.nccl_used = self.nccl_used or "NCCL version" in text or "sing nccl==" in text
+        if "sing nccl==" in text:
+            self.banner_last = line.file
+        elif self.banner_last == line.file:
+            self.banner_last = None  # a line after the banner
         if "ip=" in text and len(self.ray_ips) < MAX_HOSTS and (r := RAY_IP.search(text)):
             self.ray_ips.add(r.group("ip"))
         if self.bench.twin is line:

@@ -57,6 +57,8 @@ def ends_early(facts: Facts) -> list[str]:
     out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.bench.banner:
         out.append("nccl-tests printed its header and no result row")
+    if facts.banner_last and not out:
+        out.append("the last line is a program's 'is using nccl==' banner: its NCCL communicator setup began there")
     return out + lightning_short(facts)
 
 
