@@ -94,6 +94,7 @@ SUCCESS = (
     "group finished (WorkerState.SUCCEEDED)",
     "torchelastic.worker.status.SUCCEEDED",
 )
+SUCCESS_RE = re.compile("|".join(map(re.escape, SUCCESS)))
 # NCCL 2.23+ prints 'Init timings - ncclCommInitRank: rank R nranks N total ...' just after Init COMPLETE (src/init.cc,
 # ncclCommInitRankFunc): an excerpt holding it got past init even where its Init COMPLETE line was left out
 INIT_TIMINGS = "Init timings - "
@@ -211,7 +212,7 @@ class Facts:
         found = nccllines.message(parsed[3]) if parsed and parsed[0] == "INFO" else None
         if found is None or not _apply(host, found[0], found[1], line):
             _read(host, text, line)
-        if any(kept is line for kept in host.lines.values()):
+        if line in host.lines.values():  # (a tuple's comparison, in C: this runs for every NCCL line)
             self.seqs[line] = seq
 
     def _job_facts(self, line: Line, seq: int) -> None:
@@ -251,7 +252,7 @@ class Facts:
         """What a line says of the run as a whole, whatever its prefix: it ended well, got past init, began
         nccl-tests' table, a peer on IPoIB, one end of a network connection."""
         text = line.text
-        if any(k in text for k in SUCCESS):
+        if SUCCESS_RE.search(text):
             self.success = True
         if "%ib" in text and IPOIB_PEER.search(text):
             self.ipoib_peer = True

@@ -14,11 +14,9 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-
-import yaml
+from typing import NamedTuple
 
 from ..errors import UserError
-from ..record import dataclass
 from . import catalogue, grepscan
 
 CHUNK = 4 << 20
@@ -133,8 +131,10 @@ REGENERATE_LINE = re.compile(rb"^# Regenerate: (ncclgen (?:.* \\\n#   )*.*)$", r
 CONTINUED = re.compile(rb" \\\n#   ")
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
+    """One line read (a tuple: made for every line kept, where a record's generic __init__ cost about a tenth of the
+    whole read)."""
+
     file: str
     lineno: int
     text: str  # as in the file
@@ -163,7 +163,7 @@ def split_joined(line: Line) -> list[Line]:
 @functools.cache
 def anchors() -> tuple[str, ...]:
     """What the reader searches for (ncclgen/data/triage/anchors.yaml): one of them is in every key a line may need."""
-    return tuple(yaml.safe_load((catalogue.DATA / "anchors.yaml").read_text())["anchors"])
+    return tuple(catalogue.load_data("anchors.yaml")["anchors"])
 
 
 def _keys() -> tuple[bytes, ...]:
@@ -264,6 +264,7 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped, s
     'Last error:' read from the file)."""
     done = 0
     quoted = 0  # the line read as 'Last error:''s quote: not yielded again when grep finds it too
+    name = str(f)
     for lineno, offset, raw in grepscan.lines(f, keys, capped):
         if progress and offset - done > CHUNK:
             progress(offset - done)
@@ -272,13 +273,13 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped, s
             continue
         text = raw.decode("utf-8", "replace").rstrip("\r")
         if lineno > skip:
-            yield Line(str(f), lineno, text)
+            yield Line(name, lineno, text)
         if text.endswith("Last error:"):
             fh.seek(offset + len(raw) + 1)
             body = fh.readline(1 << 16)
             if body.endswith(b"\n"):
                 quoted = lineno + 1
-                yield _last_error(str(f), lineno + 1, text, body.rstrip(b"\r\n").decode("utf-8", "replace"))
+                yield _last_error(name, lineno + 1, text, body.rstrip(b"\r\n").decode("utf-8", "replace"))
     if progress:
         progress(f.stat().st_size - done)
 

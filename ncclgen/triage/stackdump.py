@@ -19,6 +19,9 @@ FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>[^\s
 PYSPY = re.compile(r"^\W*Python v\d+\.\d+\.\d+\S* \(")
 
 
+KEYS = re.compile("|".join(map(re.escape, STACK_DUMP_KEYS)))  # one search in C for every line read
+
+
 class Dumps:
     """The first stack dump in the logs and the innermost frame it shows."""
 
@@ -29,7 +32,7 @@ class Dumps:
 
     def add(self, line: Line) -> None:
         text = line.text
-        if self.frame is not None or not any(k in text for k in STACK_DUMP_KEYS):
+        if self.frame is not None or not KEYS.search(text):
             return
         spy = PYSPY.match(text)
         if self.first is None and (spy or HEADER.search(text)):
