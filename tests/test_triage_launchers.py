@@ -357,3 +357,23 @@ def test_an_untimed_root_stands_before_the_timed_echo_printed_after_it():
     trace = "h1:5891:6272 [1] NCCL INFO misc/socket.cc:47 -> 3"
     stuck = "[E930 15:23:00.059980974 ProcessGroupNCCL.cpp:1487] [PG ID 4 PG GUID  Rank 2] ProcessGroupNCCL's watchdog got stuck for 10 seconds"
     assert _result([trace, stuck]).first.line.lineno == 2
+
+
+def test_a_rank_that_stopped_training_one_timeout_before_the_others_timed_out_is_the_cause():
+    """A stop decision taken on some ranks only (anemoi-core#1064: the time-limit check under rank_zero_only): the
+    stop line comes one process-group timeout before the first watchdog timeout; any other gap, or no timeout at
+    all, leaves it a line every healthy run prints."""
+    stop = "[2026-04-20 19:14:34,416][anemoi.training.diagnostics.callbacks.stopping][INFO] - Time limit of 1d reached. Stopping training."
+    fmt = (
+        "[rank{r}]:[E420 {t} ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=4832284, OpType={op}, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for 1800051 milliseconds"
+    )
+    late = [
+        fmt.format(r=0, t="19:44:35.569754537", op="ALLREDUCE"),
+        fmt.format(r=5, t="19:44:36.136978018", op="BROADCAST"),
+    ]
+    res = _result([stop, *late])
+    assert (res.status, res.first.sig.id, res.first.line.lineno) == ("cause", "training-stop", 1)
+    soon = [line.replace("19:44:3", "19:19:3") for line in late]  # five minutes after: not this stop's doing
+    assert _result([stop, *soon]).first.sig.id == "watchdog-op-mismatch"
+    assert _result([stop]).status == "clean"

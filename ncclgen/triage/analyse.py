@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import absent, aftermath, catalogue, handled, nodes, progress, raypg
+from . import absent, aftermath, catalogue, handled, nodes, progress, raypg, stopped
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -351,6 +351,8 @@ class Accumulator:
             self._record(pending)
         for ev in findings:
             self.add_finding(ev)
+        if (stop := stopped.finding(self.contexts.get(stopped.STOP), self.timeouts)) is not None:
+            self.add_finding(stop)  # a rank left the loop a timeout before the others timed out
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
         if first is not None and first.node in NO_NODE:
             first.node = self._node_of(first) or first.node
