@@ -155,3 +155,16 @@ def test_a_log_that_ends_at_a_programs_nccl_banner_ends_early(tmp_path):
     assert triage(tmp_path, banner)["status"] == "unfinished"
     later = banner + "(Worker pid=960) WARNING 08-12 20:26:12 [custom_all_reduce.py:1] Custom allreduce is disabled\n"
     assert triage(tmp_path, later)["status"] == "clean"
+
+
+def test_a_ray_command_line_broken_by_click_and_a_raylet_stopped_by_sigterm(tmp_path):
+    """click 8.3's Sentinel cannot be deep-copied, which Ray's command line does as it loads; a raylet's SIGTERM
+    handler with no drain asked for is a note alone (every cluster's end prints it), the cause of a failure after it."""
+    assert _sig("ValueError: <object object at 0x7fa70eca36e0> is not a valid Sentinel") == "click-sentinel-deepcopy"
+    sigterm = (
+        "[2025-02-11 20:08:00,117 I 4121 4121] main.cc:483: received SIGTERM. Existing local drain request = None\n"
+    )
+    data = triage(tmp_path, sigterm)
+    assert data["status"] == "clean" and "a raylet was stopped by SIGTERM" in data["notes"][0]["says"]
+    died = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+    assert triage(tmp_path, sigterm + died)["first"]["signature"] == "raylet-sigterm"
