@@ -82,3 +82,19 @@ def test_rollout_engines_that_cannot_take_the_trainers_weights_or_requests(tmp_p
         "retrying... (attempt 60/60, url=http://10.0.0.1:4674/generate, response=No available workers (all circuits open or unhealthy))"
     )
     assert _event(router).sig.id == "sglang-router-no-workers"
+
+
+def test_the_transfer_layers_of_disaggregated_serving(tmp_path):
+    """UCX indents a nested message ('UCX  ERROR   connect(...)'), NIXL without its backend plugin, a program built
+    for a newer UCX (a note alone: printed at WARN), NVSHMEM's IBGDA without DEVX access to the NIC."""
+    nested = "[1745480768.774628] [host:4112 :0]  sock.c:334  UCX  ERROR   connect(fd=208, dest_addr=10.25.117.11:64468) failed: Network is unreachable"
+    assert _event(nested).sig.id == "ucx-connect-failed"
+    plugin = _event("E0421 11:56:59.774282  709103 nixl_agent.cpp:259] getPluginParams: backend 'UCX' not found")
+    assert plugin.sig.id == "nixl-backend-plugin-missing" and plugin.groups["b"] == "UCX"
+    old = "UCP API version is incompatible: required >= 1.19, actual 1.16.0\n"
+    data = triage(tmp_path, old)
+    assert data["status"] == "clean" and "UCX 1.19 or later loaded libucp 1.16.0" in data["notes"][0]["says"]
+    failed = old + "nixl._bindings.nixlBackendError: NIXL_ERR_BACKEND\n"
+    assert triage(tmp_path, failed)["first"]["signature"] == "ucx-api-version"
+    uar = "/opt/nvshmem/src/modules/transport/ibgda/ibgda.cpp:1889: NULL value cannot allocate mlx5dv_devx_uar"
+    assert _event(uar).sig.id == "nvshmem-devx-uar"
