@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from triage_json import triage
+
 from ncclgen.triage import compare, reader, run, runstate
 from ncclgen.triage.analyse import Accumulator
 from ncclgen.triage.reader import Line
@@ -377,3 +379,24 @@ def test_a_rank_that_stopped_training_one_timeout_before_the_others_timed_out_is
     soon = [line.replace("19:44:3", "19:19:3") for line in late]  # five minutes after: not this stop's doing
     assert _result([stop, *soon]).first.sig.id == "watchdog-op-mismatch"
     assert _result([stop]).status == "clean"
+
+
+def test_an_exception_no_signature_names_is_placed_by_its_innermost_frame(tmp_path):
+    """DeepSpeed#7636: a KeyError in the framework's own code; the report says which file and function raised it,
+    from the traceback's last frame (a frame a paste wrapped after 'in' still counts)."""
+    log = (
+        "[rank0]: Traceback (most recent call last):\n"
+        '[rank0]:   File "/ds/deepspeed/runtime/zero/stage_1_and_2.py", line 1007, in reduce_ipg_grads\n'
+        "[rank0]:     self.report_ipg_memory_usage(...)\n"
+        '[rank0]:   File "/ds/deepspeed/runtime/base_optimizer.py", line 70, in report_ipg_memory_usage\n'
+        "[rank0]:     bucket = self.ipg_buckets[dt]\n"
+        "[rank0]:              ~~~~~~~~~~~~~~~~^^^^\n"
+        "[rank0]: KeyError: torch.bfloat16\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["status"] == "unclassified"
+    assert data["first"]["raised_in"] == "/ds/deepspeed/runtime/base_optimizer.py:70 in report_ipg_memory_usage"
+    wrapped = log.replace(", in report_ipg_memory_usage\n", ", in\n report_ipg_memory_usage\n")
+    assert triage(tmp_path, wrapped)["first"]["raised_in"] == "/ds/deepspeed/runtime/base_optimizer.py:70"
+    far = log.replace("[rank0]: KeyError", "x\nx\nx\nx\n[rank0]: KeyError")  # no frame right above it: not placed
+    assert "raised_in" not in triage(tmp_path, far)["first"]

@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import absent, aftermath, catalogue, handled, nodes, progress, raypg, stopped
+from . import absent, aftermath, catalogue, frames, handled, nodes, progress, raypg, stopped
 from .events import NCCL_PREFIX, REGENERATE, Event, classify
 from .reader import Line
 
@@ -116,6 +116,7 @@ class Accumulator:
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
         self.timeouts = absent.Timeouts()  # the ranks that timed out in each collective, and the group's size
         self.handled = handled.Handled()  # tracebacks of exceptions a program logged and went on from
+        self.frames = frames.Frames()  # the innermost frame of each file's traceback: where an exception was raised
         self.untimed: dict[str, list[Event]] = {}  # file -> its untimed events since its last timed one (bounded)
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
@@ -138,9 +139,11 @@ class Accumulator:
             return
         self.progress.add(line, self.seq)
         self.pgs.add(line, self.seq)
+        self.frames.add(line)
         ev = classify(line, self.seq)
         if ev is None or self.handled.absorbs(ev):
             return
+        self.frames.mark(ev)
         self._place(ev)
         self._from_block(ev)
         self._wrapped(ev)

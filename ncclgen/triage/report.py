@@ -97,6 +97,8 @@ def event_data(ev: Event) -> dict:
         data["nccl_source"] = f"NVIDIA/nccl {src[1]}"
     elif ev.groups.get("plugin_source"):
         data["plugin_source"] = ev.groups["plugin_source"]
+    if ev.groups.get("raised_in"):
+        data["raised_in"] = ev.groups["raised_in"]
     return data
 
 
@@ -302,6 +304,8 @@ def _head(data: dict) -> list[str]:
         out.append("source: " + "; ".join(data["sources"]))
     else:
         out.append("cause: not classified (no cause class in ncclgen/data/triage/ matches a root)")
+        if first.get("raised_in"):
+            out.append(f"raised in: {first['raised_in']} (the innermost frame of its traceback: whose code raised it)")
         if symptom := data.get("symptom"):
             out.append(f"it says: {symptom['says']}")
             if symptom["collect_next"]:

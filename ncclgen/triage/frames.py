@@ -1,0 +1,41 @@
+"""Where an exception no signature names was raised: the innermost frame of the traceback its line closes.
+
+CPython prints a traceback's frames outermost first, each as '  File "PATH", line N, in FUNC' with its source line
+under it (and carets since 3.11), then the exception's `Type: message` (Lib/traceback.py). An exception ncclgen has
+no class for is then at least placed: the file and function that raised it say whose code it is (the framework's
+runtime, a model's, a library's), which is where its cause is looked for.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .events import Event
+from .reader import Line
+
+# (a log prefix before it; a paste may wrap the line after 'in', leaving the function name on the next line)
+FRAME = re.compile(
+    r'^\s*(?:\[[^\]]*\]:?\s?|\([^)]*\)\s?)*\s+File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?'
+)
+SPAN = 5  # lines from the innermost frame to the exception line (source line, carets, a wrapped line)
+MAX_FILES = 64
+
+
+class Frames:
+    """The last traceback frame read in each file (bounded)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, tuple[int, str]] = {}  # file -> (line number, 'PATH:N in FUNC')
+
+    def add(self, line: Line) -> None:
+        if '", line ' not in line.text or (line.file not in self.last and len(self.last) >= MAX_FILES):
+            return
+        if m := FRAME.match(line.text):
+            func = f" in {m.group('func')}" if m.group("func") else ""
+            self.last[line.file] = (line.lineno, f"{m.group('path')}:{m.group('n')}{func}")
+
+    def mark(self, ev: Event) -> None:
+        """An unclassified error line right under a frame: the frame it was raised in, into its groups."""
+        got = self.last.get(ev.line.file)
+        if ev.sig is None and got is not None and 0 < ev.line.lineno - got[0] <= SPAN:
+            ev.groups["raised_in"] = got[1]
