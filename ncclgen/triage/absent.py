@@ -14,18 +14,12 @@ utils.py, 'Not all ranks joining collective').
 
 from __future__ import annotations
 
-import re
 from dataclasses import field
 
 from ..record import dataclass
 from . import catalogue
 from .events import Event
 
-WORK = re.compile(
-    r"\[(?:PG ID (?P<pg>\d+) (?:PG GUID \S+ )?)?Rank (?P<rank>\d+)\]\s*Watchdog caught collective operation timeout:"
-    r"\s*WorkNCCL\(SeqNum=(?P<seq>\d+), OpType=(?P<op>\w+)(?:, NumelIn=(?P<nin>\d+), NumelOut=(?P<nout>\d+))?"
-    r"(?:, Timeout\(ms\)=(?P<ms>\d+))?"
-)
 MAX_WORKS = 64  # (group, SeqNum, OpType) kept
 MAX_RANKS = 4096
 MAX_NAMED = 16  # ranks a finding lists by number
@@ -48,15 +42,16 @@ class Timeouts:
         self.works: dict[tuple[str, str, str], Work] = {}
 
     def add(self, ev: Event) -> None:
-        m = WORK.search(ev.line.text)
-        if m is None:
+        """A watchdog-timeout event (its signature's groups: the group and rank before the text, the WorkNCCL fields)."""
+        g = ev.groups
+        if not g.get("grank") or not g.get("seq"):
             return
-        key = (m.group("pg") or "0", m.group("seq"), m.group("op"))
+        key = (g.get("pg") or "0", g["seq"], g.get("op", ""))
         if key not in self.works and len(self.works) >= MAX_WORKS:
             return
-        work = self.works.setdefault(key, Work(ev, _size(m), m.group("ms")))
+        work = self.works.setdefault(key, Work(ev, _size(g), g.get("ms")))
         if len(work.ranks) < MAX_RANKS:
-            work.ranks.add(int(m.group("rank")))
+            work.ranks.add(int(g["grank"]))
 
     def finding(self) -> Event | None:
         """The first collective two or more ranks of its group timed out in while others printed nothing, as a
@@ -77,9 +72,9 @@ class Timeouts:
         return None
 
 
-def _size(m: re.Match[str]) -> int | None:
+def _size(g: dict[str, str]) -> int | None:
     """The group's size from an all-gather's or reduce-scatter's element counts (None for other collectives)."""
-    nin, nout, op = m.group("nin"), m.group("nout"), m.group("op")
+    nin, nout, op = g.get("nin"), g.get("nout"), g.get("op", "")
     if not nin or not nout or int(nin) == 0 or int(nout) == 0:
         return None
     big, small = (int(nout), int(nin)) if "ALLGATHER" in op else (int(nin), int(nout))

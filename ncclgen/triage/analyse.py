@@ -14,7 +14,7 @@ from dataclasses import field
 
 from ..record import dataclass
 from . import absent, aftermath, catalogue, frames, handled, nodes, progress, raypg, stopped
-from .events import NCCL_PREFIX, REGENERATE, Event, classify
+from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
@@ -44,9 +44,6 @@ MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
 # driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
-# Python's traceback header names no error: the exception line that closes the traceback does (CPython
-# Lib/traceback.py prints `Type: message` last), so the header is the first failure only when nothing else is.
-TRACEBACK = "Traceback (most recent call last)"
 # A Python exception's 'Type: message' whose message stops mid-sentence (no closing '.', ':', ')' or quote): a
 # terminal or a paste wrapped it, and the next line holds the rest (Lib/traceback.py prints the message as raised)
 WRAPPED_HEADER = re.compile(r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): \S.*[^\s.:)\]'\"]\s*$")

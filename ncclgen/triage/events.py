@@ -59,6 +59,12 @@ XLA_LAST = re.compile(
 # PyTorch's "Last error:" with NCCL's text on the same line (a log whose lines were joined: an issue pasted without
 # a code block, a launcher or event stream that flattens them), after the launcher's prefix repeated ("10: ")
 LAST_INLINE = re.compile(r"(?:(?P<pre>\[[^\]]*\]:?|\S+:) )?Last error: +(?:(?P=pre) )?(?P<text>\S.*)$")
+# Python's traceback header names no error: the exception line that closes the traceback does (CPython
+# Lib/traceback.py prints `Type: message` last), so the header is the first failure only when nothing else is.
+TRACEBACK = "Traceback (most recent call last)"
+# The prefixes launchers and loggers put before a program's own line ('[80746] [rank0]:', Ray's '(pid=1, ip=10.0.0.1) '),
+# each after any spaces, and one space after it: what is left keeps the line's own indentation (a traceback's frames)
+LOG_PREFIX = re.compile(r"^(?:\s*\[[^\]]*\]:?\s?|\s*\([^)]*\)\s?)*")
 # What a launcher or logger puts before a quoted NCCL WARN text whose own "host:pid:tid [dev] NCCL WARN" was
 # dropped (Ray's "(Runner pid=1)", PyTorch's "[rank0]:", mpirun's "[1,0]<stdout>:", srun -l's "0: "), and the level word
 # a paste keeps when it cuts the "host:pid:tid [dev] NCCL" before it; a glog prefix

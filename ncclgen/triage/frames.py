@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import re
 
-from .events import Event
+from .events import LOG_PREFIX, Event
 from .reader import Line
 
-# (a log prefix before it; a paste may wrap the line after 'in', leaving the function name on the next line)
-FRAME = re.compile(
-    r'^\s*(?:\[[^\]]*\]:?\s?|\([^)]*\)\s?)*\s+File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?'
-)
+# (after the log prefix; a paste may wrap the line after 'in', leaving the function name on the next line)
+FRAME = re.compile(r'\s+File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?')
 SPAN = 5  # lines from the innermost frame to the exception line (source line, carets, a wrapped line)
 MAX_FILES = 64
 
@@ -30,7 +28,7 @@ class Frames:
     def add(self, line: Line) -> None:
         if '", line ' not in line.text or (line.file not in self.last and len(self.last) >= MAX_FILES):
             return
-        if m := FRAME.match(line.text):
+        if m := FRAME.match(LOG_PREFIX.sub("", line.text, count=1)):
             func = f" in {m.group('func')}" if m.group("func") else ""
             self.last[line.file] = (line.lineno, f"{m.group('path')}:{m.group('n')}{func}")
 

@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import re
 
-from .events import Event
+from .events import LOG_PREFIX, TRACEBACK, Event
 
 HANDLED = ("inductor-autotune-choice", "jax-plugin-init")
-TRACEBACK = "Traceback (most recent call last)"
 SPAN = 200  # lines a handled traceback may run
 MAX_FILES = 64
-# log prefixes ('[80746] [rank0]:', Ray's '(pid=1, ip=10.0.0.1) '), then the line's own text
-PREFIX = re.compile(r"^(?:\[[^\]]*\]:?\s?|\([^)]*\)\s?)*")
 EXCEPTION = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit)\b")
 
 
@@ -36,7 +33,7 @@ class Handled:
         f, n = ev.line.file, ev.line.lineno
         start = self.open.get(f)
         if start is not None and n - start <= SPAN:
-            text = PREFIX.sub("", ev.line.text, count=1)
+            text = LOG_PREFIX.sub("", ev.line.text, count=1)
             if text[:1].isspace():
                 return True  # a frame of the traceback
             del self.open[f]  # the first line no longer indented ends it: its closing line, or a line after it
