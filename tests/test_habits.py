@@ -32,10 +32,16 @@ def _tool(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 # tools/compile_templates.py's output (jinja2's code) and tools/compile_data.py's (the bundled YAML's values)
 GENERATED = (ROOT / "ncclgen/render/compiled", ROOT / "ncclgen/load/compiled")
+# tools/compact_jobside.py's (the node programs' compact texts)
+GENERATED_FILES = (ROOT / "ncclgen/jobside/compacted.py",)
 
 
 def _sources() -> list[Path]:
-    return sorted(p for p in ROOT.glob("ncclgen/**/*.py") if not any(g in p.parents for g in GENERATED))
+    return sorted(
+        p
+        for p in ROOT.glob("ncclgen/**/*.py")
+        if not any(g in p.parents for g in GENERATED) and p not in GENERATED_FILES
+    )
 
 
 def test_ruff_check_finds_nothing():

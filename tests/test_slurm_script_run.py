@@ -114,7 +114,7 @@ def test_torchrun_line_and_binding_program(capsys, tmp_path):
     monitors = run.calls("monitor")
     assert len(monitors) == 2  # one per node, in its own folder (--host: outside any container)
     for args, _ in monitors:
-        assert Path(args[0]).read_text() == jobside.source("monitor")
+        assert Path(args[0]).read_text() == jobside.source("monitor", compact=True)
         assert args[1:] == [f"{run.work}/ncclgen-monitor-4242-{{node}}.jsonl", "5"]
         assert _folder(args[0]) not in folders
     assert run.leftovers() == []
@@ -163,7 +163,7 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     ]
     waits = {a[1]: a for a, _ in run.calls("raywait")}
     assert waits["wait"][2:] == [f"127.0.0.1:{gcs}", "2", "4", "300"]
-    assert Path(waits["wait"][0]).read_text() == jobside.source("raywait")
+    assert Path(waits["wait"][0]).read_text() == jobside.source("raywait", compact=True)
     assert waits["watch"][2:] == [f"127.0.0.1:{gcs}", "2", "2"]
     ((_driver_args, driver_env),) = [c for c in run.calls("python3") if c[0] == ["driver.py"]]
     assert driver_env["RAY_ADDRESS"] == f"127.0.0.1:{gcs}"
@@ -172,7 +172,7 @@ def test_ray_bring_up_order_hook_file_and_driver(capsys, tmp_path):
     for env in (head_env, worker_env):
         hook_dir = Path(env["PYTHONPATH"].split(":")[0])
         assert hook_dir.name == "pythonpath" and [p.name for p in hook_dir.iterdir()] == ["ncclgen_raybind.py"]
-        assert (hook_dir / "ncclgen_raybind.py").read_text() == jobside.source("raybind")
+        assert (hook_dir / "ncclgen_raybind.py").read_text() == jobside.source("raybind", compact=True)
         assert env["__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"] == "ncclgen_raybind.hook"
         assert raybind.parse_map(env["NCCLGEN_GPU_CPUS"]) == {"0": {0}, "1": {1}}
     assert run.leftovers() == []
@@ -300,7 +300,7 @@ def test_preflight_step_runs_on_every_node_with_the_plans_checks(capsys, tmp_pat
     assert len(calls) == 2  # one per node, each from its own folder
     for args, _ in calls:
         program, spec = Path(args[0]), Path(args[1].removeprefix("@"))
-        assert program.name == "preflight.py" and program.read_text() == jobside.source("preflight")
+        assert program.name == "preflight.py" and program.read_text() == jobside.source("preflight", compact=True)
         assert args[1].startswith("@") and spec.parent == program.parent
         assert spec.read_text() == preflight.encode(preflight.spec(plan)) + "\n"
     # no step of its own: each node's launch runs it first (torchrun: the one step; Ray: head and workers)

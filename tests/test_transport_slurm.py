@@ -49,7 +49,9 @@ def test_ray_start_steps_run_under_the_check_and_nothing_else():
 @pytest.mark.parametrize("workload", ["bench", "verl-grpo-qwen2-7b"])
 def test_off_leaves_it_out(workload):
     text = script(workload, check="off")
-    assert "ncclgen_transport" not in text and "NCCL_DEBUG_FILE" not in text
+    # (node.sh, the same in every script, names the entry it would source)
+    assert "-- ncclgen_transport" not in text and "bin/ncclgen_transport=" not in text
+    assert "NCCLGEN_TRANSPORT" not in text and "NCCL_DEBUG_FILE" not in text
     assert "export NCCL_DEBUG='WARN'" in text
     assert "--transport-check off" in text  # the Regenerate: line repeats it
 

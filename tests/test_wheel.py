@@ -38,6 +38,7 @@ def test_wheel_carries_bundled_data(wheel):
         "ncclgen/data/kb/nccl.tsv",
         "ncclgen/jobside/raybind.py",
         "ncclgen/jobside/raywait.py",
+        "ncclgen/jobside/compacted.py",
         "ncclgen/load/compiled/__init__.py",
         "ncclgen/render/compiled/__init__.py",
     ):

@@ -172,31 +172,12 @@ ncclgen_cleanup() {
 }
 
 # ==== Programs the launch runs on the nodes (ncclgen 0.1.0), each under one line naming
-# its source. ncclgen/jobside/node.sh starts every step and writes the others into each node's
+# its source, where its comments are (every step carries these texts to every node, so they come
+# without). ncclgen/jobside/node.sh starts every step and writes the others into each node's
 # private folder. ====
 
 # ncclgen/jobside/node.sh: every step's start on every node
 IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
-# ncclgen-node: runs first in every step of an ncclgen sbatch script, on every node, then becomes the
-# step's program. It keeps one private folder per node and job, writes the node programs there once,
-# runs the workload's setup once per node (the first step on the node runs it, later steps wait for it
-# under a lock and take what it exported), and never splices setup text into a command line: the
-# lines are a file, run by a child bash.
-#
-# Usage (the batch script's ncclgen_step): bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node [--host] PROGRAM [ARG...]
-#   --host    a step outside any container (the GPU monitor): its own folder, no setup
-#   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
-#             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
-#   preflight.py @SPEC -- PROGRAM [ARG...]
-#             the launch behind this node's preflight: PROGRAM starts only once the checks passed; a
-#             failed check leaves preflight.failed in the folder and ends the task with its status
-#   --preflight-status
-#             the status of this node's failed preflight in this job, else 0 (the batch script asks
-#             once a launch step failed: srun's own status then says only that a task was killed)
-# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (32 hex digits: the
-# folder's name holds it, so no other user can take the name or plant files in it); NCCLGEN_FILES,
-# "NAME=VARIABLE ..." (each file's text is in VARIABLE: node programs, the setup lines as setup.sh,
-# the Ray hook module under pythonpath/, executables under bin/). The program sees none of them.
 set -euo pipefail
 ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
 ncclgen_where=node
@@ -208,11 +189,6 @@ ncclgen_fail() {
   echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
   exit "${2:-1}"
 }
-
-# The folder: named by the job's random key, which only this job's processes hold (no other user can
-# take the name before it exists or plant anything in it), made by `mkdir -m 0700` (private, as mktemp -d
-# makes its folder; it fails where the name is taken) with the subfolders its files need, by the first
-# step on the node; later steps find it by the same name. A folder of this user, never a link.
 [[ ${NCCLGEN_JOB_KEY:-} =~ ^[0-9a-f]{32}$ ]] || ncclgen_fail "NCCLGEN_JOB_KEY is not this job's key" 2
 ncclgen_base=${TMPDIR:-/tmp}
 [[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
@@ -223,14 +199,11 @@ if [[ ! -e $NCCLGEN_DIR && ! -L $NCCLGEN_DIR ]]; then
     ncclgen_name=${ncclgen_spec%%=*}
     [[ $ncclgen_name != */* ]] || ncclgen_sub[$NCCLGEN_DIR/${ncclgen_name%/*}]=1
   done
-  # one process for the folder and its subfolders (where another step just made it, this one fails)
   mkdir -m 0700 "$NCCLGEN_DIR" "${!ncclgen_sub[@]}" 2>/dev/null || true
 fi
 if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR ]]; then
   ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user" 2
 fi
-
-# The tidy-up of earlier jobs' folders (see its call below); a child of the step, never its output.
 ncclgen_tidy() {
   exec {ncclgen_fd}>>"$ncclgen_tidy_lock" || return 0
   flock -n "$ncclgen_fd" || return 0 # another step on this host is at it
@@ -240,18 +213,12 @@ ncclgen_tidy() {
   printf '%s\n' "$now" >"$ncclgen_tidy_lock" # when: later steps skip the tidy-up for a minute
   tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
   [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=3600 # a number, never arithmetic on raw text
-  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
-  # (ncclgen.XXXXXXXXXX: an older ncclgen's folders)
   while IFS= read -r -d '' old; do
-    # this job's folders (other nodes on the same host) stay
     [[ $old != "$ncclgen_base/ncclgen-$NCCLGEN_JOB_KEY-"* && -d $old && ! -L $old && -O $old ]] || continue
     flock -n -x "$old/alive" rm -rf -- "$old" 2>/dev/null || true
   done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -type f -user "$EUID" \( -path "$ncclgen_base/$ncclgen_pattern/ready" \
     -o -path "$ncclgen_base/ncclgen.??????????/ready" \) ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
   find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
-  # NCCL's debug files of this user in the transport check's own folder (kept for `ncclgen triage`):
-  # removed NCCLGEN_NCCL_KEEP_S (default 7 days) after their last line, so the folder the check scans
-  # stays small. Only ncclgen's folder: a debug file set elsewhere is the user's to keep.
   key=NCCL_DEBUG
   key+=_FILE
   key=${!key:-}
@@ -261,9 +228,6 @@ ncclgen_tidy() {
   find "${key%/*}" -maxdepth 1 -type f -user "$EUID" \( -name '*.log' -o -name '*.log.claimed' \) \
     ! -newermt "@$((now - tidy_s))" -delete 2>/dev/null || true
 }
-
-# Once per folder, under its lock: the files, then the setup (its output goes to the job's log). A
-# folder already `ready` (written last) is complete: a later step skips the lock.
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   exec 9>>"$NCCLGEN_DIR/lock"
   flock 9
@@ -272,8 +236,6 @@ if [[ -e $NCCLGEN_DIR/failed ]]; then
   exit 1 # the first step on this node already said why
 fi
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
-  # One chmod for all executables (a fork costs more than the writes); their folders were made with
-  # this one's (or, where another step made it, are made now).
   ncclgen_dirs=() ncclgen_bins=()
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_name=${ncclgen_spec%%=*}
@@ -290,7 +252,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
     echo "ncclgen: setup on node $ncclgen_node"
     env -0 >"$NCCLGEN_DIR/env.before"
     ncclgen_status=0
-    # shellcheck disable=SC2016  # expanded by the child bash
     bash -c 'set -euo pipefail; source "$1"; env -0 >"$2"' ncclgen-setup "$NCCLGEN_DIR/setup.sh" \
       "$NCCLGEN_DIR/env.after" </dev/null || ncclgen_status=$?
     if ((ncclgen_status != 0)); then
@@ -298,12 +259,9 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       ncclgen_fail "the workload's setup failed (status $ncclgen_status; its output is above); the job stops"
     fi
     [[ -f $NCCLGEN_DIR/env.after ]] || cp "$NCCLGEN_DIR/env.before" "$NCCLGEN_DIR/env.after" # it ran `exit 0`
-    # What the setup exported or changed, for every step on this node (PWD, SHLVL, _ aside).
     declare -A ncclgen_before=() ncclgen_after=()
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
-    # A name the plan owns (ncclgen/load/patterns.py PLAN_PREFIXES) that the setup set, changed or unset
-    # would override the plan unchecked: one line each, and the job stops.
     ncclgen_owned='^(NCCL_|TORCH_NCCL_|TORCH_DIST|TORCH_FR_|GLOO_|UCX_|FI_)'
     ncclgen_changed=()
     for ncclgen_name in "${!ncclgen_after[@]}"; do
@@ -326,8 +284,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       exit 1
     fi
   fi
-  # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
-  # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
     ncclgen_fr=${TORCH_FR_DUMP_TEMP_FILE%/*}
     [[ -d $ncclgen_fr ]] || (umask 077 && mkdir -p "$ncclgen_fr") || true
@@ -337,11 +293,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
     fi
   fi
   : >"$NCCLGEN_DIR/ready"
-  # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
-  # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
-  # In the background, off the launch's path, by one step at a time per host (a lock file of this
-  # user's beside the folders, which also holds when the last tidy-up started: at most one a minute;
-  # several Slurm nodes can share a host's TMPDIR).
   ncclgen_tidy_lock="$ncclgen_base/.ncclgen.tidy.$EUID"
   ncclgen_last=0
   if [[ -f $ncclgen_tidy_lock && ! -L $ncclgen_tidy_lock && -O $ncclgen_tidy_lock ]]; then
@@ -356,14 +307,9 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
 fi
 exec 9>&-
-# Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor
-# survives the exec below), so a later job's first step on this node can tell a folder still in use.
 exec {ncclgen_alive}>>"$NCCLGEN_DIR/alive"
 flock -s "$ncclgen_alive"
-
-# The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
 if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
-  # shellcheck disable=SC1091  # written above
   source "$NCCLGEN_DIR/setup.env"
 fi
 [[ ! -d $NCCLGEN_DIR/pythonpath ]] || export PYTHONPATH="$NCCLGEN_DIR/pythonpath${PYTHONPATH:+:$PYTHONPATH}"
@@ -371,26 +317,18 @@ fi
 export NCCLGEN_DIR
 for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
 unset NCCLGEN_FILES NCCLGEN_NODE_SH
-
 if [[ ${1:-} == --preflight-status ]]; then
   ncclgen_status=0
   [[ ! -f $NCCLGEN_DIR/preflight.failed ]] || read -r ncclgen_status <"$NCCLGEN_DIR/preflight.failed" || true
   [[ $ncclgen_status =~ ^[0-9]{1,3}$ ]] || ncclgen_status=1
   exit "$ncclgen_status"
 fi
-# The preflight in front of the launch, in the same step (no step of its own: one step creation and
-# one node.sh less per node): this node checks itself, then its launch starts. A problem ends the task
-# with the preflight's status and --kill-on-bad-exit=1 ends the others, whose launch waits for every
-# node (torchrun's rendezvous, Ray's readiness check), so no rank starts.
 if [[ ${1:-} == preflight.py && ${3:-} == -- && -f $NCCLGEN_DIR/preflight.py ]]; then
   ncclgen_status=0
   python3 -S "$NCCLGEN_DIR/preflight.py" "@$NCCLGEN_DIR/${2#@}" || ncclgen_status=$?
   if ((ncclgen_status != 0)); then
-    # (a status from a signal is this step being stopped because another node failed first: no finding)
     if ((ncclgen_status < 128)); then
       printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
-      # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
-      # with this one, a fraction of a second each) still print their own problems.
       sleep 2
     fi
     exit "$ncclgen_status"
@@ -407,105 +345,50 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   done
   ncclgen_run=(bash)
   [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
-  # The preflight needs only the standard library: -S skips reading the image's site-packages at start.
   [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
-# torchrun's own log lines name its pid, not its node: this line ties the two (`ncclgen triage` reads it)
+if [[ ${1:-} == ncclgen_transport && -f $NCCLGEN_DIR/bin/ncclgen_transport ]]; then
+  shift
+  set +euo pipefail
+  source "$NCCLGEN_DIR/bin/ncclgen_transport"
+  exit
+fi
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $$" >&2
 exec "$@"
 NCCLGEN_NODE_SH_EOF
 
 # ncclgen/jobside/preflight.py
 IFS= read -r -d '' NCCLGEN_PREFLIGHT <<'NCCLGEN_PREFLIGHT_EOF' || true
-"""Preflight: check on this node what the plan relies on, before anything expensive starts.
-
-    python3 -c "$NCCLGEN_PREFLIGHT" SPEC       SPEC: the JSON object built at render time
-    python3 preflight.py @FILE                 (ncclgen/plan/preflight.py), or @FILE holding it
-
-Exit status: 0 every check passed; 6 at least one problem, one line each on stderr:
-    ncclgen: preflight FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
-2 the SPEC is not one this program understands (a job rendered by another ncclgen version).
-
-Why: NCCL falls back silently where a job would otherwise fail loudly (NCCL v2.30.7): an NCCL_IB_HCA
-entry that matches no device is dropped (src/transport/net_ib/init.cc), a net plugin that is not on
-the loader path is skipped (src/plugin/net.cc), a missing NCCL_TOPO_FILE is ignored (src/graph/xml.cc).
-The job then runs over sockets at a fraction of the fabric's speed. Other gaps fail late and cryptically:
-a bootstrap interface without an address, a small /dev/shm ("failed to extend /dev/shm/nccl-*"), a
-locked-memory limit that stops RDMA memory registration (NCCL's troubleshooting guide asks for
-`--shm-size=1g --ulimit memlock=-1`: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
-troubleshooting/runtime_and_mpi_issues.html). Each takes seconds to check here and minutes to find later.
-
-What each check reads (Linux):
-  hca       /sys/class/infiniband/DEV/ports/PORT/state is "4: ACTIVE" for every NCCL_IB_HCA entry
-            (NCCL's list syntax: '=' exact names, '^' exclusions, else name prefixes; DEV:PORT)
-  ifaces    /sys/class/net/NAME exists and the interface has an IPv4 address (SIOCGIFADDR ioctl),
-            for NCCL_SOCKET_IFNAME (same list syntax) and GLOO_SOCKET_IFNAME (exact names)
-  files     each plugin library and NCCL_TOPO_FILE opens for reading
-  gpus      /dev/nvidiaN device nodes, limited to CUDA_VISIBLE_DEVICES where that is set (Slurm sets
-            it for the step's GPUs; a Kubernetes pod sees only its own device nodes)
-  shm       statvfs(/dev/shm) total size
-  memlock   RLIMIT_MEMLOCK (RDMA fabrics: must be unlimited)
-  commands  each command is on PATH (numactl, where the rank binding runs through it)
-  gdr       where the descriptor declares GPUDirect RDMA on InfiniBand/RoCE: a peer-memory module is
-            loaded, as NCCL tests it (v2.30.7 src/transport/net_ib/gdr.cc:14-20: /sys/module/
-            nvidia_peermem/version, or the legacy /sys/kernel/mm/memory_peers/nv_mem{,_nc}/version), or
-            DMA-BUF can work: NVIDIA's open GPU kernel module (/proc/driver/nvidia/version says "Open
-            Kernel Module") on Linux 5.12 or later (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF":
-            https://docs.nvidia.com/cuda/gpudirect-rdma/). Without either NCCL runs every channel
-            through host memory without a word (channels "via NET/IB/N" instead of ".../GDRDMA")
-
-For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFLIGHT_PROC replace /sys,
-/dev and /proc, so tests can build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
-Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
-"""
-
-import _socket  # socket.py's own import of enum costs more than the one ioctl it is needed for
-import _thread  # threading.py's imports (functools, collections) cost more than the one timer
+import _socket
+import _thread
 import errno
 import fcntl
 import os
 import resource
 import sys
 import time
-
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 6
 EXIT_USAGE = 2
-DEADLINE_S = 10.0  # a check blocked this long (a hung file system) counts as a failure
-SIOCGIFADDR = 0x8915  # linux/sockios.h
-ACTIVE = "ACTIVE"  # ib_verbs port state text: "4: ACTIVE"
-
-
+DEADLINE_S = 10.0
+SIOCGIFADDR = 0x8915
+ACTIVE = "ACTIVE"
 def _digits(text):
     return text.isascii() and text.isdigit()
-
-
 def _numbers(text):
-    """The runs of digits in ``text`` as integers: (5, 15, 0, 91) for '5.15.0-91-generic'."""
     words = "".join(c if "0" <= c <= "9" else " " for c in text).split()
     return tuple(int(w) for w in words)
-
-
-# The spec's JSON, read without the json module: importing it (with re and enum) took 14 ms of a 50 ms preflight
-# here, paid by every node of a job at once. What ncclgen/plan/preflight.py writes: objects, arrays, strings,
-# integers, true, false, null (tests/test_preflight.py compares it with json.loads).
 ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
 def loads(text):
     value, end = _value(text, _space(text, 0), 0)
     if _space(text, end) != len(text):
         raise ValueError(f"JSON: extra text at {end}")
     return value
-
-
 def _space(s, i):
     while s[i : i + 1] in (" ", "\t", "\r", "\n"):
         i += 1
     return i
-
-
 def _value(s, i, depth):
     if depth > 16:
         raise ValueError("JSON: nested too deep")
@@ -523,12 +406,10 @@ def _value(s, i, depth):
     if j == i + (c == "-") or s[j : j + 1] in (".", "e", "E"):
         raise ValueError(f"JSON: unexpected {s[i : i + 8]!r} at {i}")
     return int(s[i:j]), j
-
-
 def _container(s, i, depth):
     obj = s[i] == "{"
     close = "}" if obj else "]"
-    items: list = []  # values, or (key, value) pairs of an object
+    items: list = []
     i = _space(s, i + 1)
     while s[i : i + 1] != close:
         if items:
@@ -547,8 +428,6 @@ def _container(s, i, depth):
             items.append(value)
         i = _space(s, i)
     return (dict(items) if obj else items), i + 1
-
-
 def _string(s, i):
     if s[i : i + 1] != '"':
         raise ValueError(f"JSON: a string expected at {i}")
@@ -571,13 +450,8 @@ def _string(s, i):
             i += 2
         else:
             raise ValueError(f"JSON: bad escape at {i}")
-    # \uXXXX pairs of UTF-16 surrogates (json.dumps's escape of a character above U+FFFF) become one character
     return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16"), i + 1
-
-
 def parse_list(value):
-    """NCCL's list syntax (src/misc/utils.cc parseStringList/matchIfList): ('exact'|'prefix'|'exclude',
-    [(name, port or None)]). '^' excludes, '=' asks for exact names, else each name is a prefix."""
     mode = "prefix"
     if value.startswith("^"):
         mode, value = "exclude", value[1:]
@@ -589,43 +463,32 @@ def parse_list(value):
         if name:
             items.append((name, int(port) if sep and port.isdigit() else None))
     return mode, items
-
-
 def _matches(name, want, mode):
     return name == want if mode == "exact" else name.startswith(want)
-
-
 class Node:
-    """What the checks read from the machine; tests replace the parts a fake tree cannot hold."""
-
     def __init__(self, sysfs=None, dev=None, environ=None):
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
         self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
-
     def name(self):
         return self.environ.get("SLURMD_NODENAME") or os.uname().nodename
-
     def listdir(self, *parts):
         try:
             return sorted(os.listdir(os.path.join(self.sysfs, *parts)))
         except OSError:
             return []
-
     def read(self, *parts):
         try:
             with open(os.path.join(self.sysfs, *parts), encoding="ascii", errors="replace") as fh:
                 return fh.read().strip()
         except OSError:
             return None
-
     def ipv4(self, ifname):
-        """The interface's IPv4 address, or None."""
         s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
         try:
-            req = ifname.encode()[:15].ljust(256, b"\0")  # struct ifreq: the name, then room for the address
+            req = ifname.encode()[:15].ljust(256, b"\0")
             return _socket.inet_ntoa(fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)[20:24])
         except OSError as exc:
             if exc.errno in (errno.EADDRNOTAVAIL, errno.ENODEV, errno.ENXIO):
@@ -633,9 +496,7 @@ class Node:
             raise
         finally:
             s.close()
-
     def gpus(self):
-        """(count, how it was counted)."""
         try:
             devs = [d for d in os.listdir(self.dev) if d.startswith("nvidia") and _digits(d[6:])]
         except OSError:
@@ -647,32 +508,23 @@ class Node:
             if n < len(devs):
                 return n, f"{found}, CUDA_VISIBLE_DEVICES={visible!r}"
         return len(devs), found
-
     def shm_bytes(self):
         st = os.statvfs(os.path.join(self.dev, "shm"))
         return st.f_blocks * st.f_frsize
-
     def memlock(self):
-        """RLIMIT_MEMLOCK soft limit in bytes, None when unlimited."""
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
-
     def exists(self, *parts):
         return os.path.exists(os.path.join(self.sysfs, *parts))
-
     def nvidia_version(self):
-        """/proc/driver/nvidia/version's first line, or None (no NVIDIA driver)."""
         try:
             with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
                 return fh.readline().strip()
         except OSError:
             return None
-
     def kernel(self):
         return os.uname().release
-
     def which(self, command):
-        """The path PATH finds ``command`` at, or None (shutil.which's rule for a plain name on Linux)."""
         if "/" in command:
             return command if os.path.isfile(command) and os.access(command, os.X_OK) else None
         for folder in self.environ.get("PATH", os.defpath).split(os.pathsep):
@@ -680,9 +532,7 @@ class Node:
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 return path
         return None
-
     def readable(self, path):
-        """None when ``path`` opens for reading, else why not."""
         try:
             with open(path, "rb") as fh:
                 fh.read(1)
@@ -693,15 +543,11 @@ class Node:
             return "no such file"
         except OSError as exc:
             return exc.strerror or str(exc)
-
-
 def _size(n):
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n} B"
-
-
 def check_hca(node, var, value):
     mode, items = parse_list(value)
     devices = node.listdir("class", "infiniband")
@@ -727,28 +573,18 @@ def check_hca(node, var, value):
             yield from _check_prefix(node, item, name, port, matched)
         else:
             yield from _check_exact(node, item, matched[0], port)
-
-
 def _port_state(node, dev, port):
     return node.read("class", "infiniband", dev, "ports", str(port), "state")
-
-
 def _active_ports(node, dev, port):
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     return [p for p in ports if ACTIVE in (_port_state(node, dev, p) or "")]
-
-
 def _check_prefix(node, item, name, port, matched):
-    """A prefix stands for whatever matches: NCCL skips a matching port that is not ACTIVE (an uncabled
-    storage port), so only "nothing usable matches" is a problem."""
     if not any(_active_ports(node, d, port) for d in matched):
         yield (
             item,
             "an ACTIVE port on a device whose name starts with " + name,
             "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
         )
-
-
 def _check_exact(node, item, dev, port):
     if port is not None and _port_state(node, dev, port) is None:
         yield (
@@ -758,18 +594,13 @@ def _check_exact(node, item, dev, port):
         )
     elif not _active_ports(node, dev, port):
         yield (item, "state ACTIVE", _states(node, dev, port))
-
-
 def _states(node, dev, port):
-    """'port 1 DOWN' or 'port 1 DOWN, port 2 ACTIVE', from the ports' state files."""
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     states = []
     for p in ports:
         text = node.read("class", "infiniband", dev, "ports", p, "state") or "no state"
         states.append(f"port {p} {text.partition(': ')[2] or text}")
     return ", ".join(states) or "no ports"
-
-
 def check_ifaces(node, var, value):
     mode, items = parse_list(value)
     names = node.listdir("class", "net")
@@ -793,18 +624,13 @@ def check_ifaces(node, var, value):
             )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
-
-
 PEERMEM = (
     ("module", "nvidia_peermem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
 )
 DMABUF_KERNEL = (5, 12)
-
-
 def check_gdr(node):
-    """GPUDirect RDMA's driver support (see the module docstring): a peer-memory module or DMA-BUF."""
     if any(node.exists(*path) for path in PEERMEM):
         return
     driver = node.nvidia_version()
@@ -819,10 +645,7 @@ def check_gdr(node):
     else:
         why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
     yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
-
-
 def check(node, spec):
-    """Every problem as (item, expected, found)."""
     if spec.get("gdr"):
         yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
@@ -853,8 +676,6 @@ def check(node, spec):
     for command in spec.get("commands", []):
         if not node.which(command):
             yield (f"command {command}", "on PATH", "not found")
-
-
 def run(spec, node=None, out=sys.stdout, err=sys.stderr):
     node = node or Node()
     t0 = time.monotonic()
@@ -874,8 +695,6 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
         return EXIT_PROBLEMS
     print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
     return 0
-
-
 def _deadline(name):
     def fire():
         time.sleep(DEADLINE_S)
@@ -886,10 +705,7 @@ def _deadline(name):
             flush=True,
         )
         os._exit(EXIT_PROBLEMS)
-
-    _thread.start_new_thread(fire, ())  # a thread: a read blocked in the kernel never lets a signal handler run
-
-
+    _thread.start_new_thread(fire, ())
 def main(argv):
     try:
         (text,) = argv
@@ -910,8 +726,6 @@ def main(argv):
     node = Node()
     _deadline(node.name())
     return run(spec, node)
-
-
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_PREFLIGHT_EOF
@@ -936,128 +750,9 @@ NCCLGEN_BIND_EOF
 
 # ncclgen/jobside/nccllines.py
 IFS= read -r -d '' NCCLGEN_NCCLLINES <<'NCCLGEN_NCCLLINES_EOF' || true
-"""NCCL's debug-log lines, parsed: the formats the transport check reads, from NCCL's source.
-
-Standard library only and imports nothing from ncclgen: the transport check (ncclgen/jobside/transport.py)
-embeds it on the nodes, and `ncclgen triage` and the test stand-in (tests/nccl_standin.py) reuse it.
-
-How NCCL writes a line (NVIDIA/nccl v2.30.7-1 src/debug.cc; the same in every release below):
-- the prefix is "HOST:PID:TID " (`prefix`), then "[CUDADEV] NCCL INFO MESSAGE" (`info`) or, for a WARN,
-  a blank line, an optional timestamp ("[%F %T] " by default, NCCL_DEBUG_TIMESTAMP_LEVELS=WARN), the prefix
-  and "[CUDADEV] FILE:LINE (FUNC) NCCL WARN MESSAGE" (`warn`; "(FUNC)" from 2.30.7);
-- HOST is gethostname() cut at the first '.', with '%' and '/' replaced by '-' (src/misc/utils.cc:73-82,
-  src/debug.cc:113-126 getHostNameForLog);
-- NCCL_DEBUG_ FILE expands %h to HOST, %p to the PID and %% to '%', echoes any other %X (`file%h`); the file
-  is opened "w" and line-buffered (`linebuf`: setlinebuf), so each line is in the file once written.
-  Without NCCL_DEBUG_ FILE the lines go to the C stdout, block-buffered in a batch job. The file is
-  created only when NCCL_DEBUG is above VERSION; a folder that does not exist makes fopen fail and NCCL
-  writes to stdout instead;
-- a line is printed when its level is at most NCCL_DEBUG (VERSION 1 < WARN 2 < INFO 3 < ABORT 4 < TRACE 5,
-  src/include/nccl_common.h:25-32) and its subsystem flags meet NCCL_DEBUG_SUBSYS (`subsys`; default
-  INIT,BOOTSTRAP,ENV; a leading '^' inverts the list). The version line is printed with NCCL_ALL, so
-  every mask shows it.
-
-Which subsystem each line needs: the version line any; "Using network" (`net`), "Init COMPLETE"
-(`complete`), "comm ... nRanks" (`comm`) and "Connected all rings" (`rings`) INIT only; the plugin, IB
-and Socket device lines and the NET channel lines INIT or NET; P2P channel lines INIT or P2P; SHM channel
-lines INIT or SHM. So INIT alone shows every line the check reads, and NET alone hides "Using network"
-and "Init COMPLETE".
-
-Formats, file:line under src/ per release of ncclgen's knowledge base (ncclgen/data/kb/nccl-releases.tsv;
-generated by tools/nccl_line_formats.py from NVIDIA/nccl's tags):
-"""
-
-# v2.28.3-1: prefix debug.cc:344; info debug.cc:358; warn debug.cc:355; file%h debug.cc:233; linebuf
-#   debug.cc:257; subsys debug.cc:68; version init.cc:588; net init.cc:390; plugin
-#   plugin/net/net_v10.cc:111,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
-#   transport/net_ib.cc:793; ibdev transport/net_ib.cc:789; socket transport/net_socket.cc:76; send
-#   transport/net.cc:313; recv transport/net.cc:359; gdr
-#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
-#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
-#   transport/shm.cc:128; comm init.cc:1074; complete init.cc:1548,init.cc:1553; rings
-#   transport/generic.cc:37
-# v2.28.7-1: prefix debug.cc:349; info debug.cc:363; warn debug.cc:360; file%h debug.cc:238; linebuf
-#   debug.cc:262; subsys debug.cc:73; version init.cc:608; net init.cc:428; plugin
-#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
-#   transport/net_ib.cc:839; ibdev transport/net_ib.cc:835; socket transport/net_socket.cc:76; send
-#   transport/net.cc:313; recv transport/net.cc:359; gdr
-#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
-#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
-#   transport/shm.cc:128; comm init.cc:1170; complete init.cc:1593,init.cc:1598; rings
-#   transport/generic.cc:37
-# v2.28.9-1: prefix debug.cc:349; info debug.cc:363; warn debug.cc:360; file%h debug.cc:238; linebuf
-#   debug.cc:262; subsys debug.cc:73; version init.cc:608; net init.cc:428; plugin
-#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
-#   transport/net_ib.cc:839; ibdev transport/net_ib.cc:835; socket transport/net_socket.cc:76; send
-#   transport/net.cc:313; recv transport/net.cc:359; gdr
-#   transport/net.cc:314,transport/net.cc:319,transport/net.cc:360; p2p
-#   transport/p2p.cc:386,transport/p2p.cc:393,transport/p2p.cc:398,transport/p2p.cc:406; shm
-#   transport/shm.cc:128; comm init.cc:1170; complete init.cc:1593,init.cc:1598; rings
-#   transport/generic.cc:37
-# v2.29.2-1: prefix debug.cc:368; info debug.cc:382; warn debug.cc:379; file%h debug.cc:257; linebuf
-#   debug.cc:281; subsys debug.cc:92; version init.cc:638; net init.cc:451; plugin
-#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
-#   transport/net_ib/init.cc:357; ibdev transport/net_ib/init.cc:353; socket transport/net_socket.cc:77;
-#   send transport/net.cc:316; recv transport/net.cc:362; gdr
-#   transport/net.cc:317,transport/net.cc:322,transport/net.cc:363; p2p
-#   transport/p2p.cc:389,transport/p2p.cc:396,transport/p2p.cc:401,transport/p2p.cc:409; shm
-#   transport/shm.cc:129; comm init.cc:1220; complete init.cc:1687,init.cc:1692; rings
-#   transport/generic.cc:39
-# v2.29.3-1: prefix debug.cc:368; info debug.cc:382; warn debug.cc:379; file%h debug.cc:257; linebuf
-#   debug.cc:281; subsys debug.cc:92; version init.cc:638; net init.cc:451; plugin
-#   plugin/net/net_v10.cc:110,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:107; ib
-#   transport/net_ib/init.cc:357; ibdev transport/net_ib/init.cc:353; socket transport/net_socket.cc:77;
-#   send transport/net.cc:316; recv transport/net.cc:362; gdr
-#   transport/net.cc:317,transport/net.cc:322,transport/net.cc:363; p2p
-#   transport/p2p.cc:389,transport/p2p.cc:396,transport/p2p.cc:401,transport/p2p.cc:409; shm
-#   transport/shm.cc:129; comm init.cc:1220; complete init.cc:1687,init.cc:1692; rings
-#   transport/generic.cc:39
-# v2.29.7-1: prefix debug.cc:372; info debug.cc:386; warn debug.cc:383; file%h debug.cc:259; linebuf
-#   debug.cc:283; subsys debug.cc:94; version init.cc:655; net init.cc:457; plugin
-#   plugin/net/net_v10.cc:119,plugin/net/net_v11.cc:18; nofile plugin/plugin_open.cc:108; ib
-#   transport/net_ib/init.cc:385; ibdev transport/net_ib/init.cc:375; socket transport/net_socket.cc:78;
-#   send transport/net.cc:317; recv transport/net.cc:363; gdr
-#   transport/net.cc:318,transport/net.cc:323,transport/net.cc:364; p2p
-#   transport/p2p.cc:406,transport/p2p.cc:413,transport/p2p.cc:418,transport/p2p.cc:426; shm
-#   transport/shm.cc:130; comm init.cc:1252; complete init.cc:1722,init.cc:1727; rings
-#   transport/generic.cc:40
-# v2.30.3-1: prefix debug.cc:377; info debug.cc:391; warn debug.cc:388; file%h debug.cc:260; linebuf
-#   debug.cc:285; subsys debug.cc:93; version init.cc:677; net init.cc:481; plugin
-#   plugin/net/net_v10.cc:123,plugin/net/net_v11.cc:85,plugin/net/net_v12.cc:18; nofile
-#   plugin/plugin_open.cc:122; ib transport/net_ib/init.cc:437; ibdev transport/net_ib/init.cc:427; socket
-#   transport/net_socket.cc:76; send transport/net.cc:321; recv transport/net.cc:368; gdr
-#   transport/net.cc:322,transport/net.cc:327,transport/net.cc:369; p2p
-#   transport/p2p.cc:410,transport/p2p.cc:417,transport/p2p.cc:422,transport/p2p.cc:430; shm
-#   transport/shm.cc:130; comm init.cc:1375; complete init.cc:1860,init.cc:1865; rings
-#   transport/generic.cc:40
-# v2.30.4-1: prefix debug.cc:377; info debug.cc:391; warn debug.cc:388; file%h debug.cc:260; linebuf
-#   debug.cc:285; subsys debug.cc:93; version init.cc:677; net init.cc:481; plugin
-#   plugin/net/net_v10.cc:123,plugin/net/net_v11.cc:85,plugin/net/net_v12.cc:18; nofile
-#   plugin/plugin_open.cc:122; ib transport/net_ib/init.cc:437; ibdev transport/net_ib/init.cc:427; socket
-#   transport/net_socket.cc:76; send transport/net.cc:321; recv transport/net.cc:368; gdr
-#   transport/net.cc:322,transport/net.cc:327,transport/net.cc:369; p2p
-#   transport/p2p.cc:410,transport/p2p.cc:417,transport/p2p.cc:422,transport/p2p.cc:430; shm
-#   transport/shm.cc:130; comm init.cc:1375; complete init.cc:1860,init.cc:1865; rings
-#   transport/generic.cc:40
-# v2.30.7-1: prefix debug.cc:330; info debug.cc:354; warn debug.cc:345,debug.cc:348; file%h debug.cc:215;
-#   linebuf debug.cc:240; subsys debug.cc:55; version init.cc:702; net init.cc:486; plugin
-#   plugin/net/net_v10.cc:124,plugin/net/net_v11.cc:86,plugin/net/net_v12.cc:18; nofile
-#   plugin/plugin_open.cc:124; ib transport/net_ib/init.cc:513; ibdev transport/net_ib/init.cc:494; socket
-#   transport/net_socket.cc:77; send transport/net.cc:324; recv transport/net.cc:377; gdr
-#   transport/net.cc:326,transport/net.cc:330,transport/net.cc:379; p2p
-#   transport/p2p.cc:416,transport/p2p.cc:423,transport/p2p.cc:429,transport/p2p.cc:437; shm
-#   transport/shm.cc:116; comm init.cc:1422; complete init.cc:1945; rings transport/generic.cc:40
-# v2.31.2-1: no such tag in NVIDIA/nccl's clone; formats not read from source
-# v2.32.3-1: no such tag in NVIDIA/nccl's clone; formats not read from source
-#
-# The net plugin's own lines come from the plugin: aws-ofi-nccl prefixes "NET/OFI " to every message
-# (aws/aws-ofi-nccl v1.19.2 include/nccl_ofi_log.h:19-26) and logs "Initializing " PACKAGE_STRING at init
-# (src/nccl_ofi_net.cpp:148; PACKAGE_STRING is "aws-ofi-nccl VERSION", configure.ac:12 AC_INIT).
-
 import re
-
-LEVELS = {"VERSION": 1, "WARN": 2, "INFO": 3, "ABORT": 4, "TRACE": 5}  # src/include/nccl_common.h:25-32
-SUBSYS = {  # src/include/nccl_common.h:34-53
+LEVELS = {"VERSION": 1, "WARN": 2, "INFO": 3, "ABORT": 4, "TRACE": 5}
+SUBSYS = {
     "INIT": 0x1,
     "COLL": 0x2,
     "P2P": 0x4,
@@ -1078,8 +773,7 @@ SUBSYS = {  # src/include/nccl_common.h:34-53
     "ALLOC_HOST": 0x20000,
     "ALL": 0xFFFFFFFFFFFFFFFF,
 }
-DEFAULT_SUBSYS = SUBSYS["INIT"] | SUBSYS["BOOTSTRAP"] | SUBSYS["ENV"]  # src/debug.cc:55-56
-# The subsystems each line the check reads is printed under (the INFO call's flags; see the table).
+DEFAULT_SUBSYS = SUBSYS["INIT"] | SUBSYS["BOOTSTRAP"] | SUBSYS["ENV"]
 LINE_SUBSYS = {
     "version": SUBSYS["ALL"],
     "net": SUBSYS["INIT"],
@@ -1095,11 +789,8 @@ LINE_SUBSYS = {
     "channel_p2p": SUBSYS["INIT"] | SUBSYS["P2P"],
     "channel_shm": SUBSYS["INIT"] | SUBSYS["SHM"],
 }
-
-# "HOST:PID:TID [DEV] NCCL INFO " (`prefix`, `info`), after an optional timestamp.
 INFO = re.compile(r"(?P<host>[^\s:]+):(?P<pid>[0-9]+):(?P<tid>[0-9]+) \[(?P<dev>-?[0-9]+)\] NCCL INFO ")
-WARN_MARK = " NCCL WARN "  # `warn`: "[DEV] FILE:LINE (FUNC) NCCL WARN MESSAGE"
-
+WARN_MARK = " NCCL WARN "
 _CH = r"(?P<src>[0-9]+)\[(?P<srcdev>[0-9]+)\] -> (?P<dst>[0-9]+)\[(?P<dstdev>[0-9]+)\]"
 MESSAGES = (
     ("version", re.compile(r"NCCL version (?P<version>[0-9]+\.[0-9]+\.[0-9]+)(?P<suffix>[^+\s]*)\+cuda(?P<cuda>\S+)$")),
@@ -1136,7 +827,7 @@ MESSAGES = (
     ),
     ("rings", re.compile(r"Connected all rings")),
 )
-_FIRST_WORDS = {  # a cheap first test before any regex: what each message starts with (or holds)
+_FIRST_WORDS = {
     "NCCL version ": "version",
     "Using network ": "net",
     "NET/Plugin: ": None,
@@ -1148,14 +839,9 @@ _FIRST_WORDS = {  # a cheap first test before any regex: what each message start
     "Connected all rings": "rings",
 }
 _BY_KIND = dict(MESSAGES)
-# " [0]mlx5_0:1/IB", " [0]mlx5_0:1:2/IB" (rail, 2.30), " [0]mlx5_0:1::3/RoCE" (plane): `ibdev`
 IB_DEVICE = re.compile(r"\[(?P<index>[0-9]+)\](?P<name>[^\s:\[\]]+):(?P<port>[0-9]+)[:0-9]*/(?P<link>\w+)")
 SOCKET_DEVICE = re.compile(r"\[(?P<index>[0-9]+)\](?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
-
-
 def split(line):
-    """(level, host, pid, message) of one NCCL line, or None for a line NCCL's logger did not write.
-    level is "INFO" or "WARN"; a WARN's message is the text after "NCCL WARN "."""
     if WARN_MARK in line:
         head, _, message = line.partition(WARN_MARK)
         m = re.search(r"(?P<host>[^\s:]+):(?P<pid>[0-9]+):(?P<tid>[0-9]+) \[-?[0-9]+\] ", head)
@@ -1164,10 +850,7 @@ def split(line):
     if m is None:
         return None
     return "INFO", m["host"], int(m["pid"]), line[m.end() :]
-
-
 def message(text):
-    """(kind, fields) for an INFO message the check reads (a kind of LINE_SUBSYS), else None."""
     kind = None
     for start, k in _FIRST_WORDS.items():
         if text.startswith(start):
@@ -1184,8 +867,6 @@ def message(text):
         if m:
             return k, m.groupdict()
     return None
-
-
 def _candidates(text):
     if text.startswith("NET/Plugin: "):
         return ["plugin", "nofile"]
@@ -1196,25 +877,13 @@ def _candidates(text):
     if " via SHM/" in text:
         return ["channel_shm"]
     return []
-
-
 def ib_devices(devices):
-    """[(name, port, link)] of the "NET/IB : Using" list, in NCCL's order."""
     return [(m["name"], int(m["port"]), m["link"]) for m in IB_DEVICE.finditer(devices)]
-
-
 def socket_devices(devices):
-    """[interface name] of the "NET/Socket : Using" list."""
     return [m["name"] for m in SOCKET_DEVICE.finditer(devices)]
-
-
 def log_hostname(name):
-    """The HOST NCCL prints and puts in %h: cut at the first '.', '%' and '/' made '-'."""
     return name.split(".", 1)[0].replace("%", "-").replace("/", "-")
-
-
 def expand_debug_file(pattern, hostname, pid):
-    """NCCL_DEBUG_ FILE as NCCL expands it (`file%h`): %h host, %p pid, %% '%', any other %X kept."""
     out, i = [], 0
     while i < len(pattern):
         c = pattern[i]
@@ -1226,11 +895,7 @@ def expand_debug_file(pattern, hostname, pid):
         out.append({"%": "%", "h": log_hostname(hostname), "p": str(pid)}.get(nxt, "%" + nxt))
         i += 2
     return "".join(out)
-
-
 def file_pattern(pattern, hostname):
-    """A regex matching the names NCCL_DEBUG_ FILE ``pattern`` gives on ``hostname``; group 'pid'
-    (the first %p) where the pattern has one."""
     out, i, seen_pid = [], 0, False
     while i < len(pattern):
         c = pattern[i]
@@ -1246,15 +911,9 @@ def file_pattern(pattern, hostname):
             out.append(re.escape({"%": "%", "h": log_hostname(hostname)}.get(nxt, "%" + nxt)))
         i += 2
     return re.compile("".join(out) + "$")
-
-
 def debug_level(value):
-    """NCCL_DEBUG's level (0 when unset or unknown: nothing is printed)."""
     return LEVELS.get((value or "").strip().upper(), 0)
-
-
 def debug_mask(value):
-    """NCCL_DEBUG_SUBSYS as a bit mask: comma-separated names, '^' first inverts; unset: the default."""
     if value is None:
         return DEFAULT_SUBSYS
     invert = value.startswith("^")
@@ -1263,62 +922,12 @@ def debug_mask(value):
         bits = SUBSYS.get(name.strip().upper(), 0)
         mask = mask & ~bits if invert else mask | bits
     return mask
-
-
 def shows(kind, mask):
-    """True when a line of ``kind`` passes NCCL_DEBUG_SUBSYS ``mask``."""
     return bool(LINE_SUBSYS[kind] & mask)
 NCCLGEN_NCCLLINES_EOF
 
 # ncclgen/jobside/transport.py
 IFS= read -r -d '' NCCLGEN_TRANSPORT <<'NCCLGEN_TRANSPORT_EOF' || true
-"""Transport check: what NCCL chose at init on this node, against the plan; the job ends on a mismatch.
-
-    python3 transport.py SPEC -- COMMAND [ARG...]    run COMMAND (the node's launch) under the check
-    python3 transport.py SPEC --pid PID SINCE        check the launch PID, started at SINCE (epoch s)
-    python3 transport.py SPEC --for SECONDS           only watch (tests, or a launch started elsewhere)
-
---pid is how a Slurm node runs it (ncclgen/render/slurmtransport.py): the wrapper starts the launch in
-its own process group, then this check beside it a second later (or when the launch ends), so the
-ranks do not wait for Python to start (a rank imports its framework for seconds before NCCL writes a
-line); the wrapper keeps the launch's status and exits 7 when this check does. With --pid the exit
-status is 7 (a difference stopped the launch) or 0.
-
-SPEC is the JSON object built at render time (ncclgen/plan/transport.py), or @FILE holding it. One
-check runs per node. It reads the NCCL debug file of every process of this job on this node as it grows
-(NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS with INIT, NCCL_DEBUG_ FILE=FOLDER/%h.%p.log: one file per process,
-line-buffered by NCCL, see nccllines.py), copies every NCCL WARN line to stderr unchanged (NCCL's
-output now goes to the file, so nothing it says is hidden), and once the node's ranks have initialised
-prints one line:
-    ncclgen: transport: node NODE: NCCL 2.30.7, net IB, plugin -, HCAs mlx5_0:1,... (8 of 8 planned),
-    NET channels 16 GDRDMA / 0 without, P2P 8, SHM 0, 8 processes
-Each difference from the plan prints one line on stderr, as soon as NCCL's line is read:
-    ncclgen: transport FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
-ITEMs: NCCL version (against the descriptor's software.nccl: every node is held to the same version),
-net (NCCL's "Using network"), plugin version (the plugin's own init line, against the minimum the
-plan needs), HCAs (NCCL's "NET/IB : Using" list against the planned NCCL_IB_HCA ports), GPUDirect RDMA
-(every NET channel line ends in /GDRDMA where the descriptor declares GPUDirect RDMA).
-
-In a pod (the spec's "fr" folder), once COMMAND has ended, a line names the flight recorder's dumps there,
-if a rank wrote any: no batch script outlives a pod's launch to say it.
-
-Mode "on" then stops COMMAND (SIGTERM to its process group, SIGKILL 1 s later) and exits 7, so the
-job ends within a second or two of NCCL's line (polled every 0.25 s); mode "warn" prints the lines and
-lets the job run. Otherwise the exit status is COMMAND's (128+N when a signal N ended it); 2 the SPEC
-is not one this program understands.
-
-Whose files: NCCL names them by host and PID, so on a node shared by jobs (or several Slurm nodes on
-one test machine) the folder can hold other processes' files, and old files under PIDs new ranks reuse.
-A file counts when its PID, alive, is COMMAND or a descendant of it (the check then leaves FILE.claimed
-beside it, touched at every poll); a file whose process has ended counts when written since the
-launch started and no check claimed it since (or its claiming launch still runs). With --for (no
-COMMAND), every file written since the check started counts.
-
-Standard library only, imports nothing from ncclgen but nccllines.py: beside this file on the node
-(a pod's ConfigMap), or its text before this one's in one program (`python3 -c "$NCCLGEN_TRANSPORT"`
-in the sbatch script).
-"""
-
 import contextlib
 import json
 import os
@@ -1327,42 +936,31 @@ import socket
 import subprocess
 import sys
 import time
-
 try:
     from . import nccllines
 except ImportError:
-    try:  # run as a file on the node, nccllines.py beside it (Kubernetes: the ConfigMap's files)
-        import nccllines  # type: ignore[no-redef]
-    except ImportError:  # run as one program whose text starts with nccllines.py's (the sbatch script)
+    try:
+        import nccllines
+    except ImportError:
         nccllines = sys.modules[__name__]
-
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 7
 EXIT_USAGE = 2
 POLL_S = 0.25
 KILL_GRACE_S = 1.0
-READ_MAX = 1 << 20  # bytes read from one file per poll
-CLAIM = ".claimed"  # beside a debug file: "PID STARTTIME" of the COMMAND its check saw it under
-OLDER_RECHECK_S = 1.0  # a folder that outlives jobs holds many old files: each is stat'ed at most once a second
-MAX_DEPTH = 100  # parent links followed from a PID (a process tree is never this deep)
-# The variable's name, spelled in two parts: the sbatch script embeds this program, and its only line
-# naming the variable in full stays the plan's export (tests/test_redteam.py reads the script so).
+READ_MAX = 1 << 20
+CLAIM = ".claimed"
+OLDER_RECHECK_S = 1.0
+MAX_DEPTH = 100
 DEBUG_FILE = "NCCL_DEBUG" + "_FILE"
-
-
 def release(version):
-    """'1.13.2-aws' -> (1, 13, 2); () when it does not start with a number ('git-6e504db')."""
     parts = []
     for p in version.split("-", 1)[0].split("."):
         if not p.isdigit():
             break
         parts.append(int(p))
     return tuple(parts)
-
-
 class Proc:
-    """What one NCCL process (one debug file) said."""
-
     def __init__(self, path, pid):
         self.path, self.pid, self.offset, self.rest = path, pid, 0, b""
         self.version = self.net = self.plugin = self.plugin_version = None
@@ -1371,11 +969,7 @@ class Proc:
         self.complete = self.connected = False
         self.multi_node = False
         self.channels = {"gdr": 0, "nogdr": 0, "p2p": 0, "shm": 0}
-
-
 class Check:
-    """The check's state on one node; ``emit`` writes a line of output (stderr by default)."""
-
     def __init__(self, spec, node, host, root_pid=None, emit=None, start=None):
         self.spec, self.node, self.root_pid = spec, node, root_pid
         self.emit = emit or (lambda line: print(line, file=sys.stderr, flush=True))
@@ -1384,13 +978,10 @@ class Check:
         self.folder = os.path.dirname(pattern) or "."
         self.names = nccllines.file_pattern(os.path.basename(pattern), host)
         self.procs, self.ignored, self.older = {}, set(), {}
-        self.recheck_at = 0.0  # when the files found older than the launch are next looked at
-        self.claims = []  # the claims this check wrote, touched at every poll
+        self.recheck_at = 0.0
+        self.claims = []
         self.problems, self.summarised = [], False
-
-    # files
     def poll(self):
-        """Read what NCCL wrote since the last poll; True when there is a new problem."""
         before = len(self.problems)
         self.touch_claims()
         self.scan()
@@ -1399,16 +990,11 @@ class Check:
         if not self.summarised and self._initialised():
             self.summary()
         return len(self.problems) > before
-
     def touch_claims(self):
-        """A claim's time says its check still ran then (_claimed): at every poll, and once the launch
-        it stopped has ended, so its ranks were gone before any later claim-less reading."""
         for claim in self.claims:
             with contextlib.suppress(OSError):
                 os.utime(claim)
-
     def scan(self):
-        """Find (and claim) this launch's rank files: at every poll, and while stop() ends the ranks."""
         try:
             entries = os.listdir(self.folder)
         except OSError:
@@ -1427,22 +1013,19 @@ class Check:
             except OSError:
                 continue
             if mtime is not None and self.older.get(name) == mtime:
-                continue  # unchanged since it was found older than this launch
+                continue
             pid = int(m.group("pid")) if m and "pid" in m.groupdict() else None
             ours = m is not None and self._ours(path, pid, mtime)
             if ours:
                 self.procs[name] = Proc(path, pid)
             elif ours is None:
-                self.older[name] = mtime  # a new rank may reuse its PID (and name): looked at again once written
+                self.older[name] = mtime
             else:
                 self.ignored.add(name)
-
     def _ours(self, path, pid, mtime):
-        """True: this launch's process; False: never (another COMMAND's); None: not yet (its process is gone
-        and it was last written before this launch started)."""
         if pid is not None and self.root_pid is not None:
             chain = ancestry(pid)
-            if chain is not None:  # alive: ours when COMMAND is an ancestor; say so to other checks
+            if chain is not None:
                 if self.root_pid not in chain:
                     return False
                 with contextlib.suppress(OSError):
@@ -1452,12 +1035,9 @@ class Check:
                     self.claims.append(path + CLAIM)
                 return True
             if self._claimed(path + CLAIM):
-                return False  # gone, and another check saw it alive as its own
+                return False
         return True if mtime >= self.start_ns else None
-
     def _claimed(self, claim):
-        """A claim stands while its COMMAND runs or when its check touched it since this launch started;
-        an older one whose COMMAND is gone was left by an earlier job on this node (PIDs are reused)."""
         try:
             with open(claim, "rb") as fh:
                 fields = fh.read(64).split()
@@ -1467,12 +1047,11 @@ class Check:
         if made >= self.start_ns:
             return True
         return len(fields) == 2 and fields[0].isdigit() and born(int(fields[0])) == fields[1].decode()
-
     def _read(self, proc):
         try:
             with open(proc.path, "rb") as fh:
                 if proc.offset == 0 and os.fstat(fh.fileno()).st_mtime_ns < self.start_ns:
-                    return  # an earlier process's file under a reused PID: NCCL truncates it when it opens it
+                    return
                 fh.seek(proc.offset)
                 data = fh.read(READ_MAX)
         except OSError:
@@ -1484,8 +1063,6 @@ class Check:
         proc.rest = lines.pop()
         for raw in lines:
             self.line(proc, raw.decode("utf-8", "replace"))
-
-    # lines
     def line(self, proc, text):
         parts = nccllines.split(text)
         if parts is None:
@@ -1498,22 +1075,18 @@ class Check:
             handler = getattr(self, "_on_" + parsed[0], None)
             if handler is not None:
                 handler(proc, parsed[1], parts[3])
-
     def _on_version(self, proc, f, _text):
         proc.version = f["version"] + f["suffix"]
         want = self.spec.get("nccl")
         if want and f["version"] != want:
             self.problem("NCCL version", f"{want} (the descriptor's software.nccl)", proc.version)
-
     def _on_net(self, proc, f, _text):
         proc.net = f["name"]
         want = self.spec.get("net")
         if want and f["name"].lower() != want.lower():
             self.problem("net", want, f"{f['name']} (NCCL's 'Using network {f['name']}')")
-
     def _on_plugin(self, proc, f, _text):
         proc.plugin = f["name"]
-
     def _on_plugin_version(self, proc, f, _text):
         proc.plugin_version = f"{f['package']} {f['version']}"
         want = self.spec.get("plugin") or {}
@@ -1521,7 +1094,6 @@ class Check:
         have = release(f["version"])
         if want.get("package") == f["package"] and need and have and have < need:
             self.problem("plugin version", f"{f['package']} >= {want['min']}", f["version"])
-
     def _on_ib(self, proc, f, _text):
         opened = [f"{name}:{port}" for name, port, _link in nccllines.ib_devices(f["devices"])]
         proc.hcas = opened
@@ -1532,52 +1104,40 @@ class Check:
                 ",".join(self.spec["hcas"]),
                 f"{','.join(opened) or 'none'} (not opened: {','.join(missing)})",
             )
-
     def _on_channel_net(self, proc, f, text):
         proc.channels["gdr" if f["gdr"] else "nogdr"] += 1
         if not f["gdr"] and self.spec.get("gdr"):
             self.problem("GPUDirect RDMA", "every NET channel via .../GDRDMA", f"'{text}'")
-
     def _on_channel_p2p(self, proc, _f, _text):
         proc.channels["p2p"] += 1
-
     def _on_channel_shm(self, proc, _f, _text):
         proc.channels["shm"] += 1
-
     def _on_comm(self, proc, f, _text):
         proc.local_ranks = max(proc.local_ranks, int(f["localranks"]))
         proc.multi_node = proc.multi_node or int(f["nnodes"]) > 1
-
     def _on_complete(self, proc, _f, _text):
         proc.complete = True
-
     def _on_rings(self, proc, _f, _text):
         proc.connected = True
-
-    # verdicts
     def problem(self, item, expected, found):
         if any(p[0] == item for p in self.problems):
-            return  # one line per item and node: the first instance says it
+            return
         self.problems.append((item, expected, found))
         self.emit(f"ncclgen: transport FAILED: node {self.node}: {item}: expected {expected}, found {found}")
-
     def _initialised(self):
         procs = list(self.procs.values())
         want = max((p.local_ranks for p in procs), default=0)
         done = [p for p in procs if p.complete and (p.connected or not p.multi_node)]
         return want > 0 and len(done) >= want
-
     def summary(self, partial=False):
         self.summarised = True
         procs = list(self.procs.values())
         if not procs:
             self.emit(f"ncclgen: transport: node {self.node}: no NCCL process wrote {self.folder} (nothing checked)")
             return
-
         def seen(attr):
             values = sorted({getattr(p, attr) for p in procs if getattr(p, attr)})
             return ",".join(values) if values else "-"
-
         hcas = sorted({h for p in procs for h in (p.hcas or [])})
         plugin = seen("plugin") + (f" ({seen('plugin_version')})" if seen("plugin_version") != "-" else "")
         planned = self.spec.get("hcas", [])
@@ -1591,10 +1151,7 @@ class Check:
             f"HCAs {hca_text}, NET channels {ch['gdr']} GDRDMA / {ch['nogdr']} without, "
             f"P2P {ch['p2p']}, SHM {ch['shm']}, {len(procs)} processes"
         )
-
-
 def ancestry(pid):
-    """The PIDs from ``pid`` up to init (/proc/PID/stat's ppid field), or None once ``pid`` is gone."""
     chain: list[int] = []
     while pid > 1 and len(chain) < MAX_DEPTH:
         chain.append(pid)
@@ -1605,21 +1162,14 @@ def ancestry(pid):
             return None if len(chain) == 1 else chain
         pid = int(stat.rsplit(b")", 1)[1].split()[1])
     return chain
-
-
 def born(pid):
-    """PID's start time (/proc/PID/stat field 22, clock ticks since boot) as text; None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             return fh.read().rsplit(b")", 1)[1].split()[19].decode()
     except (OSError, IndexError):
         return None
-
-
 def node_name():
     return os.environ.get("SLURMD_NODENAME") or os.environ.get("NCCLGEN_NODE") or socket.gethostname()
-
-
 def load_spec(arg):
     if arg.startswith("@"):
         with open(arg[1:], encoding="utf-8") as fh:
@@ -1628,11 +1178,7 @@ def load_spec(arg):
     if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
         raise ValueError(f"a transport spec of version {SPEC_VERSION}")
     return spec
-
-
 def prepare(spec):
-    """Create the debug file folder (sticky and world-writable like /tmp, so jobs of several users
-    can share a node) and say when NCCL's settings hide the lines the check reads."""
     pattern = os.environ.get(DEBUG_FILE) or spec["debug_file"]
     folder = os.path.dirname(pattern)
     if folder and not os.path.isdir(folder):
@@ -1648,16 +1194,10 @@ def prepare(spec):
     if not os.environ.get(DEBUG_FILE):
         return f"{DEBUG_FILE} is not set, so NCCL's lines go to stdout"
     return None
-
-
 def _forward(child, sig):
     with contextlib.suppress(OSError):
         os.killpg(child.pid, sig)
-
-
 def stop(child, claim=None):
-    """SIGTERM to the command's process group, SIGKILL after KILL_GRACE_S; ``claim`` runs before each signal and
-    while the ranks end, so a rank's file that appeared since the last poll is claimed while the rank lives."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         if claim:
             claim()
@@ -1672,27 +1212,16 @@ def stop(child, claim=None):
             time.sleep(0.05)
         if child.poll() is not None:
             return
-
-
 class Started:
-    """A launch started beside this process (--pid; its wrapper is the parent and keeps its status): what
-    watch() and stop() use of subprocess.Popen (poll). Ended when the PID is gone or is another process (its
-    start time in /proc differs), so a reused PID never holds the check."""
-
     def __init__(self, pid):
         self.pid, self.returncode = pid, None
         self.born = born(pid)
         self.poll()
-
     def poll(self):
         if self.returncode is None and (self.born is None or born(self.pid) != self.born):
-            self.returncode = 0  # its status is the wrapper's to report
+            self.returncode = 0
         return self.returncode
-
-
 def run(spec, command, watch_s=None, pid=None, since=None):
-    """Run ``command`` under the check (or check the launch ``pid`` started beside it, or only watch for
-    ``watch_s`` seconds); the exit status."""
     node, warn_only = node_name(), spec.get("mode") == "warn"
     hidden = prepare(spec)
     if hidden:
@@ -1713,13 +1242,9 @@ def run(spec, command, watch_s=None, pid=None, since=None):
     if child is None or pid is not None:
         return EXIT_PROBLEMS if check and check.problems and not warn_only else 0
     report_dumps(spec.get("fr"), node)
-    rc = child.returncode or 0  # watch() returned: the command has ended
+    rc = child.returncode or 0
     return 128 - rc if rc < 0 else rc
-
-
 def report_dumps(folder, node):
-    """In a pod, where no batch script outlives the launch: say where the flight recorder's dumps are
-    (a rank whose collective timed out or failed wrote one; the folder is the pod's emptyDir)."""
     try:
         names = sorted(os.listdir(folder)) if folder else []
     except OSError:
@@ -1731,10 +1256,7 @@ def report_dumps(folder, node):
             file=sys.stderr,
             flush=True,
         )
-
-
 def watch(check, child, deadline, stop_on_problem):
-    """Poll until ``child`` ends (or ``deadline`` without one); True when a problem stopped it."""
     while True:
         done = child.poll() is not None if child else time.monotonic() >= deadline
         if check is not None and check.poll() and stop_on_problem:
@@ -1750,8 +1272,6 @@ def watch(check, child, deadline, stop_on_problem):
     if check is not None and not check.summarised:
         check.summary(partial=True)
     return False
-
-
 def main(argv):
     try:
         spec = load_spec(argv[0])
@@ -1766,8 +1286,6 @@ def main(argv):
     except (IndexError, ValueError, OSError, KeyError) as e:
         print(f"ncclgen: transport: usage: transport.py SPEC|@FILE -- COMMAND...: {e}", file=sys.stderr)
         return EXIT_USAGE
-
-
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_TRANSPORT_EOF
@@ -1780,39 +1298,23 @@ NCCLGEN_TRANSPORT_SPEC_EOF
 # ncclgen/jobside/transport_entry.sh
 IFS= read -r -d '' NCCLGEN_TRANSPORT_BIN <<'NCCLGEN_TRANSPORT_BIN_EOF' || true
 #!/usr/bin/env bash
-# ncclgen-transport-entry: bin/ncclgen_transport in each node's private folder (written by node.sh); the
-# launch step runs its command through it. The launch under the transport check (exit 7 on a difference
-# from the plan); the folder is bin/..
 ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
-# NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read
-# indirectly: the plan's export stays the script's only line naming it)
 ncclgen_nccl=NCCL_DEBUG
 ncclgen_nccl+=_FILE
 ncclgen_nccl=${!ncclgen_nccl:-}
 [[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
   { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
-# The launch first, in its own process group (set -m), then the check beside it (below): the ranks do not
-# wait for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
-# keeps the launch's status; the check exits 7 once it stopped the launch over a difference.
-# python3 -S: the check needs only the standard library, so the image's site-packages (.pth files)
-# are not read at every node's start.
 ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &
 ncclgen_launch=$!
-# Job control only for the launch's own process group: with it on, bash prints a job notice ('[2]+ Terminated
-# sleep ...') for the timer below at a moment of its choosing, into the job's log.
 set +m
-# torchrun's own log lines name its pid, not its node (as in node.sh)
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $ncclgen_launch" >&2
 ncclgen_signalled=0
 for ncclgen_sig in TERM INT HUP; do
   trap 'ncclgen_signalled=1; kill -s '"$ncclgen_sig"' -- "-$ncclgen_launch" 2>/dev/null' "$ncclgen_sig"
 done
-# The check's Python starts a second after the launch (NCCL writes nothing sooner: the ranks' own Python
-# and CUDA start first), or as soon as the launch ends: it reads the files whenever it starts, and the
-# node's CPUs go to the launch first. `wait -n` ends when either ends or a trapped signal arrives.
 ncclgen_after=${NCCLGEN_CHECK_AFTER_S:-1}
 [[ $ncclgen_after =~ ^[0-9]{1,4}(\.[0-9]{1,3})?$ ]] || ncclgen_after=1
 sleep "$ncclgen_after" &
@@ -1825,8 +1327,6 @@ wait "$ncclgen_timer" 2>/dev/null || true # (bash's job notice for it, not the p
 python3 -S "$ncclgen_dir/transport.py" "@$ncclgen_dir/transport.json" \
   --pid "$ncclgen_launch" "$ncclgen_since" &
 ncclgen_check=$!
-# The exit status of PID: a signal this shell trapped ends `wait` early, so wait again until PID is gone.
-# 2>/dev/null: bash's own job notices ('[1]+ Terminated ...'), not the program's output.
 ncclgen_status() {
   local rc=0
   wait "$1" 2>/dev/null || rc=$?
@@ -1839,7 +1339,6 @@ ncclgen_problems=0
 ncclgen_status "$ncclgen_check" || ncclgen_problems=$?
 if ((ncclgen_problems == 7)); then exit 7; fi
 ncclgen_node=${NCCLGEN_NODE:-${SLURMD_NODENAME:-$HOSTNAME}}
-# (a step cancelled or killed: the check may have ended with it, nothing to say)
 ((ncclgen_problems == 0 || ncclgen_signalled)) ||
   echo "ncclgen: transport: node $ncclgen_node: not checked: the check ended with status $ncclgen_problems" >&2
 exit "$ncclgen_rc"

@@ -173,31 +173,12 @@ ncclgen_cleanup() {
 }
 
 # ==== Programs the launch runs on the nodes (ncclgen 0.1.0), each under one line naming
-# its source. ncclgen/jobside/node.sh starts every step and writes the others into each node's
+# its source, where its comments are (every step carries these texts to every node, so they come
+# without). ncclgen/jobside/node.sh starts every step and writes the others into each node's
 # private folder. ====
 
 # ncclgen/jobside/node.sh: every step's start on every node
 IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' || true
-# ncclgen-node: runs first in every step of an ncclgen sbatch script, on every node, then becomes the
-# step's program. It keeps one private folder per node and job, writes the node programs there once,
-# runs the workload's setup once per node (the first step on the node runs it, later steps wait for it
-# under a lock and take what it exported), and never splices setup text into a command line: the
-# lines are a file, run by a child bash.
-#
-# Usage (the batch script's ncclgen_step): bash -c 'eval "$NCCLGEN_NODE_SH"' ncclgen-node [--host] PROGRAM [ARG...]
-#   --host    a step outside any container (the GPU monitor): its own folder, no setup
-#   PROGRAM   a program written to the folder (NAME.py runs with python3, NAME.sh with bash; an ARG
-#             before `--` that reads @NAME becomes @FOLDER/NAME), or any command, run as it is
-#   preflight.py @SPEC -- PROGRAM [ARG...]
-#             the launch behind this node's preflight: PROGRAM starts only once the checks passed; a
-#             failed check leaves preflight.failed in the folder and ends the task with its status
-#   --preflight-status
-#             the status of this node's failed preflight in this job, else 0 (the batch script asks
-#             once a launch step failed: srun's own status then says only that a task was killed)
-# Environment (from the batch script): NCCLGEN_JOB_KEY, a random key per job (32 hex digits: the
-# folder's name holds it, so no other user can take the name or plant files in it); NCCLGEN_FILES,
-# "NAME=VARIABLE ..." (each file's text is in VARIABLE: node programs, the setup lines as setup.sh,
-# the Ray hook module under pythonpath/, executables under bin/). The program sees none of them.
 set -euo pipefail
 ncclgen_node=${SLURMD_NODENAME:?ncclgen-node: not in a Slurm step}
 ncclgen_where=node
@@ -209,11 +190,6 @@ ncclgen_fail() {
   echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
   exit "${2:-1}"
 }
-
-# The folder: named by the job's random key, which only this job's processes hold (no other user can
-# take the name before it exists or plant anything in it), made by `mkdir -m 0700` (private, as mktemp -d
-# makes its folder; it fails where the name is taken) with the subfolders its files need, by the first
-# step on the node; later steps find it by the same name. A folder of this user, never a link.
 [[ ${NCCLGEN_JOB_KEY:-} =~ ^[0-9a-f]{32}$ ]] || ncclgen_fail "NCCLGEN_JOB_KEY is not this job's key" 2
 ncclgen_base=${TMPDIR:-/tmp}
 [[ -d $ncclgen_base && -w $ncclgen_base ]] || ncclgen_base=/tmp
@@ -224,14 +200,11 @@ if [[ ! -e $NCCLGEN_DIR && ! -L $NCCLGEN_DIR ]]; then
     ncclgen_name=${ncclgen_spec%%=*}
     [[ $ncclgen_name != */* ]] || ncclgen_sub[$NCCLGEN_DIR/${ncclgen_name%/*}]=1
   done
-  # one process for the folder and its subfolders (where another step just made it, this one fails)
   mkdir -m 0700 "$NCCLGEN_DIR" "${!ncclgen_sub[@]}" 2>/dev/null || true
 fi
 if [[ ! -d $NCCLGEN_DIR || -L $NCCLGEN_DIR || ! -O $NCCLGEN_DIR ]]; then
   ncclgen_fail "$NCCLGEN_DIR is not a private folder of this user" 2
 fi
-
-# The tidy-up of earlier jobs' folders (see its call below); a child of the step, never its output.
 ncclgen_tidy() {
   exec {ncclgen_fd}>>"$ncclgen_tidy_lock" || return 0
   flock -n "$ncclgen_fd" || return 0 # another step on this host is at it
@@ -241,18 +214,12 @@ ncclgen_tidy() {
   printf '%s\n' "$now" >"$ncclgen_tidy_lock" # when: later steps skip the tidy-up for a minute
   tidy_s=${NCCLGEN_TIDY_AFTER_S:-3600}
   [[ $tidy_s =~ ^[0-9]{1,9}$ ]] || tidy_s=3600 # a number, never arithmetic on raw text
-  # One find lists the candidates (a ready file old enough), so a node with many folders costs no fork each.
-  # (ncclgen.XXXXXXXXXX: an older ncclgen's folders)
   while IFS= read -r -d '' old; do
-    # this job's folders (other nodes on the same host) stay
     [[ $old != "$ncclgen_base/ncclgen-$NCCLGEN_JOB_KEY-"* && -d $old && ! -L $old && -O $old ]] || continue
     flock -n -x "$old/alive" rm -rf -- "$old" 2>/dev/null || true
   done < <(find "$ncclgen_base" -mindepth 2 -maxdepth 2 -type f -user "$EUID" \( -path "$ncclgen_base/$ncclgen_pattern/ready" \
     -o -path "$ncclgen_base/ncclgen.??????????/ready" \) ! -newermt "@$((now - tidy_s + 1))" -printf '%h\0' 2>/dev/null)
   find "$ncclgen_base" -maxdepth 1 -name '.ncclgen-*' -user "$EUID" -xtype l -delete 2>/dev/null || true
-  # NCCL's debug files of this user in the transport check's own folder (kept for `ncclgen triage`):
-  # removed NCCLGEN_NCCL_KEEP_S (default 7 days) after their last line, so the folder the check scans
-  # stays small. Only ncclgen's folder: a debug file set elsewhere is the user's to keep.
   key=NCCL_DEBUG
   key+=_FILE
   key=${!key:-}
@@ -262,9 +229,6 @@ ncclgen_tidy() {
   find "${key%/*}" -maxdepth 1 -type f -user "$EUID" \( -name '*.log' -o -name '*.log.claimed' \) \
     ! -newermt "@$((now - tidy_s))" -delete 2>/dev/null || true
 }
-
-# Once per folder, under its lock: the files, then the setup (its output goes to the job's log). A
-# folder already `ready` (written last) is complete: a later step skips the lock.
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   exec 9>>"$NCCLGEN_DIR/lock"
   flock 9
@@ -273,8 +237,6 @@ if [[ -e $NCCLGEN_DIR/failed ]]; then
   exit 1 # the first step on this node already said why
 fi
 if [[ ! -e $NCCLGEN_DIR/ready ]]; then
-  # One chmod for all executables (a fork costs more than the writes); their folders were made with
-  # this one's (or, where another step made it, are made now).
   ncclgen_dirs=() ncclgen_bins=()
   for ncclgen_spec in ${NCCLGEN_FILES:-}; do
     ncclgen_name=${ncclgen_spec%%=*}
@@ -291,7 +253,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
     echo "ncclgen: setup on node $ncclgen_node"
     env -0 >"$NCCLGEN_DIR/env.before"
     ncclgen_status=0
-    # shellcheck disable=SC2016  # expanded by the child bash
     bash -c 'set -euo pipefail; source "$1"; env -0 >"$2"' ncclgen-setup "$NCCLGEN_DIR/setup.sh" \
       "$NCCLGEN_DIR/env.after" </dev/null || ncclgen_status=$?
     if ((ncclgen_status != 0)); then
@@ -299,12 +260,9 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       ncclgen_fail "the workload's setup failed (status $ncclgen_status; its output is above); the job stops"
     fi
     [[ -f $NCCLGEN_DIR/env.after ]] || cp "$NCCLGEN_DIR/env.before" "$NCCLGEN_DIR/env.after" # it ran `exit 0`
-    # What the setup exported or changed, for every step on this node (PWD, SHLVL, _ aside).
     declare -A ncclgen_before=() ncclgen_after=()
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_before[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.before"
     while IFS= read -r -d '' ncclgen_kv; do ncclgen_after[${ncclgen_kv%%=*}]=${ncclgen_kv#*=}; done <"$NCCLGEN_DIR/env.after"
-    # A name the plan owns (ncclgen/load/patterns.py PLAN_PREFIXES) that the setup set, changed or unset
-    # would override the plan unchecked: one line each, and the job stops.
     ncclgen_owned='^(NCCL_|TORCH_NCCL_|TORCH_DIST|TORCH_FR_|GLOO_|UCX_|FI_)'
     ncclgen_changed=()
     for ncclgen_name in "${!ncclgen_after[@]}"; do
@@ -327,8 +285,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
       exit 1
     fi
   fi
-  # The folder the flight recorder dumps to (the plan's TORCH_FR_DUMP_TEMP_FILE without its file
-  # prefix): PyTorch does not make it, and a dump it cannot write is lost without a word.
   if [[ $ncclgen_where == node && ${TORCH_FR_DUMP_TEMP_FILE:-} == /*/* ]]; then
     ncclgen_fr=${TORCH_FR_DUMP_TEMP_FILE%/*}
     [[ -d $ncclgen_fr ]] || (umask 077 && mkdir -p "$ncclgen_fr") || true
@@ -338,11 +294,6 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
     fi
   fi
   : >"$NCCLGEN_DIR/ready"
-  # This user's folders from earlier jobs on this node: removed once no step of theirs runs (their
-  # `alive` lock is free) and their setup ended NCCLGEN_TIDY_AFTER_S (default 3600) seconds ago or more.
-  # In the background, off the launch's path, by one step at a time per host (a lock file of this
-  # user's beside the folders, which also holds when the last tidy-up started: at most one a minute;
-  # several Slurm nodes can share a host's TMPDIR).
   ncclgen_tidy_lock="$ncclgen_base/.ncclgen.tidy.$EUID"
   ncclgen_last=0
   if [[ -f $ncclgen_tidy_lock && ! -L $ncclgen_tidy_lock && -O $ncclgen_tidy_lock ]]; then
@@ -357,14 +308,9 @@ if [[ ! -e $NCCLGEN_DIR/ready ]]; then
   fi
 fi
 exec 9>&-
-# Every step holds a shared lock on the folder's `alive` file while its program runs (the descriptor
-# survives the exec below), so a later job's first step on this node can tell a folder still in use.
 exec {ncclgen_alive}>>"$NCCLGEN_DIR/alive"
 flock -s "$ncclgen_alive"
-
-# The step's environment: what the setup exported, the Ray hook folder, ncclgen's executables.
 if [[ $ncclgen_where == node && -f $NCCLGEN_DIR/setup.env ]]; then
-  # shellcheck disable=SC1091  # written above
   source "$NCCLGEN_DIR/setup.env"
 fi
 [[ ! -d $NCCLGEN_DIR/pythonpath ]] || export PYTHONPATH="$NCCLGEN_DIR/pythonpath${PYTHONPATH:+:$PYTHONPATH}"
@@ -372,26 +318,18 @@ fi
 export NCCLGEN_DIR
 for ncclgen_spec in ${NCCLGEN_FILES:-}; do unset "${ncclgen_spec#*=}"; done
 unset NCCLGEN_FILES NCCLGEN_NODE_SH
-
 if [[ ${1:-} == --preflight-status ]]; then
   ncclgen_status=0
   [[ ! -f $NCCLGEN_DIR/preflight.failed ]] || read -r ncclgen_status <"$NCCLGEN_DIR/preflight.failed" || true
   [[ $ncclgen_status =~ ^[0-9]{1,3}$ ]] || ncclgen_status=1
   exit "$ncclgen_status"
 fi
-# The preflight in front of the launch, in the same step (no step of its own: one step creation and
-# one node.sh less per node): this node checks itself, then its launch starts. A problem ends the task
-# with the preflight's status and --kill-on-bad-exit=1 ends the others, whose launch waits for every
-# node (torchrun's rendezvous, Ray's readiness check), so no rank starts.
 if [[ ${1:-} == preflight.py && ${3:-} == -- && -f $NCCLGEN_DIR/preflight.py ]]; then
   ncclgen_status=0
   python3 -S "$NCCLGEN_DIR/preflight.py" "@$NCCLGEN_DIR/${2#@}" || ncclgen_status=$?
   if ((ncclgen_status != 0)); then
-    # (a status from a signal is this step being stopped because another node failed first: no finding)
     if ((ncclgen_status < 128)); then
       printf '%s\n' "$ncclgen_status" >"$NCCLGEN_DIR/preflight.failed"
-      # This task's exit ends the step on every node: 2 s first, so the other nodes' preflights (started
-      # with this one, a fraction of a second each) still print their own problems.
       sleep 2
     fi
     exit "$ncclgen_status"
@@ -408,11 +346,15 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   done
   ncclgen_run=(bash)
   [[ $ncclgen_program != *.py ]] || ncclgen_run=(python3)
-  # The preflight needs only the standard library: -S skips reading the image's site-packages at start.
   [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
-# torchrun's own log lines name its pid, not its node: this line ties the two (`ncclgen triage` reads it)
+if [[ ${1:-} == ncclgen_transport && -f $NCCLGEN_DIR/bin/ncclgen_transport ]]; then
+  shift
+  set +euo pipefail
+  source "$NCCLGEN_DIR/bin/ncclgen_transport"
+  exit
+fi
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $$" >&2
 exec "$@"
 NCCLGEN_NODE_SH_EOF
@@ -424,94 +366,35 @@ NCCLGEN_SETUP_EOF
 
 # ncclgen/jobside/preflight.py
 IFS= read -r -d '' NCCLGEN_PREFLIGHT <<'NCCLGEN_PREFLIGHT_EOF' || true
-"""Preflight: check on this node what the plan relies on, before anything expensive starts.
-
-    python3 -c "$NCCLGEN_PREFLIGHT" SPEC       SPEC: the JSON object built at render time
-    python3 preflight.py @FILE                 (ncclgen/plan/preflight.py), or @FILE holding it
-
-Exit status: 0 every check passed; 6 at least one problem, one line each on stderr:
-    ncclgen: preflight FAILED: node NODE: ITEM: expected EXPECTED, found FOUND
-2 the SPEC is not one this program understands (a job rendered by another ncclgen version).
-
-Why: NCCL falls back silently where a job would otherwise fail loudly (NCCL v2.30.7): an NCCL_IB_HCA
-entry that matches no device is dropped (src/transport/net_ib/init.cc), a net plugin that is not on
-the loader path is skipped (src/plugin/net.cc), a missing NCCL_TOPO_FILE is ignored (src/graph/xml.cc).
-The job then runs over sockets at a fraction of the fabric's speed. Other gaps fail late and cryptically:
-a bootstrap interface without an address, a small /dev/shm ("failed to extend /dev/shm/nccl-*"), a
-locked-memory limit that stops RDMA memory registration (NCCL's troubleshooting guide asks for
-`--shm-size=1g --ulimit memlock=-1`: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/
-troubleshooting/runtime_and_mpi_issues.html). Each takes seconds to check here and minutes to find later.
-
-What each check reads (Linux):
-  hca       /sys/class/infiniband/DEV/ports/PORT/state is "4: ACTIVE" for every NCCL_IB_HCA entry
-            (NCCL's list syntax: '=' exact names, '^' exclusions, else name prefixes; DEV:PORT)
-  ifaces    /sys/class/net/NAME exists and the interface has an IPv4 address (SIOCGIFADDR ioctl),
-            for NCCL_SOCKET_IFNAME (same list syntax) and GLOO_SOCKET_IFNAME (exact names)
-  files     each plugin library and NCCL_TOPO_FILE opens for reading
-  gpus      /dev/nvidiaN device nodes, limited to CUDA_VISIBLE_DEVICES where that is set (Slurm sets
-            it for the step's GPUs; a Kubernetes pod sees only its own device nodes)
-  shm       statvfs(/dev/shm) total size
-  memlock   RLIMIT_MEMLOCK (RDMA fabrics: must be unlimited)
-  commands  each command is on PATH (numactl, where the rank binding runs through it)
-  gdr       where the descriptor declares GPUDirect RDMA on InfiniBand/RoCE: a peer-memory module is
-            loaded, as NCCL tests it (v2.30.7 src/transport/net_ib/gdr.cc:14-20: /sys/module/
-            nvidia_peermem/version, or the legacy /sys/kernel/mm/memory_peers/nv_mem{,_nc}/version), or
-            DMA-BUF can work: NVIDIA's open GPU kernel module (/proc/driver/nvidia/version says "Open
-            Kernel Module") on Linux 5.12 or later (NVIDIA GPUDirect RDMA guide, "Using DMA-BUF":
-            https://docs.nvidia.com/cuda/gpudirect-rdma/). Without either NCCL runs every channel
-            through host memory without a word (channels "via NET/IB/N" instead of ".../GDRDMA")
-
-For tests only: NCCLGEN_PREFLIGHT_SYSFS, NCCLGEN_PREFLIGHT_DEV and NCCLGEN_PREFLIGHT_PROC replace /sys,
-/dev and /proc, so tests can build fake nodes. Standard library only, imports nothing from ncclgen: the job script and the
-Kubernetes ConfigMap embed this file's text, so ncclgen need not be installed where the job runs.
-"""
-
-import _socket  # socket.py's own import of enum costs more than the one ioctl it is needed for
-import _thread  # threading.py's imports (functools, collections) cost more than the one timer
+import _socket
+import _thread
 import errno
 import fcntl
 import os
 import resource
 import sys
 import time
-
 SPEC_VERSION = 1
 EXIT_PROBLEMS = 6
 EXIT_USAGE = 2
-DEADLINE_S = 10.0  # a check blocked this long (a hung file system) counts as a failure
-SIOCGIFADDR = 0x8915  # linux/sockios.h
-ACTIVE = "ACTIVE"  # ib_verbs port state text: "4: ACTIVE"
-
-
+DEADLINE_S = 10.0
+SIOCGIFADDR = 0x8915
+ACTIVE = "ACTIVE"
 def _digits(text):
     return text.isascii() and text.isdigit()
-
-
 def _numbers(text):
-    """The runs of digits in ``text`` as integers: (5, 15, 0, 91) for '5.15.0-91-generic'."""
     words = "".join(c if "0" <= c <= "9" else " " for c in text).split()
     return tuple(int(w) for w in words)
-
-
-# The spec's JSON, read without the json module: importing it (with re and enum) took 14 ms of a 50 ms preflight
-# here, paid by every node of a job at once. What ncclgen/plan/preflight.py writes: objects, arrays, strings,
-# integers, true, false, null (tests/test_preflight.py compares it with json.loads).
 ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-
-
 def loads(text):
     value, end = _value(text, _space(text, 0), 0)
     if _space(text, end) != len(text):
         raise ValueError(f"JSON: extra text at {end}")
     return value
-
-
 def _space(s, i):
     while s[i : i + 1] in (" ", "\t", "\r", "\n"):
         i += 1
     return i
-
-
 def _value(s, i, depth):
     if depth > 16:
         raise ValueError("JSON: nested too deep")
@@ -529,12 +412,10 @@ def _value(s, i, depth):
     if j == i + (c == "-") or s[j : j + 1] in (".", "e", "E"):
         raise ValueError(f"JSON: unexpected {s[i : i + 8]!r} at {i}")
     return int(s[i:j]), j
-
-
 def _container(s, i, depth):
     obj = s[i] == "{"
     close = "}" if obj else "]"
-    items: list = []  # values, or (key, value) pairs of an object
+    items: list = []
     i = _space(s, i + 1)
     while s[i : i + 1] != close:
         if items:
@@ -553,8 +434,6 @@ def _container(s, i, depth):
             items.append(value)
         i = _space(s, i)
     return (dict(items) if obj else items), i + 1
-
-
 def _string(s, i):
     if s[i : i + 1] != '"':
         raise ValueError(f"JSON: a string expected at {i}")
@@ -577,13 +456,8 @@ def _string(s, i):
             i += 2
         else:
             raise ValueError(f"JSON: bad escape at {i}")
-    # \uXXXX pairs of UTF-16 surrogates (json.dumps's escape of a character above U+FFFF) become one character
     return "".join(out).encode("utf-16", "surrogatepass").decode("utf-16"), i + 1
-
-
 def parse_list(value):
-    """NCCL's list syntax (src/misc/utils.cc parseStringList/matchIfList): ('exact'|'prefix'|'exclude',
-    [(name, port or None)]). '^' excludes, '=' asks for exact names, else each name is a prefix."""
     mode = "prefix"
     if value.startswith("^"):
         mode, value = "exclude", value[1:]
@@ -595,43 +469,32 @@ def parse_list(value):
         if name:
             items.append((name, int(port) if sep and port.isdigit() else None))
     return mode, items
-
-
 def _matches(name, want, mode):
     return name == want if mode == "exact" else name.startswith(want)
-
-
 class Node:
-    """What the checks read from the machine; tests replace the parts a fake tree cannot hold."""
-
     def __init__(self, sysfs=None, dev=None, environ=None):
         env = os.environ if environ is None else environ
         self.sysfs = sysfs or env.get("NCCLGEN_PREFLIGHT_SYSFS") or "/sys"
         self.dev = dev or env.get("NCCLGEN_PREFLIGHT_DEV") or "/dev"
         self.proc = env.get("NCCLGEN_PREFLIGHT_PROC") or "/proc"
         self.environ = env
-
     def name(self):
         return self.environ.get("SLURMD_NODENAME") or os.uname().nodename
-
     def listdir(self, *parts):
         try:
             return sorted(os.listdir(os.path.join(self.sysfs, *parts)))
         except OSError:
             return []
-
     def read(self, *parts):
         try:
             with open(os.path.join(self.sysfs, *parts), encoding="ascii", errors="replace") as fh:
                 return fh.read().strip()
         except OSError:
             return None
-
     def ipv4(self, ifname):
-        """The interface's IPv4 address, or None."""
         s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
         try:
-            req = ifname.encode()[:15].ljust(256, b"\0")  # struct ifreq: the name, then room for the address
+            req = ifname.encode()[:15].ljust(256, b"\0")
             return _socket.inet_ntoa(fcntl.ioctl(s.fileno(), SIOCGIFADDR, req)[20:24])
         except OSError as exc:
             if exc.errno in (errno.EADDRNOTAVAIL, errno.ENODEV, errno.ENXIO):
@@ -639,9 +502,7 @@ class Node:
             raise
         finally:
             s.close()
-
     def gpus(self):
-        """(count, how it was counted)."""
         try:
             devs = [d for d in os.listdir(self.dev) if d.startswith("nvidia") and _digits(d[6:])]
         except OSError:
@@ -653,32 +514,23 @@ class Node:
             if n < len(devs):
                 return n, f"{found}, CUDA_VISIBLE_DEVICES={visible!r}"
         return len(devs), found
-
     def shm_bytes(self):
         st = os.statvfs(os.path.join(self.dev, "shm"))
         return st.f_blocks * st.f_frsize
-
     def memlock(self):
-        """RLIMIT_MEMLOCK soft limit in bytes, None when unlimited."""
         soft, _ = resource.getrlimit(resource.RLIMIT_MEMLOCK)
         return None if soft == resource.RLIM_INFINITY else soft
-
     def exists(self, *parts):
         return os.path.exists(os.path.join(self.sysfs, *parts))
-
     def nvidia_version(self):
-        """/proc/driver/nvidia/version's first line, or None (no NVIDIA driver)."""
         try:
             with open(os.path.join(self.proc, "driver", "nvidia", "version"), encoding="ascii", errors="replace") as fh:
                 return fh.readline().strip()
         except OSError:
             return None
-
     def kernel(self):
         return os.uname().release
-
     def which(self, command):
-        """The path PATH finds ``command`` at, or None (shutil.which's rule for a plain name on Linux)."""
         if "/" in command:
             return command if os.path.isfile(command) and os.access(command, os.X_OK) else None
         for folder in self.environ.get("PATH", os.defpath).split(os.pathsep):
@@ -686,9 +538,7 @@ class Node:
             if os.path.isfile(path) and os.access(path, os.X_OK):
                 return path
         return None
-
     def readable(self, path):
-        """None when ``path`` opens for reading, else why not."""
         try:
             with open(path, "rb") as fh:
                 fh.read(1)
@@ -699,15 +549,11 @@ class Node:
             return "no such file"
         except OSError as exc:
             return exc.strerror or str(exc)
-
-
 def _size(n):
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
             return f"{n / scale:.4g} {unit}"
     return f"{n} B"
-
-
 def check_hca(node, var, value):
     mode, items = parse_list(value)
     devices = node.listdir("class", "infiniband")
@@ -733,28 +579,18 @@ def check_hca(node, var, value):
             yield from _check_prefix(node, item, name, port, matched)
         else:
             yield from _check_exact(node, item, matched[0], port)
-
-
 def _port_state(node, dev, port):
     return node.read("class", "infiniband", dev, "ports", str(port), "state")
-
-
 def _active_ports(node, dev, port):
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     return [p for p in ports if ACTIVE in (_port_state(node, dev, p) or "")]
-
-
 def _check_prefix(node, item, name, port, matched):
-    """A prefix stands for whatever matches: NCCL skips a matching port that is not ACTIVE (an uncabled
-    storage port), so only "nothing usable matches" is a problem."""
     if not any(_active_ports(node, d, port) for d in matched):
         yield (
             item,
             "an ACTIVE port on a device whose name starts with " + name,
             "; ".join(f"{d}: {_states(node, d, port)}" for d in matched),
         )
-
-
 def _check_exact(node, item, dev, port):
     if port is not None and _port_state(node, dev, port) is None:
         yield (
@@ -764,18 +600,13 @@ def _check_exact(node, item, dev, port):
         )
     elif not _active_ports(node, dev, port):
         yield (item, "state ACTIVE", _states(node, dev, port))
-
-
 def _states(node, dev, port):
-    """'port 1 DOWN' or 'port 1 DOWN, port 2 ACTIVE', from the ports' state files."""
     ports = [str(port)] if port is not None else node.listdir("class", "infiniband", dev, "ports")
     states = []
     for p in ports:
         text = node.read("class", "infiniband", dev, "ports", p, "state") or "no state"
         states.append(f"port {p} {text.partition(': ')[2] or text}")
     return ", ".join(states) or "no ports"
-
-
 def check_ifaces(node, var, value):
     mode, items = parse_list(value)
     names = node.listdir("class", "net")
@@ -799,18 +630,13 @@ def check_ifaces(node, var, value):
             )
         elif not any(node.ipv4(n) for n in matched):
             yield (item, "an IPv4 address", f"none on {', '.join(matched)}")
-
-
 PEERMEM = (
     ("module", "nvidia_peermem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem", "version"),
     ("kernel", "mm", "memory_peers", "nv_mem_nc", "version"),
 )
 DMABUF_KERNEL = (5, 12)
-
-
 def check_gdr(node):
-    """GPUDirect RDMA's driver support (see the module docstring): a peer-memory module or DMA-BUF."""
     if any(node.exists(*path) for path in PEERMEM):
         return
     driver = node.nvidia_version()
@@ -825,10 +651,7 @@ def check_gdr(node):
     else:
         why += f"; Linux {node.kernel()} (DMA-BUF needs 5.12 or later)"
     yield ("GPUDirect RDMA", "nvidia_peermem loaded, or DMA-BUF (open GPU kernel module, Linux >= 5.12)", why)
-
-
 def check(node, spec):
-    """Every problem as (item, expected, found)."""
     if spec.get("gdr"):
         yield from check_gdr(node)
     for var, value in spec.get("hca", {}).items():
@@ -859,8 +682,6 @@ def check(node, spec):
     for command in spec.get("commands", []):
         if not node.which(command):
             yield (f"command {command}", "on PATH", "not found")
-
-
 def run(spec, node=None, out=sys.stdout, err=sys.stderr):
     node = node or Node()
     t0 = time.monotonic()
@@ -880,8 +701,6 @@ def run(spec, node=None, out=sys.stdout, err=sys.stderr):
         return EXIT_PROBLEMS
     print(f"ncclgen: preflight passed on node {name} in {time.monotonic() - t0:.3f} s", file=out, flush=True)
     return 0
-
-
 def _deadline(name):
     def fire():
         time.sleep(DEADLINE_S)
@@ -892,10 +711,7 @@ def _deadline(name):
             flush=True,
         )
         os._exit(EXIT_PROBLEMS)
-
-    _thread.start_new_thread(fire, ())  # a thread: a read blocked in the kernel never lets a signal handler run
-
-
+    _thread.start_new_thread(fire, ())
 def main(argv):
     try:
         (text,) = argv
@@ -916,8 +732,6 @@ def main(argv):
     node = Node()
     _deadline(node.name())
     return run(spec, node)
-
-
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
 NCCLGEN_PREFLIGHT_EOF

@@ -232,6 +232,16 @@ if [[ $ncclgen_program == *.py || $ncclgen_program == *.sh ]] && [[ -f $NCCLGEN_
   [[ $ncclgen_program != preflight.py ]] || ncclgen_run=(python3 -S)
   exec "${ncclgen_run[@]}" "$NCCLGEN_DIR/$ncclgen_program" "${ncclgen_args[@]}" "$@"
 fi
+# The transport check's entry (bin/ncclgen_transport, ncclgen/jobside/transport_entry.sh) runs in this
+# shell, not as a program of its own: one bash less on every node's launch. It ends the shell itself,
+# with the launch's status (or 7).
+if [[ ${1:-} == ncclgen_transport && -f $NCCLGEN_DIR/bin/ncclgen_transport ]]; then
+  shift
+  set +euo pipefail
+  # shellcheck disable=SC1091  # written above
+  source "$NCCLGEN_DIR/bin/ncclgen_transport"
+  exit
+fi
 # torchrun's own log lines name its pid, not its node: this line ties the two (`ncclgen triage` reads it)
 [[ ${1##*/} != torchrun ]] || echo "ncclgen: torchrun on node ${SLURMD_NODENAME:-$HOSTNAME} is pid $$" >&2
 exec "$@"

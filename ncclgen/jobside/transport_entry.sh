@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ncclgen-transport-entry: bin/ncclgen_transport in each node's private folder (written by node.sh); the
 # launch step runs its command through it. The launch under the transport check (exit 7 on a difference
-# from the plan); the folder is bin/..
+# from the plan); the folder is bin/.. node.sh sources it (no bash of its own; it exits that shell), and
+# it runs alone too (`bash bin/ncclgen_transport COMMAND...`).
 ncclgen_dir=${NCCLGEN_DIR:-$(cd "$(dirname "$0")/.." && pwd)}
 if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "${@:2}"; fi
 # NCCL writes its lines to this folder only if it exists when a rank starts NCCL (the name is read

@@ -50,9 +50,9 @@ SHELLS = frozenset(("bash", "sh", "dash", "zsh", "ksh"))
 SBATCH_LINE = re.compile(r"^[ \t]*#SBATCH[ \t]+(.*)$", re.M)
 # ncclgen's own sbatch script starts every step with `bash -c 'eval "$NCCLGEN_NODE_SH"'`, the node program
 # ncclgen/jobside/node.sh read into the variable from a quoted heredoc. That eval is read as checked when
-# the heredoc holds this ncclgen's node.sh byte for byte and nothing else assigns the variable: node.sh
-# sets only ncclgen's own names, PATH and PYTHONPATH, and stops the job where the workload's setup changed a
-# name the plan owns (NCCL_*, TORCH_NCCL_*, ...), so the eval adds no NCCL or PyTorch setting.
+# the heredoc holds this ncclgen's node.sh byte for byte (as it embeds it: compact) and nothing else assigns
+# the variable: node.sh sets only ncclgen's own names, PATH and PYTHONPATH, and stops the job where the
+# workload's setup changed a name the plan owns (NCCL_*, TORCH_NCCL_*, ...), so the eval adds no NCCL or PyTorch setting.
 NODE_EVAL = ("eval", "$NCCLGEN_NODE_SH")
 NODE_HEREDOC = re.compile(
     r"^IFS= read -r -d '' NCCLGEN_NODE_SH <<'NCCLGEN_NODE_SH_EOF' \|\| true\n(.*?)^NCCLGEN_NODE_SH_EOF$", re.S | re.M
@@ -107,7 +107,7 @@ def _holds_node_program(text: str) -> bool:
 
     found = NODE_HEREDOC.findall(text)
     others = re.findall(r"\bNCCLGEN_NODE_SH\+?=|\bread\b[^\n]*\bNCCLGEN_NODE_SH\b", text)
-    return found == [source("node.sh")] and len(others) == 1
+    return found == [source("node.sh", compact=True)] and len(others) == 1
 
 
 def parse_shell(text: str, name: str, node_program: bool | None = None) -> Reading:

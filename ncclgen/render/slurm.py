@@ -202,7 +202,10 @@ def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
     launch = plan.launch
     files = [
         NodeFile(
-            JOBSIDE + "node.sh: every step's start on every node", None, "NCCLGEN_NODE_SH", jobside.source("node.sh")
+            JOBSIDE + "node.sh: every step's start on every node",
+            None,
+            "NCCLGEN_NODE_SH",
+            jobside.source("node.sh", compact=True),
         )
     ]
     if plan.workload.setup:
@@ -216,7 +219,9 @@ def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
         )
     if opts.preflight:
         files += [
-            NodeFile(JOBSIDE + "preflight.py", "preflight.py", "NCCLGEN_PREFLIGHT", jobside.source("preflight")),
+            NodeFile(
+                JOBSIDE + "preflight.py", "preflight.py", "NCCLGEN_PREFLIGHT", jobside.source("preflight", compact=True)
+            ),
             NodeFile(
                 "ncclgen/plan/preflight.py: the checks, from the plan",
                 "preflight.json",
@@ -235,7 +240,7 @@ def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
         )
     if launch.launcher == "ray":
         files += [
-            NodeFile(JOBSIDE + "raywait.py", "raywait.py", "NCCLGEN_RAY_WAIT", jobside.source("raywait")),
+            NodeFile(JOBSIDE + "raywait.py", "raywait.py", "NCCLGEN_RAY_WAIT", jobside.source("raywait", compact=True)),
             NodeFile(
                 "ncclgen/plan/launch.py (ray_worker_program)",
                 "ray-worker.sh",
@@ -255,11 +260,13 @@ def _node_files(plan: Plan, opts: Options) -> list[NodeFile]:
                     JOBSIDE + "raybind.py (the Ray worker hook, the only module on PYTHONPATH from the folder)",
                     f"pythonpath/{launchmod.HOOK_MODULE}.py",
                     "NCCLGEN_RAY_HOOK",
-                    jobside.source("raybind"),
+                    jobside.source("raybind", compact=True),
                 )
             )
     if opts.monitor:
-        files.append(NodeFile(JOBSIDE + "monitor.py", "monitor.py", "NCCLGEN_MONITOR", jobside.source("monitor")))
+        files.append(
+            NodeFile(JOBSIDE + "monitor.py", "monitor.py", "NCCLGEN_MONITOR", jobside.source("monitor", compact=True))
+        )
     if transportmod.enabled(plan):
         files += [NodeFile(*f) for f in slurmtransport.node_files(plan, JOBSIDE)]
     return files

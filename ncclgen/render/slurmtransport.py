@@ -14,8 +14,18 @@ TRANSPORT_BIN = "ncclgen_transport"
 def node_files(plan: Plan, jobside_prefix: str) -> list[tuple[str, str, str, str]]:
     """(source line, name in the folder, variable, text) of each file."""
     return [
-        (jobside_prefix + "nccllines.py", "nccllines.py", "NCCLGEN_NCCLLINES", jobside.source("nccllines")),
-        (jobside_prefix + "transport.py", "transport.py", "NCCLGEN_TRANSPORT", jobside.source("transport")),
+        (
+            jobside_prefix + "nccllines.py",
+            "nccllines.py",
+            "NCCLGEN_NCCLLINES",
+            jobside.source("nccllines", compact=True),
+        ),
+        (
+            jobside_prefix + "transport.py",
+            "transport.py",
+            "NCCLGEN_TRANSPORT",
+            jobside.source("transport", compact=True),
+        ),
         (
             "ncclgen/plan/transport.py: what the check compares, from the plan",
             "transport.json",
@@ -26,6 +36,6 @@ def node_files(plan: Plan, jobside_prefix: str) -> list[tuple[str, str, str, str
             jobside_prefix + "transport_entry.sh",
             f"bin/{TRANSPORT_BIN}",
             "NCCLGEN_TRANSPORT_BIN",
-            jobside.source("transport_entry.sh"),
+            jobside.source("transport_entry.sh", compact=True),
         ),
     ]

@@ -101,7 +101,7 @@ def root(context, missing=missing):
         yield '))\n  for pid in "${NCCLGEN_MAIN_PIDS[@]}"; do\n    while kill -0 "$pid" 2>/dev/null && ((SECONDS < end)); do sleep 0.2; done\n  done\n  if ! scontrol requeue "$SLURM_JOB_ID"; then\n    echo "ncclgen: ERROR: scontrol requeue $SLURM_JOB_ID failed; the job ends here" >&2\n    exit 1\n  fi\n  exit 0\n}\n'
     yield '\n# ==== Programs the launch runs on the nodes (ncclgen '
     yield str(environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'version'))
-    yield "), each under one line naming\n# its source. ncclgen/jobside/node.sh starts every step and writes the others into each node's\n# private folder. ====\n"
+    yield "), each under one line naming\n# its source, where its comments are (every step carries these texts to every node, so they come\n# without). ncclgen/jobside/node.sh starts every step and writes the others into each node's\n# private folder. ====\n"
     for l_1_f in environment.getattr((undefined(name='s') if l_0_s is missing else l_0_s), 'files'):
         _loop_vars = {}
         pass
@@ -119,4 +119,4 @@ def root(context, missing=missing):
     yield '\nncclgen_main\n'
 
 blocks = {}
-debug_info = '7=43&8=47&13=51&28=53&30=57&32=60&42=62&43=66&46=70&64=72&70=75&79=80&81=83&83=85&86=88&91=91&96=93&97=95&99=99&111=102&114=104&116=108&117=110&118=114'
+debug_info = '7=43&8=47&13=51&28=53&30=57&32=60&42=62&43=66&46=70&64=72&70=75&79=80&81=83&83=85&86=88&91=91&96=93&97=95&99=99&111=102&115=104&117=108&118=110&119=114'
