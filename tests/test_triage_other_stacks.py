@@ -168,3 +168,39 @@ def test_a_ray_command_line_broken_by_click_and_a_raylet_stopped_by_sigterm(tmp_
     assert data["status"] == "clean" and "a raylet was stopped by SIGTERM" in data["notes"][0]["says"]
     died = "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
     assert triage(tmp_path, sigterm + died)["first"]["signature"] == "raylet-sigterm"
+
+
+def test_efas_enomem_abort_is_the_memlock_limit_other_aborts_stay_the_providers(tmp_path):
+    """libfabric's EFA abort (efa_base_ep_write_eq_error): the errno line says why; ENOMEM is the locked-memory
+    limit, not host RAM (cannot-allocate-memory stays off that line); another errno keeps the provider's cause."""
+    block = (
+        "Libfabric EFA provider has encountered an internal error:\n\n"
+        "Libfabric error: ({err}) {text}\nEFA internal error: (4112) Failure to post internal receive buffers\n\n"
+        "Your application will now abort().\n"
+    )
+    data = triage(tmp_path, block.format(err=-12, text="Cannot allocate memory"))
+    assert data["first"]["signature"] == "efa-enomem" and data["first"]["where"].endswith(":3")
+    assert "ulimit -l" in data["fix"]
+    assert _sig("Libfabric error: (-12) Cannot allocate memory") == "efa-enomem"
+    assert _sig("OSError: [Errno 12] Cannot allocate memory") == "cannot-allocate-memory"
+    other = triage(tmp_path, block.format(err=-14, text="Bad address"))
+    assert other["first"]["signature"] == "efa-provider-abort" and other["first"]["where"].endswith(":1")
+
+
+def test_device_mesh_and_subgroup_faults_name_the_mesh_not_the_network():
+    """torch.distributed's own checks (device_mesh.py get_group; distributed_c10d.py new_subgroups), in the forms
+    of the releases that print them with and without the numbers."""
+    assert _sig("RuntimeError: ('Found the DeviceMesh have 2 dimensions', 'Optional kwarg `mesh_dim` needs ...") == (
+        "mesh-dim-required"
+    )
+    for line in (
+        "ValueError: The arg 'group_size' (8) must not exceed the world size (2)",
+        "ValueError: The arg 'group_size' must not exceed the world size",
+        "ValueError: The world size (12) must be divisible by 'group_size=8'",
+    ):
+        assert _sig(line) == "subgroup-larger-than-world", line
+
+
+def test_the_c10d_store_message_without_its_class_is_the_rendezvous():
+    """A launcher that wraps torchrun (colossalai run) prints RendezvousConnectionError's message alone."""
+    assert _sig("Error message in training: The connection to the C10d store has failed.") == "rendezvous-connection"
