@@ -1595,8 +1595,7 @@ if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "$
 ncclgen_nccl=NCCL_DEBUG
 ncclgen_nccl+=_FILE
 ncclgen_nccl=${!ncclgen_nccl:-}
-[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
-  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
+[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] || mkdir -p -m 1777 "${ncclgen_nccl%/*}" 2>/dev/null || true
 ncclgen_since=${EPOCHREALTIME/,/.}
 set -m
 "$@" &

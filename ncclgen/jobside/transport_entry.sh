@@ -10,8 +10,9 @@ if [[ $1 == *.sh && -f $ncclgen_dir/$1 ]]; then set -- bash "$ncclgen_dir/$1" "$
 ncclgen_nccl=NCCL_DEBUG
 ncclgen_nccl+=_FILE
 ncclgen_nccl=${!ncclgen_nccl:-}
-[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] ||
-  { mkdir -p "${ncclgen_nccl%/*}" && chmod 1777 "${ncclgen_nccl%/*}"; } 2>/dev/null || true
+# (one process: -m gives the last folder, the one shared, its mode whatever the umask)
+# shellcheck disable=SC2174
+[[ $ncclgen_nccl != */* || -d ${ncclgen_nccl%/*} ]] || mkdir -p -m 1777 "${ncclgen_nccl%/*}" 2>/dev/null || true
 # The launch first, in its own process group (set -m), then the check beside it (below): the ranks do not
 # wait for Python to start. Not niced: a failed node's step must end as soon as its launch has. This shell
 # keeps the launch's status; the check exits 7 once it stopped the launch over a difference.
