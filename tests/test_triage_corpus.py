@@ -20,9 +20,7 @@ from ncclgen.triage import analyse, run
 
 DATA = Path(__file__).parent / "data" / "triage"
 FILES = sorted(DATA.glob("*.log"))
-HEADER = re.compile(
-    r"# source: (?P<url>https://github\.com/\S+).*\n# cause: (?P<cls>[\w-]+): .+\n# root: (?P<root>\d+)\n"
-)
+HEADER = re.compile(r"# source: (?P<url>https://\S+).*\n# cause: (?P<cls>[\w-]+): .+\n# root: (?P<root>\d+)\n")
 
 
 def expected(f: Path) -> tuple[str, str, int]:

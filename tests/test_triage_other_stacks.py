@@ -204,3 +204,55 @@ def test_device_mesh_and_subgroup_faults_name_the_mesh_not_the_network():
 def test_the_c10d_store_message_without_its_class_is_the_rendezvous():
     """A launcher that wraps torchrun (colossalai run) prints RendezvousConnectionError's message alone."""
     assert _sig("Error message in training: The connection to the C10d store has failed.") == "rendezvous-connection"
+
+
+def test_a_net_plugin_not_found_is_why_the_net_is_missing_and_harmless_alone(tmp_path):
+    """NCCL's 'NET/Plugin: Could not find:' (src/plugin/plugin_open.cc) is printed by every run without a plugin;
+    it is the cause only when the net the job asked for is then missing."""
+    found = "h:1:2 [0] NCCL INFO NET/Plugin: Could not find: ofi libnccl-net-ofi.so. Using internal network plugin.\n"
+    missing = "h:1:2 [0] net.cc:626 NCCL WARN Error: network AWS Libfabric not found.\n"
+    data = triage(tmp_path, found + "...\n" + missing)
+    assert data["first"]["signature"] == "net-plugin-not-found" and data["first"]["where"].endswith(":1")
+    assert "libnccl-net-NAME.so" in data["cause"]
+    alone = triage(tmp_path, found + "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 - Init COMPLETE\n")
+    assert alone["status"] != "cause"
+
+
+def test_ucx_handler_crash_device_plugin_xid_and_pyxis_start_failures(tmp_path):
+    """UCX's fatal-signal report (src/ucs/debug/debug.c), the Kubernetes device plugin's Xid line
+    (internal/rm/health.go, both releases' forms), and what pyxis prints of enroot's log: the line that says why."""
+    assert _sig("640: [nid007306:244443:0:244443] Caught signal 11 (Segmentation fault: address not mapped)") == (
+        "ucx-caught-signal"
+    )
+    assert _sig("srun: error: nid007306: task 640: Segmentation fault") != "ucx-caught-signal"
+    for line in (
+        "I0624 22:58:05.486697 1 health.go:185] XidCriticalError: Xid=79 on Device=GPU-adb24b25; marking device as unhealthy.",
+        "2021/01/01 XidCriticalError: Xid=48 on Device=GPU-1234, the device will go unhealthy.",
+    ):
+        assert _sig(line) == "gpu-xid-device-plugin", line
+    head = "slurmstepd: error: pyxis: container start failed with error code: 1\nslurmstepd: error: pyxis: printing enroot log file:\n"
+    user = triage(
+        tmp_path,
+        head + "slurmstepd: error: pyxis:     id: cannot find name for user ID 42\n"
+        "slurmstepd: error: pyxis:     mkdir: cannot create directory '/scratch/42': Permission denied\n",
+    )
+    assert user["first"]["signature"] == "node-user-unknown" and "getent passwd 42" in user["fix"]
+    ld = triage(
+        tmp_path,
+        head + "slurmstepd: error: pyxis:     [ERROR] Failed to refresh the dynamic linker cache\n"
+        "slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/87-slurm.sh exited with return code 1\n",
+    )
+    assert ld["first"]["signature"] == "enroot-ldconfig" and ld["first"]["where"].endswith(":3")
+
+
+def test_duplicate_gpu_with_its_first_words_cut_and_nccls_own_line():
+    assert _sig("Error: rank 27 and rank 19 both on CUDA device 53000 (PCI 53:00.0)") == "duplicate-gpu"
+    nccl = events.classify(
+        Line(
+            "x.log",
+            1,
+            "h:1:2 [0] init.cc:870 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000",
+        ),
+        0,
+    )
+    assert nccl.sig.id == "duplicate-gpu" and nccl.groups.get("nccl_where") == "src/init.cc:870"
