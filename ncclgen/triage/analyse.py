@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import absent, aftermath, catalogue, frames, handled, nodes, progress, raypg, stopped
+from . import absent, aftermath, catalogue, frames, handled, lastline, nodes, progress, raypg, stopped
 from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify
 from .reader import Line
 
@@ -114,6 +114,7 @@ class Accumulator:
         self.timeouts = absent.Timeouts()  # the ranks that timed out in each collective, and the group's size
         self.handled = handled.Handled()  # tracebacks of exceptions a program logged and went on from
         self.frames = frames.Frames()  # the innermost frame of each file's traceback: where an exception was raised
+        self.ends = lastline.LastLines()  # each file's last event: a log that stops while c10d retries its store
         self.untimed: dict[str, list[Event]] = {}  # file -> its untimed events since its last timed one (bounded)
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
@@ -200,6 +201,7 @@ class Accumulator:
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
         self.crashes.add(ev)
+        self.ends.add(ev)
         self._note(ev)
         if role == "symptom" and self.quote is None and _quoted(ev):
             self.quote = ev
@@ -354,6 +356,8 @@ class Accumulator:
         if (stop := stopped.finding(self.contexts.get(stopped.STOP), self.timeouts)) is not None:
             self.add_finding(stop)  # a rank left the loop a timeout before the others timed out
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
+        if status == "clean" and (end := self.ends.finding(self.facts.success)) is not None:
+            status, first = "unfinished", end
         if first is not None and first.node in NO_NODE:
             first.node = self._node_of(first) or first.node
         contexts = list(self.contexts.values())

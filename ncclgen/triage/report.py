@@ -195,7 +195,7 @@ def as_data(
     if result.first is not None:
         data["first"] = event_data(result.first)
         sig = result.first.sig
-        if result.status in ("cause", "slow", "mismatch") and sig is not None:
+        if result.status in ("cause", "slow", "mismatch", "unfinished") and sig is not None:
             data["cause"] = catalogue.fill(sig.cause, result.first.groups)
             data["fix"] = plancheck.fix_for(sig, fabric, result.first.groups)
             data["sources"] = list(sig.sources)

@@ -1,0 +1,53 @@
+"""A log whose last line says the job is waiting: with no error and no sign the run ended, the run stopped there.
+
+c10d warns, in its connect retry loop, that the store's host name does not resolve (socket.cpp); while pods and
+DNS records come up that is harmless, and a run that then got on prints more. A log whose last kept line is that
+warning, with nothing after it (the file's own last line: the reader keeps only lines that may matter, so a
+training loop's progress lines after it are read in the file), stops there: a job that never reached its store (on
+Kubernetes, torchrun's rank 0 offering its pod's host name, which no Service publishes: skypilot#3788), or an
+excerpt cut there (jobset#93). Such a log is unfinished at that line, not clean, and the report says both.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import catalogue
+from .events import Event
+
+# suspects that mean "still waiting" when nothing follows them -> the class that says so
+WAITS = {"store-name-not-yet-resolved": "store-unresolved-at-end"}
+MAX_FILES = 4096
+TAIL = 65536  # bytes read from a file's end for its last line
+
+
+class LastLines:
+    def __init__(self) -> None:
+        self.last: dict[str, Event] = {}  # file -> its last kept event
+
+    def add(self, ev: Event) -> None:
+        f = ev.line.file
+        if f in self.last or len(self.last) < MAX_FILES:
+            self.last[f] = ev
+
+    def finding(self, success: bool) -> Event | None:
+        """The earliest file end that is a waiting line, where nothing shows the run ended."""
+        if success:
+            return None
+        waits = [ev for ev in self.last.values() if ev.sig is not None and ev.sig.id in WAITS and _is_last(ev)]
+        if not waits:
+            return None
+        ev = min(waits, key=lambda ev: ev.seq)
+        return Event(ev.line, catalogue.classes()[WAITS[ev.sig.id]], ev.groups, ev.time, ev.node, ev.rank, ev.seq)  # type: ignore[union-attr]
+
+
+def _is_last(ev: Event) -> bool:
+    """The event's line is its file's last non-blank line (a compressed or unreadable file: no)."""
+    try:
+        with open(ev.line.file, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    last = next((line for line in reversed(tail) if line.strip()), "")
+    return bool(ev.line.text.strip()) and ev.line.text.strip() in last

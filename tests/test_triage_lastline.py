@@ -1,0 +1,31 @@
+"""A log that ends while c10d still retries its store's host (ncclgen/triage/lastline.py): unfinished at that line,
+with the cause it would be; the same warning with the run going on after it is c10d's normal wait (jobset#93)."""
+
+from __future__ import annotations
+
+from triage_json import triage
+
+WARN = (
+    "[W726 02:14:09.077658670 socket.cpp:697] [c10d] The IPv6 network addresses of (job-worker-0, 43913) cannot be "
+    "retrieved (gai error: -2 - Name or service not known).\n"
+)
+
+
+def test_a_log_that_ends_at_the_store_warning_stopped_there(tmp_path):
+    data = triage(tmp_path, "rank 0 starting\n" + WARN)
+    assert data["status"] == "unfinished" and data["first"]["signature"] == "store-unresolved-at-end"
+    assert data["first"]["where"].endswith(":2") and "--local-addr" in data["fix"] and "job-worker-0" in data["cause"]
+    assert "not a log cut short" in data["cause"]  # the report says it may be an excerpt
+
+
+def test_the_warning_with_the_run_going_on_after_it_is_clean(tmp_path):
+    """The lines after it hold no word the reader keeps: the file's own last line is what is compared."""
+    data = triage(tmp_path, WARN + WARN + "Train Epoch: 1 [0/60000 (0%)]\tLoss: 2.3\nTraining is finished\n")
+    assert data["status"] == "clean" and "first" not in data
+
+
+def test_the_warning_before_a_failed_connect_is_the_cause(tmp_path):
+    """What it was before: a suspect that explains the store's failure."""
+    fail = "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed.\n"
+    data = triage(tmp_path, WARN + fail)
+    assert data["status"] == "cause" and data["first"]["signature"] == "store-name-not-yet-resolved"
