@@ -29,3 +29,9 @@ def test_the_warning_before_a_failed_connect_is_the_cause(tmp_path):
     fail = "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to the C10d store has failed.\n"
     data = triage(tmp_path, WARN + fail)
     assert data["status"] == "cause" and data["first"]["signature"] == "store-name-not-yet-resolved"
+
+
+def test_an_empty_zmq_host_is_the_launch_scripts_empty_address(tmp_path):
+    """vLLM's split_zmq_path refuses 'tcp://:PORT' (vllm/utils/network_utils.py): the address passed was empty."""
+    data = triage(tmp_path, "[dp1/worker] LEADER_IP= MY_IP=10.1.120.49\nValueError: Invalid zmq path: tcp://:29550\n")
+    assert data["first"]["signature"] == "zmq-empty-host" and "getent hosts" in data["fix"]
