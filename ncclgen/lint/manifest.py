@@ -79,7 +79,7 @@ def _tree(text: str, name: str) -> list:
 
     from ..load import yamlio, yamlparse
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = yamlparse.LOADER
     docs: list = []
     stack: list[list] = []  # [container, pending key, expecting a key]
 

@@ -193,9 +193,10 @@ def _own_pins() -> dict[str, tuple[str, int]]:
         import yaml
 
         from .. import datapaths
+        from ..load.yamlparse import LOADER
 
         with open(datapaths.data("rules.yaml"), encoding="utf-8") as fh:
-            doc = yaml.load(fh, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            doc = yaml.load(fh, Loader=LOADER)
         _PINS = {}
         for rule in doc.get("rules", ()):
             if isinstance(rule.get("value"), (str, int)) and rule["var"] not in _PINS:

@@ -20,18 +20,19 @@ MAX_NODES = 200_000  # values built, aliases counted each time they are used
 MAX_INT_DIGITS = 30  # no count, size or id in a descriptor needs more (Python stops at 4,300)
 _DECIMAL = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 
-_Loader: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
+# The one loader every reader of YAML in ncclgen uses (descriptors, manifests, the triage catalogue, rules.yaml)
+LOADER: type[yaml.SafeLoader] | type[yaml.CSafeLoader]
 try:  # libyaml is in PyYAML's wheels; the pure-Python parser is the fallback
-    _Loader = yaml.CSafeLoader
+    LOADER = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+    LOADER = yaml.SafeLoader
 
 
 def parse(text: str, file: str) -> Document:
     """``text`` composed and built with every check (depth, aliases, keys, scalars); ``file`` names it."""
     try:
         _check_depth(text, file)
-        node = yaml.compose(text, Loader=_Loader)
+        node = yaml.compose(text, Loader=LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         msg = f"YAML syntax error: {exc.problem or exc.context}"
@@ -81,7 +82,7 @@ def _check_depth(text: str, file: str) -> None:
     with SIGSEGV. The event stream is produced without recursion, so it is safe to measure first.
     """
     depth = 0
-    for event in yaml.parse(text, Loader=_Loader):
+    for event in yaml.parse(text, Loader=LOADER):
         if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             depth += 1
             if depth > MAX_DEPTH:

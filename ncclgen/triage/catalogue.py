@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ..load.yamlparse import LOADER
 from ..record import dataclass
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "triage"
@@ -89,8 +90,7 @@ def _classes_doc() -> dict:
 def load_data(name: str) -> dict:
     """One of the catalogue's own data files: with libyaml's parser where PyYAML has it (the pure-Python one took
     about 1 s of every run for these files; both parse the same YAML)."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load((DATA / name).read_text(), Loader=loader)
+    return yaml.load((DATA / name).read_text(), Loader=LOADER)
 
 
 @functools.cache
