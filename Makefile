@@ -27,9 +27,10 @@ regen: venv      ## goldens, docs and examples in one step; review `git diff` be
 	$(PY) tools/compile_templates.py
 	$(PY) tools/compile_data.py
 	$(PY) tools/compact_jobside.py
+	$(PY) tools/compile_triage.py
 	$(PY) tools/gendocs.py
 	PYTHON=$(PY) bash examples/regen.sh
 	NCCLGEN_REGEN_GOLDEN=1 $(PY) -m pytest -q -k golden
 
 check-regen: regen
-	git diff --exit-code -- docs examples tests/golden ncclgen/render/compiled ncclgen/load/compiled ncclgen/jobside/compacted.py
+	git diff --exit-code -- docs examples tests/golden ncclgen/render/compiled ncclgen/load/compiled ncclgen/jobside/compacted.py ncclgen/triage/compiled.py

@@ -32,8 +32,8 @@ def _tool(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 # tools/compile_templates.py's output (jinja2's code) and tools/compile_data.py's (the bundled YAML's values)
 GENERATED = (ROOT / "ncclgen/render/compiled", ROOT / "ncclgen/load/compiled")
-# tools/compact_jobside.py's (the node programs' compact texts)
-GENERATED_FILES = (ROOT / "ncclgen/jobside/compacted.py",)
+# tools/compact_jobside.py's (the node programs' compact texts) and tools/compile_triage.py's (the catalogue)
+GENERATED_FILES = (ROOT / "ncclgen/jobside/compacted.py", ROOT / "ncclgen/triage/compiled.py")
 
 
 def _sources() -> list[Path]:

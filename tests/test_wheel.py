@@ -39,6 +39,7 @@ def test_wheel_carries_bundled_data(wheel):
         "ncclgen/jobside/raybind.py",
         "ncclgen/jobside/raywait.py",
         "ncclgen/jobside/compacted.py",
+        "ncclgen/triage/compiled.py",
         "ncclgen/load/compiled/__init__.py",
         "ncclgen/render/compiled/__init__.py",
     ):

@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import zlib
 from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
+from typing import cast
 
 import yaml
 
@@ -22,12 +24,31 @@ AREAS = ("net", "socket", "gpu", "host", "program", "launch")
 CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:l{0,2}|z|h{0,2})[diouxXsfcpgmlu]")
 
 
+class LazyPattern:
+    """A signature's regex, compiled the first time a line holds one of its keys: most of the catalogue's
+    patterns never meet such a line, and compiling all of them took about 80 ms of every run."""
+
+    __slots__ = ("_compiled", "pattern")
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self._compiled: re.Pattern[str] | None = None
+
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.compiled().search(text)
+
+
 @dataclass(frozen=True)
 class Signature:
     id: str
     role: str
     keys: tuple[str, ...]
-    match: re.Pattern[str] | None
+    match: LazyPattern | None
     cause: str
     fix: str
     sources: tuple[str, ...]
@@ -52,7 +73,7 @@ def _signature(raw: dict, sid: str) -> Signature:
         id=sid,
         role=raw["role"],
         keys=tuple(raw.get("key", ())),
-        match=re.compile(raw["match"]) if raw.get("match") else None,
+        match=LazyPattern(raw["match"]) if raw.get("match") else None,
         cause=raw["cause"],
         fix=raw.get("fix", ""),
         sources=tuple(raw["sources"]),
@@ -88,9 +109,27 @@ def _classes_doc() -> dict:
 
 
 def load_data(name: str) -> dict:
-    """One of the catalogue's own data files: with libyaml's parser where PyYAML has it (the pure-Python one took
-    about 1 s of every run for these files; both parse the same YAML)."""
-    return yaml.load((DATA / name).read_text(), Loader=LOADER)
+    """One of the catalogue's own data files: as tools/compile_triage.py stored it (ncclgen/triage/compiled.py) while
+    the file is the one it was stored from, else parsed (an edited checkout before `make regen`)."""
+    raw = (DATA / name).read_bytes()
+    try:
+        from .compiled import DOCS
+    except ImportError:  # (while that tool writes it)
+        DOCS = {}
+    stored = DOCS.get(name)
+    if stored is not None and stored[0] == checksum(raw):
+        return cast("dict", stored[1])
+    return parse_data(raw)
+
+
+def checksum(raw: bytes) -> str:
+    return f"{zlib.crc32(raw):08x}:{len(raw)}"
+
+
+def parse_data(raw: bytes) -> dict:
+    """A data file parsed with libyaml's parser where PyYAML has it (the pure-Python one took about 1 s of every run
+    for these files; both parse the same YAML)."""
+    return yaml.load(raw.decode("utf-8"), Loader=LOADER)
 
 
 @functools.cache
