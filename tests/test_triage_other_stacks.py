@@ -256,3 +256,46 @@ def test_duplicate_gpu_with_its_first_words_cut_and_nccls_own_line():
         0,
     )
     assert nccl.sig.id == "duplicate-gpu" and nccl.groups.get("nccl_where") == "src/init.cc:870"
+
+
+def test_pytorch_accelerate_and_trl_own_checks_name_the_diverging_ranks(tmp_path):
+    """The checks frameworks run for exactly these faults (ProcessGroupWrapper's shapes, the flight recorder's
+    analyser, Accelerate's debug mode, TRL's device check) are the cause, not unclassified errors."""
+    assert _sig("RuntimeError: Error when verifying shape tensors for collective ALLREDUCE on rank 0. This") == (
+        "collective-shape-mismatch"
+    )
+    fr = triage(
+        tmp_path,
+        "$torchfrtrace --prefix trace_ /tmp/\nNot all ranks joining collective 5 at entry 4\nmissing ranks: {1}\n",
+    )
+    assert fr["first"]["signature"] == "fr-missing-ranks" and fr["first"]["where"].endswith(":2")
+    assert _sig("Cannot apply desired operation due to shape mismatches. All shapes across devices must be valid.") == (
+        "accelerate-shape-mismatch"
+    )
+    assert (
+        _sig("RuntimeError: Attempting to use the same CUDA device for multiple distinct roles/ranks")
+        == "trl-same-device"
+    )
+    barrier = triage(tmp_path, "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms\n")
+    assert barrier["status"] == "cause" and barrier["first"]["signature"] == "monitored-barrier"
+
+
+def test_an_nccl_call_a_program_checks_itself(tmp_path):
+    """'ncclAllReduce failed: ' + ncclGetErrorString (Horovod's ErrorCheck): an error line, not a clean log;
+    NCCL 1's 'invalid data type' is another NCCL library than the one the program was built with."""
+    old = triage(tmp_path, "UnknownError (see above for traceback): ncclAllReduce failed: invalid data type\n")
+    assert old["first"]["signature"] == "nccl-invalid-data-type" and "conda remove nccl" in old["fix"]
+    other = triage(tmp_path, "horovod: ncclGroupEnd failed: unhandled system error\n")
+    assert other["status"] != "clean" and other["first"]["signature"] in ("nccl-error", "nccl-call-failed")
+
+
+def test_a_vllm_method_failure_gives_way_to_the_nccl_error_in_its_traceback(tmp_path):
+    log = (
+        "Error executing method 'init_device'. This might cause deadlock in distributed execution.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/vllm/distributed/device_communicators/pynccl_wrapper.py", line 256, in NCCL_CHECK\n'
+        '    raise RuntimeError(f"NCCL error: {error_str}")\n'
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+    )
+    data = triage(tmp_path, log)
+    assert data["first"]["where"].endswith(":5") and "IPC_LOCK" in data["symptom"]["collect_next"]

@@ -20,8 +20,8 @@ from .reader import Line
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
 # symptoms that name the cause when the logs show no root: ranks waiting in a group's first one-element collective
-# for a rank that was busy elsewhere or gone (no rank's error anywhere)
-ALONE = ("watchdog-start-timeout",)
+# for a rank that was busy elsewhere or gone (no rank's error anywhere); Gloo's monitored barrier naming its absentees
+ALONE = ("watchdog-start-timeout", "monitored-barrier")
 # symptoms whose own text names where the cause is when nothing else does: an RDMA completion flushed on a queue
 # pair already in error names the peer whose log (or link) holds it
 NAMES_PEER = ("ib-flush",)
