@@ -299,3 +299,42 @@ def test_a_vllm_method_failure_gives_way_to_the_nccl_error_in_its_traceback(tmp_
     )
     data = triage(tmp_path, log)
     assert data["first"]["where"].endswith(":5") and "IPC_LOCK" in data["symptom"]["collect_next"]
+
+
+def test_hpc_centre_and_vendor_forms_each_by_its_source(tmp_path):
+    """Lines HPC centres and cloud vendors document with their cause, each read by the program that prints it
+    (the signature named cites it)."""
+    lines = {
+        "[h35n05:113506] *** An error occurred in MPI_Allreduce": "mpi-call-error",
+        ":1:hip_code_object.cpp :460 : 43966602806 us: hipErrorNoBinaryForGpu: Unable to find code object": (
+            "hip-no-binary-for-gpu"
+        ),
+        "libfabric:16642:1701636928::cxi:core:cxip_cq_eq_progress():531<warn> x4204c1s3b0n0: Cassini Event Queue "
+        "overflow detected.": "cxi-event-queue-overflow",
+        "FATAL:   container creation failed: mount hook function failure: mount /opt/cray->/opt/cray error: while "
+        "mounting /opt/cray: destination /opt/cray doesn't exist in container": "apptainer-bind-destination",
+        "x3202c0s31b0n0: AssertionError: Micro batch size per gpu: 0 has to be greater than 0": (
+            "deepspeed-micro-batch-zero"
+        ),
+        "AssertionError: NVTE_FUSED_ATTN set to 0, but expected 1 for attention": "te-attention-backend-env",
+        "makeXferReq: local index out of range at index 192 with value 26357617": "nixl-index-out-of-range",
+        "MPICH ERROR: Unable to use a NIC_POLICY of 'NUMA'. Rank 4 is not confined to a single NUMA node.": (
+            "mpich-nic-policy-numa"
+        ),
+        "[0]Error opening IPC Memhandle from peer:1, invalid argument": "p2p-ipc",
+    }
+    for line, sid in lines.items():
+        assert _sig(line) == sid, line
+    assert _sig("[x:1] *** An error occurred in MPI_Init_thread") == "mpi-init-failed"
+    pull = triage(
+        tmp_path,
+        "URL https://registry-1.docker.io/v2/public.ecr.aws/hpc-cloud/nccl-tests/manifests/latest returned error code: "
+        "401 Unauthorized\npyxis: failed to import docker image\n",
+    )
+    assert pull["first"]["signature"] == "enroot-registry-as-path" and "public.ecr.aws#" in pull["fix"]
+    wrapped = triage(
+        tmp_path,
+        "ValueError: Free memory on device cuda:3 (173.8/178.35 GiB) on startup\n"
+        "is less than desired GPU memory utilization (0.98, 174.78 GiB).\n",
+    )
+    assert wrapped["first"]["signature"] == "vllm-startup-memory-wrapped" and wrapped["first"]["where"].endswith(":1")
