@@ -18,7 +18,7 @@ from dataclasses import field
 
 from ..record import dataclass
 from . import catalogue
-from .events import Event
+from .events import Event, order
 
 MAX_WORKS = 64  # (group, SeqNum, OpType) kept
 MAX_RANKS = 4096
@@ -36,14 +36,20 @@ class Work:
 
 
 class Timeouts:
-    """The ranks that timed out in each (process group, SeqNum, OpType), bounded."""
+    """The ranks that timed out in each (process group, SeqNum, OpType), bounded; and each SeqNum's timeouts by
+    OpType, whatever the line says of its group and rank (for desync)."""
 
     def __init__(self) -> None:
         self.works: dict[tuple[str, str, str], Work] = {}
+        self.ops: dict[str, dict[str, list[Event]]] = {}  # SeqNum -> OpType -> events
 
     def add(self, ev: Event) -> None:
         """A watchdog-timeout event (its signature's groups: the group and rank before the text, the WorkNCCL fields)."""
         g = ev.groups
+        if len(self.ops) < MAX_WORKS:
+            same = self.ops.setdefault(g.get("seq", ""), {}).setdefault(g.get("op", ""), [])
+            if len(same) < MAX_WORKS:
+                same.append(ev)
         if not g.get("grank") or not g.get("seq"):
             return
         key = (g.get("pg") or "0", g["seq"], g.get("op", ""))
@@ -52,6 +58,24 @@ class Timeouts:
         work = self.works.setdefault(key, Work(ev, _size(g), g.get("ms")))
         if len(work.ranks) < MAX_RANKS:
             work.ranks.add(int(g["grank"]))
+
+    @property
+    def p2p(self) -> bool:
+        """Point-to-point work timed out (pipeline stages): it advances the counters of the ranks in it only."""
+        return any(op in ("SEND", "RECV", "RECVANYSOURCE") for by_op in self.ops.values() for op in by_op)
+
+    def desync(self) -> Event | None:
+        """Ranks that timed out at one SeqNum in different collectives called different collectives (the flight
+        recorder's COLLECTIVE_TYPE_MISMATCH): the collective fewest ranks were in is the odd one out, as a finding
+        at its first line."""
+        for seq, by_op in self.ops.items():
+            if len(by_op) > 1:
+                odd = min(by_op.values(), key=lambda evs: (len(evs), order(evs[0])))[0]
+                ops = ", ".join(f"{op} on {len(evs)}" for op, evs in sorted(by_op.items()))
+                sig = catalogue.classes()["watchdog-op-mismatch"]
+                groups = {**odd.groups, "text": f"SeqNum {seq}: {ops}"}
+                return Event(odd.line, sig, groups, odd.time, odd.node, odd.rank, odd.seq)
+        return None
 
     def finding(self) -> Event | None:
         """The first collective two or more ranks of its group timed out in while others printed nothing, as a

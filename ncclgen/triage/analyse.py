@@ -14,7 +14,7 @@ from dataclasses import field
 
 from ..record import dataclass
 from . import absent, aftermath, catalogue, frames, handled, lastline, nodes, progress, raypg, stopped
-from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify
+from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify, order
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
@@ -55,13 +55,6 @@ QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quo
 # wrapped exception's 'Exc: message' closes (CPython Lib/traceback.py): that line is the error, the wrapper its symptom
 WRAP_SPAN = 80
 WRAPPERS = ("ray-task-error",)
-
-
-def order(ev: Event) -> tuple:
-    """Timed events by time (an untimed one at the next timed event of its file: it was printed before that one,
-    as a traceback before its logger's time-stamped echo), then untimed ones in reading order."""
-    t = ev.time or ev.placed
-    return (0, t, ev.seq) if t else (1, "", ev.seq)
 
 
 @dataclass
@@ -109,7 +102,6 @@ class Accumulator:
         self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
         self.quote: Event | None = None  # the earliest NCCL text PyTorch quoted after 'Last error:' (a symptom)
         self.header: Event | None = None  # the last line read, when it is an exception header its message runs past
-        self.ops: dict[str, dict[str, list[Event]]] = {}  # watchdog timeouts: SeqNum -> OpType -> events (bounded)
         self.progress = progress.Progress()  # each rank's last enqueued/completed work at the failure
         self.timeouts = absent.Timeouts()  # the ranks that timed out in each collective, and the group's size
         self.handled = handled.Handled()  # tracebacks of exceptions a program logged and went on from
@@ -223,10 +215,7 @@ class Accumulator:
             self.in_bootstrap.add(_thread(ev))
         if ev.sig and ev.sig.id in HARDWARE and (self.hardware is None or order(ev) < order(self.hardware)):
             self.hardware = ev
-        if ev.sig and ev.sig.id in WATCHDOG_TIMEOUTS and len(self.ops) < MAX_KEYS:
-            same = self.ops.setdefault(ev.groups.get("seq", ""), {}).setdefault(ev.groups.get("op", ""), [])
-            if len(same) < MAX_KEYS:
-                same.append(ev)
+        if ev.sig and ev.sig.id in WATCHDOG_TIMEOUTS:
             self.timeouts.add(ev)
 
     def _from_block(self, ev: Event) -> None:
@@ -331,23 +320,10 @@ class Accumulator:
                 return ev
         return None
 
-    def _desync(self) -> None:
-        """Ranks that timed out at one SeqNum in different collectives called different collectives (the flight
-        recorder's COLLECTIVE_TYPE_MISMATCH): the collective fewest ranks were in is the odd one out."""
-        for seq, by_op in self.ops.items():
-            if len(by_op) > 1:
-                odd = min(by_op.values(), key=lambda evs: (len(evs), order(evs[0])))[0]
-                ops = ", ".join(f"{op} on {len(evs)}" for op, evs in sorted(by_op.items()))
-                sig = catalogue.classes()["watchdog-op-mismatch"]
-                groups = {**odd.groups, "text": f"SeqNum {seq}: {ops}"}
-                self._record(Event(odd.line, sig, groups, odd.time, odd.node, odd.rank, odd.seq))
-                return
-
     def result(self, findings: list[Event] = ()) -> Result:  # type: ignore[assignment]
-        self._desync()
-        # point-to-point work (pipeline stages) advances the counters of the ranks in it only: no comparison then
-        p2p = any(op in ("SEND", "RECV", "RECVANYSOURCE") for by_op in self.ops.values() for op in by_op)
-        if not p2p and (behind := self.progress.finding()) is not None:
+        if (odd := self.timeouts.desync()) is not None:
+            self._record(odd)
+        if not self.timeouts.p2p and (behind := self.progress.finding()) is not None:
             self._record(behind)
         if (pending := self.pgs.finding()) is not None:
             self._record(pending)

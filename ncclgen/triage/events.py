@@ -220,6 +220,13 @@ def _with_magic(body: str) -> str:
     return f"{body}; the peer sent {sent.decode('ascii')!r}" if all(32 <= b < 127 for b in sent) else body
 
 
+def order(ev: Event) -> tuple:
+    """Timed events by time (an untimed one at the next timed event of its file: it was printed before that one,
+    as a traceback before its logger's time-stamped echo), then untimed ones in reading order."""
+    t = ev.time or ev.placed
+    return (0, t, ev.seq) if t else (1, "", ev.seq)
+
+
 def classify(line: Line, seq: int) -> Event | None:
     """The event for ``line``: the first signature whose key and regex match, else an NCCL WARN (or failing
     INFO) line by its source, else an error line, else None. NCCL's text quoted after "Last error:" on the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 from . import catalogue
-from .events import Event
+from .events import Event, order
 
 # suspects that mean "still waiting" when nothing follows them -> the class that says so
 WAITS = {"store-name-not-yet-resolved": "store-unresolved-at-end"}
@@ -37,7 +37,7 @@ class LastLines:
         waits = [ev for ev in self.last.values() if ev.sig is not None and ev.sig.id in WAITS and _is_last(ev)]
         if not waits:
             return None
-        ev = min(waits, key=lambda ev: ev.seq)
+        ev = min(waits, key=order)
         return Event(ev.line, catalogue.classes()[WAITS[ev.sig.id]], ev.groups, ev.time, ev.node, ev.rank, ev.seq)  # type: ignore[union-attr]
 
 
