@@ -338,3 +338,64 @@ def test_hpc_centre_and_vendor_forms_each_by_its_source(tmp_path):
         "is less than desired GPU memory utilization (0.98, 174.78 GiB).\n",
     )
     assert wrapped["first"]["signature"] == "vllm-startup-memory-wrapped" and wrapped["first"]["where"].endswith(":1")
+
+
+def test_nvidia_documented_forms(tmp_path):
+    """NCCL's RAS report, Open MPI's PMI2 refusal, NVSHMEM's IB completion, UCX's CMA on GPU memory, Transformer
+    Engine's FP8 recipe check: each the cause where NVIDIA's documentation shows it."""
+    ras = triage(
+        tmp_path,
+        "Errors\n======\n\nINCOMPLETE\n  Missing communicator data from 1 job process\n"
+        "  Process 3487984 on node 172.16.64.213 managing GPU 5\n",
+    )
+    assert ras["first"]["signature"] == "nccl-ras-missing" and ras["first"]["where"].endswith(":5")
+    lines = {
+        "PMI2_Init failed to intialize.  Return code: 14": "ompi-pmi2-init",
+        "src/comm/transports/ibrc/ibrc.cpp:962: non-zero status: 10 ibv_poll_cq failed, status: 10": (
+            "nvshmem-ibv-completion"
+        ),
+        "cma_ep.c:97   process_vm_readv(pid=434391 length=524288) returned -1: Bad address": "ucx-cma-bad-address",
+        "AssertionError: FP8 block scaled GEMM requires Hopper and CUDA >= 12.9.": "te-fp8-recipe-unsupported",
+        "  1 job process is considered dead (unreachable via the RAS network)": "nccl-ras-missing",
+    }
+    for line, sid in lines.items():
+        assert _sig(line) == sid, line
+
+
+def test_scheduler_and_container_runtime_documented_forms(tmp_path):
+    """pyxis's enroot block names its own cause (the nvidia-container-cli stage before the hook's exit line, a leftover
+    container of a requeued step); slurmd's GPU core check; a performance test's memory registration; UCX's address
+    exchange in Open MPI; a framework's own 'invalid device ordinal'."""
+    head = "slurmstepd: error: pyxis: container start failed with error code: 1\nslurmstepd: error: pyxis: printing enroot log file:\n"
+    cli = triage(
+        tmp_path,
+        head
+        + "slurmstepd: error: pyxis:     nvidia-container-cli: container error: file lookup failed: /x: permission denied\n"
+        "slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1\n",
+    )
+    assert cli["first"]["signature"] == "nvidia-container-cli-error" and cli["first"]["where"].endswith(":3")
+    assert "1.17.6" in cli["fix"]
+    lines = {
+        "pyxis: ERROR File already exists: /opt/tmp/enroot-data/user-1000/pyxis_123.0": "enroot-file-exists",
+        "error: _check_core_range_matches_sock: gres/gpu GRES autodetected core affinity 0-7 on node node0 doesn't "
+        "match socket boundaries. (Socket 0 is cores 0-1)": "slurm-gres-core-affinity",
+        "Couldn't allocate MR": "memlock",
+        "pml_ucx.c:175 Error: Failed to receive UCX worker address: Not found (-13)": "ucx-unreachable",
+        "pml_ucx.c:452 Error: Failed to resolve UCX endpoint for rank X": "ucx-unreachable",
+        "[ERROR] DEVICE [cuda_driver.cc:245] SetDevice] SetDevice for id:7 failed, ret[101], invalid device ordinal.": (
+            "gpu-visibility"
+        ),
+    }
+    for line, sid in lines.items():
+        assert _sig(line) == sid, line
+
+
+def test_a_finished_run_without_gdrdma_and_no_figure_is_not_called_slow(tmp_path):
+    """Channels without GDRDMA where nothing says GPUDirect RDMA could run: slow only where the run did not finish or
+    its bandwidth shows (compare._slowness_shown)."""
+    init = "".join(f"h{n}:1:2 [0] NCCL INFO Channel 00/0 : {n}[0] -> {1 - n}[0] [send] via NET/IB/1\n" for n in (0, 1))
+    done = "".join(
+        f"h{n}:1:1 [0] NCCL INFO comm 0x1 rank {n} nranks 2 cudaDev 0 busId 3b000 - Destroy COMPLETE\n" for n in (0, 1)
+    )
+    assert triage(tmp_path, init + "Train Epoch: 10 [29440/30000 (98%)] Loss: 0.09\n" + done)["status"] == "clean"
+    assert triage(tmp_path, init + done + "# Avg bus bandwidth    : 33.3227 \n")["status"] == "slow"

@@ -281,11 +281,22 @@ class Accumulator:
         if (why := self._why(root)) is not None:
             return "cause", why
         if (before := self.crashes.first(root)) is not None:
+            before = self._earliest_alike(before)
             return ("cause" if before.sig is not None and before.sig.role == "root" else "unclassified"), before
         hw = self.hardware
         if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
             return "cause", Event(root.line, hw.sig, hw.groups, root.time, root.node or hw.node, root.rank, root.seq)
         return "cause", root
+
+    def _earliest_alike(self, ev: Event) -> Event:
+        """The first line of ``ev``'s signature in its file: a crash's aftermath window may start at a second copy of
+        the warning its process printed twice (vLLM's NCCL init: two 'Connection closed by remote peer' lines)."""
+        if ev.sig is None:
+            return ev
+        alike = [
+            g.first for (gid, _t), g in self.groups.items() if gid == ev.sig.id and g.first.line.file == ev.line.file
+        ]
+        return min([ev, *alike], key=order)
 
     def _recovered(self) -> bool:
         """A run that ended well (Destroy COMPLETE, nccl-tests' average) whose only failure lines are NCCL's error

@@ -142,13 +142,22 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
             why = f"{some[0].name} uses GDRDMA"
         elif h.gdr_disabled:
             why = "NCCL said GPU Direct RDMA is disabled"
-        elif not why and h.ib_channels and not _omni_path(h):  # IB verbs, no node on GDRDMA: peermem missing everywhere
+        elif not why and h.ib_channels and not _omni_path(h) and _slowness_shown(facts):
+            # IB verbs, no node on GDRDMA: peermem missing everywhere, or a topology NCCL keeps it off on
             why = "no node uses GDRDMA on its RDMA NICs; NCCL also leaves it off where the GPU-NIC path crosses the CPU"
         if why:
             shown = h.lines.get("gdr_disabled") or h.lines["nogdr"]
             detail = f"{h.shown}: {h.net_channels} network channel line(s), none via GDRDMA ({why})"
             out.append(Finding("no-gdrdma", detail, shown, h.name))
     return out[:1]
+
+
+def _slowness_shown(facts: Facts) -> bool:
+    """Channels without GDRDMA where nothing says GPUDirect RDMA could run (no plan, no node using it, no 'GPU Direct
+    RDMA Disabled' line) are a slow run only where the logs do not show the run finish (a job that hung or was cut,
+    the case nccl#1676 was), or show its bandwidth (nccl-tests' rows or average, nccl#1412): a run that trained to its end with no figure
+    may be on a topology or HCA generation where NCCL keeps GDRDMA off by design (a Horovod run on ConnectX-3)."""
+    return not facts.success or facts.bench.rows or bool(facts.bench.summaries)
 
 
 def _omni_path(h: Host) -> bool:
