@@ -10,7 +10,6 @@ checksum. --check compares instead of writing and exits 1 when the stored module
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from ncclgen import jobside  # noqa: E402
+from tools import storedmodule  # noqa: E402
 
 TARGET = ROOT / "ncclgen" / "jobside" / "compacted.py"
 
@@ -43,18 +43,7 @@ def module() -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the stored module; exit 1 when it differs")
-    args = ap.parse_args()
-    fresh = module()
-    if args.check:
-        stored = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if stored != fresh:
-            print(f"{TARGET} is stale: run python tools/compact_jobside.py", file=sys.stderr)
-            return 1
-        return 0
-    TARGET.write_text(fresh, encoding="utf-8")
-    return 0
+    return storedmodule.main(__doc__, TARGET, module)
 
 
 if __name__ == "__main__":
