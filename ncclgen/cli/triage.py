@@ -25,10 +25,11 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     GDRDMA where GPUDirect is expected, or NCCL's traffic on TCP sockets where InfiniBand is there or
     planned), nodes whose NCCL release, net or net plugin differ in a log with no error line, no failure
     was found (it says so, and whether the logs show the run's end), or a log with no error line that
-    ends in NCCL's init with no rank complete (`unfinished`: a hang there or a log cut short; it says
-    what to collect if it hung); 1 a failure no cause class explains (the first line read as one, the last collective per
-    rank and what to collect next are shown) or a hang (ranks behind others that completed init,
-    timeouts, collectives left waiting); 2 bad input.
+    ends in NCCL's init with no rank complete, or at c10d retrying a store host that does not resolve
+    (`unfinished`: a hang there or a log cut short; it says what to collect if it hung); 1 a failure
+    no cause class explains (the first line read as one, the last collective per rank and what to
+    collect next are shown) or a hang (ranks behind others that completed init, timeouts,
+    collectives left waiting); 2 bad input.
 
     \b
     Example:
