@@ -473,7 +473,7 @@ def test_the_kernels_oom_report_memory_cgroups_and_the_drivers_lost_gpu_probe(tm
 
 def test_slurms_cancel_lines_of_2505_and_a_requeue():
     """slurmstepd's 'DUE to SIGNAL Terminated' (lowercase 'to', Slurm 25.05) is a cancel like the bare form; a
-    requeue names its reason."""
+    requeue is context (the job runs again; what failed before it is the cause), a time limit a cause."""
     assert (
         _event(
             "slurmstepd: error: *** STEP 42.0 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE to SIGNAL Terminated ***"
@@ -481,4 +481,6 @@ def test_slurms_cancel_lines_of_2505_and_a_requeue():
         == "slurm-cancelled"
     )
     requeue = _event("slurmstepd: error: *** JOB 42 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO JOB REQUEUE ***")
-    assert requeue.sig.id == "slurm-cancelled-reason" and requeue.groups["reason"] == "JOB REQUEUE"
+    assert requeue.sig.id == "slurm-job-requeued" and requeue.sig.role == "context"
+    limit = _event("slurmstepd: error: *** JOB 42 ON n1 CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT ***")
+    assert limit.sig.id == "slurm-cancelled-reason" and limit.groups["reason"] == "TIME LIMIT"

@@ -110,7 +110,9 @@ class Accumulator:
         self.untimed: dict[str, list[Event]] = {}  # file -> its untimed events since its last timed one (bounded)
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
-        self.wrapper: Event | None = None  # the last RayTaskError(Exc) read, until its traceback's 'Exc: ' line
+        # the RayTaskError(Exc) lines read until their traceback's 'Exc: ' line: one, or a chain of them (a task whose
+        # actor call failed prints its own RayTaskError(Exc) above the actor's, and both wrap the one exception)
+        self.wrappers: list[Event] = []
         self.unwrapped: dict[int, Event] = {}  # a wrapper's seq -> the exception line it wraps (bounded)
 
     def add(self, line: Line) -> None:
@@ -155,16 +157,19 @@ class Accumulator:
     def _wrapped(self, ev: Event) -> None:
         """The line of the exception a RayTaskError(Exc) wraps: the next error line of its file, within its
         traceback's length, that starts 'Exc: '; not a root (a root wins by itself)."""
-        w = self.wrapper
+        ws = self.wrappers
+        last = ws[-1] if ws else None
         if ev.sig is not None and ev.sig.id in WRAPPERS and ev.groups.get("exc"):
-            self.wrapper = ev
-        elif w is not None and (ev.sig is None or ev.sig.role == "symptom"):
-            if ev.line.file != w.line.file or ev.line.lineno - w.line.lineno > WRAP_SPAN:
-                self.wrapper = None
-            elif re.search(rf"(?:^|[\s:\])]){re.escape(w.groups['exc'])}: \S", ev.line.text):
-                if len(self.unwrapped) < MAX_KEYS:
-                    self.unwrapped[w.seq] = ev
-                self.wrapper = None
+            chained = last is not None and _near(last, ev) and last.groups["exc"] == ev.groups["exc"]
+            self.wrappers = [*ws, ev] if chained and len(ws) < MAX_KEYS else [ev]
+        elif last is not None and (ev.sig is None or ev.sig.role == "symptom"):
+            if not _near(last, ev):
+                self.wrappers = []
+            elif re.search(rf"(?:^|[\s:\])]){re.escape(last.groups['exc'])}: \S", ev.line.text):
+                for w in ws:
+                    if len(self.unwrapped) < MAX_KEYS:
+                        self.unwrapped[w.seq] = ev
+                self.wrappers = []
 
     def _unwrapped(self, ev: Event) -> Event:
         """An exception's message wrapped over lines (a terminal or a paste cut it): a signature matched on a
@@ -423,6 +428,11 @@ class Accumulator:
                 continue  # a suspect that is not the cause is no failure
             rest.append((text, g))
         return rest
+
+
+def _near(wrapper: Event, ev: Event) -> bool:
+    """``ev`` is in ``wrapper``'s file within a traceback's length below it."""
+    return ev.line.file == wrapper.line.file and 0 < ev.line.lineno - wrapper.line.lineno <= WRAP_SPAN
 
 
 def _continues(header: Line, line: Line) -> bool:
