@@ -399,3 +399,43 @@ def test_a_finished_run_without_gdrdma_and_no_figure_is_not_called_slow(tmp_path
     )
     assert triage(tmp_path, init + "Train Epoch: 10 [29440/30000 (98%)] Loss: 0.09\n" + done)["status"] == "clean"
     assert triage(tmp_path, init + done + "# Avg bus bandwidth    : 33.3227 \n")["status"] == "slow"
+
+
+def test_launch_and_runtime_forms_of_the_last_trials(tmp_path):
+    """A requeue is context and the task exit before it the first failure; HCOLL turning itself off is no failure;
+    Ray's coloured, chained RayTaskError lines give way to the exception they wrap."""
+    requeue = triage(
+        tmp_path,
+        "srun: error: node1: task 0: Exited with exit code 1\nsrun: Terminating job step 2593.1\n"
+        "slurmstepd: error: *** JOB 2593 ON node1 CANCELLED AT 2022-05-20T21:52:32 DUE TO JOB REQUEUE ***\n",
+    )
+    assert requeue["first"]["signature"] == "srun-task-exit" and requeue["first"]["where"].endswith(":1")
+    hcoll = triage(
+        tmp_path,
+        "[LOG_CAT_ML] You must specify a valid HCA device by setting:\n"
+        "[gpu-1:9] Error: ../ompi/mca/coll/hcoll/coll_hcoll_module.c:310 - mca_coll_hcoll_comm_query() Hcol library "
+        "init failed\nFinished\n",
+    )
+    assert hcoll["status"] == "clean"
+    wrapper = "ray.exceptions.RayTaskError(RuntimeError): \x1b[36mray::{}()\x1b[39m (pid=1, ip=10.0.0.1)\n"
+    chain = triage(
+        tmp_path,
+        wrapper.format("TaskRunner.run")
+        + '  File "main_ppo.py", line 314, in run\n'
+        + wrapper.format("WorkerDict.init_model")
+        + '  File "uvloop/__init__.py", line 206, in get_event_loop\n'
+        + "RuntimeError: There is no current event loop in thread 'MainThread'.\n",
+    )
+    assert chain["first"]["signature"] == "asyncio-no-event-loop" and chain["first"]["where"].endswith(":5")
+    lines = {
+        "[node140:12429] PMIX ERROR: NOT-FOUND in file client/pmix_client.c at line 562": "pmix-client-init",
+        "[1613401128.44] [nid001192:11838:0] ib_md.c:325 UCX ERROR ibv_reg_mr(address=0xabcf12c0, length=26400, "
+        "access=0xf) failed: Cannot allocate memory": "memlock",
+        "server22: bash: -c: line 0: syntax error near unexpected token `('": "remote-shell-syntax",
+        "[W610 20:53:05.8 socket.cpp:755] [c10d] The client socket has failed to connect to [::]:60533 (errno: 99 - "
+        "Cannot assign requested address).": "tcpstore-wildcard",
+        "[2025-08-12 02:48:39,449 C 1 1] actor_manager.cc:55:  Check failed: it != actor_handles_.end() Cannot find "
+        "an actor handle of id": "native-check-failed",
+    }
+    for line, sid in lines.items():
+        assert _sig(line) == sid, line
