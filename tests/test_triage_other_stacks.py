@@ -439,3 +439,21 @@ def test_launch_and_runtime_forms_of_the_last_trials(tmp_path):
     }
     for line, sid in lines.items():
         assert _sig(line) == sid, line
+
+
+def test_an_out_of_memory_whose_figures_show_another_process():
+    """The allocator's own figures (triage/oom.py): most of the GPU held outside this process is another process's,
+    in both the old and the current message; a full GPU this process holds stays a plain out-of-memory."""
+    old = (
+        "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB (GPU 0; 79.33 GiB total capacity; "
+        "27.16 GiB already allocated; 244.44 MiB free; 31.59 GiB reserved in total by PyTorch) If reserved memory"
+    )
+    ev = events.classify(Line("x.log", 1, old), 0)
+    assert ev.sig.id == "cuda-oom-elsewhere" and ev.groups["other"] == "47.5 GiB"
+    new = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB "
+        "of which {free} is free. Including non-PyTorch memory, this process has {mine} memory in use. Of the"
+    )
+    assert _sig(new.format(free="20.00 MiB", mine="31.00 GiB")) == "cuda-oom-elsewhere"
+    assert _sig(new.format(free="20.00 MiB", mine="78.90 GiB")) == "cuda-oom"
+    assert _sig(old.replace("31.59 GiB reserved", "76.59 GiB reserved")) == "cuda-oom"

@@ -12,7 +12,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import catalogue
+from . import catalogue, oom
 from .reader import Line
 
 # NCCL's "HOST:PID:TID [DEV]" wherever it starts: after mpirun's "[1,0]<stdout>:", pdsh's "node: ", Ray's
@@ -261,6 +261,8 @@ def _by_signature(line: Line, text: str, seq: int) -> Event | None:
             if sig.refine_cuda and (cid := catalogue.refine("cuda-failure", text)) != "cuda-failure":
                 sig = catalogue.classes()[cid]  # 'CUDA error: out of memory' is a GPU memory failure
                 groups["text"] = text[:300]
+            elif sig.id == "cuda-oom" and (held := oom.held_elsewhere(text)) is not None:
+                sig, groups = catalogue.classes()["cuda-oom-elsewhere"], {**groups, **held}
             node, rank = locate(line.text, groups)
             return Event(line, sig, groups, timestamp(line.text), node, rank, seq)
     return None
