@@ -48,7 +48,8 @@ def test_cause_and_root_line(f):
         early = data["status"] == "unfinished" and ("Init COMPLETE" not in text or data["hang"]["init_incomplete"])
         # an excerpt whose last line is a wait (c10d retrying its store's host): unfinished at that line, which
         # the report says may be where the excerpt was cut (lastline.py)
-        cut = data["status"] == "unfinished" and data.get("first", {}).get("signature") in lastline.WAITS.values()
+        waits = (*lastline.WAITS.values(), *lastline.STALLS)
+        cut = data["status"] == "unfinished" and data.get("first", {}).get("signature") in waits
         assert (data["status"] == "clean" or early or cut) and code == 0 and ("first" not in data or cut), data.get(
             "first"
         )
@@ -66,7 +67,7 @@ def test_cause_and_root_line(f):
             ("slow",)
             if cls in analyse.SLOW
             else ("unfinished",)
-            if cls in lastline.WAITS.values()
+            if cls in (*lastline.WAITS.values(), *lastline.STALLS)
             else ("cause", "mismatch")
             if cls.startswith("nodes-differ-") or cls in (*analyse.MISMATCH, "bootstrap-unroutable")
             else ("cause",)

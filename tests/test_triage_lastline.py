@@ -35,3 +35,14 @@ def test_an_empty_zmq_host_is_the_launch_scripts_empty_address(tmp_path):
     """vLLM's split_zmq_path refuses 'tcp://:PORT' (vllm/utils/network_utils.py): the address passed was empty."""
     data = triage(tmp_path, "[dp1/worker] LEADER_IP= MY_IP=10.1.120.49\nValueError: Invalid zmq path: tcp://:29550\n")
     assert data["first"]["signature"] == "zmq-empty-host" and "getent hosts" in data["fix"]
+
+
+def test_a_log_that_ends_early_after_a_foreign_connection_stalled_there(tmp_path):
+    """NCCL's 'wrong magic' from a connection that was not NCCL's (nccl#1808: the proxy thread could wait in place
+    before 2.30.7): where a log that ends in NCCL's setup may have hung; after a run that ended, a note only."""
+    warn = "h:1:2 [0] misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong magic 74656d2f20544547 != 7970663b906d70b9\n"
+    init = "h:1:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\nh:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    hung = triage(tmp_path, init + warn + "h:1:3 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n")
+    assert hung["status"] == "unfinished" and hung["first"]["signature"] == "socket-foreign-connection"
+    done = "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
+    assert "first" not in triage(tmp_path, init + warn + done)

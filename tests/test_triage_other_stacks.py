@@ -457,3 +457,16 @@ def test_an_out_of_memory_whose_figures_show_another_process():
     assert _sig(new.format(free="20.00 MiB", mine="31.00 GiB")) == "cuda-oom-elsewhere"
     assert _sig(new.format(free="20.00 MiB", mine="78.90 GiB")) == "cuda-oom"
     assert _sig(old.replace("31.59 GiB reserved", "76.59 GiB reserved")) == "cuda-oom"
+
+
+def test_an_exception_whose_message_wrapped_whole_and_the_last_trials_forms(tmp_path):
+    """'AssertionError:' alone at the end of a Ray-prefixed line, its message on the next: one error, at the first
+    line; FSDP's compute-device check, all_to_all's split sizes, aws-ofi-nccl's GIN without GDRCopy 2.5."""
+    data = triage(
+        tmp_path,
+        "(WorkerDict pid=42417, ip=10.0.0.1) AssertionError:\n"
+        "Expects tensor to be on the compute device cuda:0, was on cpu\n",
+    )
+    assert data["first"]["signature"] == "fsdp-params-on-cpu" and data["first"]["where"].endswith(":1")
+    assert _sig("RuntimeError: Split sizes doesn't match total dim 0 size") == "alltoall-split-sizes"
+    assert _sig("NET/OFI GIN requires GDRCopy 2.5+ for forced PCIe copy support") == "ofi-gin-gdrcopy"

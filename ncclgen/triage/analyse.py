@@ -46,7 +46,9 @@ MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 # A Python exception's 'Type: message' whose message stops mid-sentence (no closing '.', ':', ')' or quote): a
 # terminal or a paste wrapped it, and the next line holds the rest (Lib/traceback.py prints the message as raised)
-WRAPPED_HEADER = re.compile(r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception): \S.*[^\s.:)\]'\"]\s*$")
+WRAPPED_HEADER = re.compile(
+    r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):(?: \S.*[^\s.:)\]'\"])?\s*$"
+)  # (or the class alone, its message wrapped whole onto the next line)
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
@@ -348,8 +350,9 @@ class Accumulator:
         if (stop := stopped.finding(self.contexts.get(stopped.STOP), self.timeouts)) is not None:
             self.add_finding(stop)  # a rank left the loop a timeout before the others timed out
         status, first = self._bootstrap(*self._without_error(*self.pick(), findings))
-        if status == "clean" and (end := self.ends.finding(self.facts.success)) is not None:
-            status, first = "unfinished", end
+        if status == "clean":
+            end = self.ends.finding(self.facts.success) or lastline.stalled_at(self.suspects, self.facts)
+            status, first = ("unfinished", end) if end is not None else (status, first)
         if first is not None and first.node in NO_NODE:
             first.node = self._node_of(first) or first.node
         contexts = list(self.contexts.values())
@@ -438,7 +441,8 @@ def _near(wrapper: Event, ev: Event) -> bool:
 def _continues(header: Line, line: Line) -> bool:
     """``line`` is the next line of ``header``'s file and reads as the rest of its sentence (it starts in lower
     case: no log prefix, time stamp or new message of its own)."""
-    return line.file == header.file and line.lineno == header.lineno + 1 and line.text[:1].islower()
+    bare = header.text.rstrip().endswith(":")  # 'AssertionError:' with its message on the next line
+    return line.file == header.file and line.lineno == header.lineno + 1 and (bare or line.text[:1].islower())
 
 
 def quotes(ev: Event, first: Event | None) -> bool:

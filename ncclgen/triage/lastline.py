@@ -6,17 +6,23 @@ warning, with nothing after it (the file's own last line: the reader keeps only 
 training loop's progress lines after it are read in the file), stops there: a job that never reached its store (on
 Kubernetes, torchrun's rank 0 offering its pod's host name, which no Service publishes: skypilot#3788), or an
 excerpt cut there (jobset#93). Such a log is unfinished at that line, not clean, and the report says both.
+
+Likewise a log that ends early (runstate.ends_early: NCCL's setup began and nothing shows the run ended) after a line
+that can stall NCCL with no error of its own: a connection that was not NCCL's on its listening socket, which before
+2.30.7 could leave the proxy thread waiting in place (nccl#1808). It is where the run may have hung, not a note.
 """
 
 from __future__ import annotations
 
 import os
 
-from . import catalogue
+from . import catalogue, runstate
 from .events import Event, order
+from .nodes import Facts
 
 # suspects that mean "still waiting" when nothing follows them -> the class that says so
 WAITS = {"store-name-not-yet-resolved": "store-unresolved-at-end"}
+STALLS = frozenset({"socket-foreign-connection"})  # suspects that can stall NCCL without an error line of their own
 MAX_FILES = 4096
 TAIL = 65536  # bytes read from a file's end for its last line
 
@@ -39,6 +45,12 @@ class LastLines:
             return None
         ev = min(waits, key=order)
         return Event(ev.line, catalogue.classes()[WAITS[ev.sig.id]], ev.groups, ev.time, ev.node, ev.rank, ev.seq)  # type: ignore[union-attr]
+
+
+def stalled_at(suspects: list[Event], facts: Facts) -> Event | None:
+    """The earliest suspect that can stall NCCL silently, in a log that ends early; or None."""
+    stalls = [ev for ev in suspects if ev.sig is not None and ev.sig.id in STALLS]
+    return min(stalls, key=order) if stalls and runstate.ends_early(facts) else None
 
 
 def _is_last(ev: Event) -> bool:
