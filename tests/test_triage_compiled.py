@@ -34,7 +34,7 @@ def test_every_file_is_stored_as_its_parse():
     names = sorted(p.name for p in catalogue.DATA.glob("*.yaml"))
     assert sorted(DOCS) == names
     for name in names:
-        assert DOCS[name][1] == catalogue.parse_data((catalogue.DATA / name).read_bytes()), name
+        assert DOCS[name][1] == catalogue.parse_data((catalogue.DATA / name).read_text(encoding="utf-8")), name
 
 
 def test_an_edited_file_is_parsed_afresh(monkeypatch):

@@ -18,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ncclgen.load import yamlio  # noqa: E402
 from ncclgen.triage import catalogue  # noqa: E402
 from tools import storedmodule  # noqa: E402
 
@@ -32,8 +33,8 @@ def module() -> str:
         "DOCS = {",
     ]
     for path in sorted(catalogue.DATA.glob("*.yaml")):
-        raw = path.read_bytes()
-        lines.append(f"    {path.name!r}: ({catalogue.checksum(raw)!r}, {catalogue.parse_data(raw)!r}),")
+        text = path.read_text(encoding="utf-8")
+        lines.append(f"    {path.name!r}: ({yamlio.checksum(text)!r}, {catalogue.parse_data(text)!r}),")
     return "\n".join([*lines, "}", ""])
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-import zlib
 from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import cast
 
 import yaml
 
+from ..load import yamlio
 from ..load.yamlparse import LOADER
 from ..record import dataclass
 
@@ -111,25 +111,21 @@ def _classes_doc() -> dict:
 def load_data(name: str) -> dict:
     """One of the catalogue's own data files: as tools/compile_triage.py stored it (ncclgen/triage/compiled.py) while
     the file is the one it was stored from, else parsed (an edited checkout before `make regen`)."""
-    raw = (DATA / name).read_bytes()
+    text = (DATA / name).read_text(encoding="utf-8")
     try:
         from .compiled import DOCS
     except ImportError:  # (while that tool writes it)
         DOCS = {}
     stored = DOCS.get(name)
-    if stored is not None and stored[0] == checksum(raw):
+    if stored is not None and stored[0] == yamlio.checksum(text):
         return cast("dict", stored[1])
-    return parse_data(raw)
+    return parse_data(text)
 
 
-def checksum(raw: bytes) -> str:
-    return f"{zlib.crc32(raw):08x}:{len(raw)}"
-
-
-def parse_data(raw: bytes) -> dict:
+def parse_data(text: str) -> dict:
     """A data file parsed with libyaml's parser where PyYAML has it (the pure-Python one took about 1 s of every run
     for these files; both parse the same YAML)."""
-    return yaml.load(raw.decode("utf-8"), Loader=LOADER)
+    return yaml.load(text, Loader=LOADER)
 
 
 @functools.cache

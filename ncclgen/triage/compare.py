@@ -155,8 +155,9 @@ def _gdr_findings(facts: Facts, planned_gdr: bool) -> list[Finding]:
 def _slowness_shown(facts: Facts) -> bool:
     """Channels without GDRDMA where nothing says GPUDirect RDMA could run (no plan, no node using it, no 'GPU Direct
     RDMA Disabled' line) are a slow run only where the logs do not show the run finish (a job that hung or was cut,
-    the case nccl#1676 was), or show its bandwidth (nccl-tests' rows or average, nccl#1412): a run that trained to its end with no figure
-    may be on a topology or HCA generation where NCCL keeps GDRDMA off by design (a Horovod run on ConnectX-3)."""
+    the case nccl#1676 was), or show its bandwidth (nccl-tests' rows or average, nccl#1412): a run that trained to
+    its end with no figure may be on a topology or HCA generation where NCCL keeps GDRDMA off by design (a Horovod
+    run on ConnectX-3)."""
     return not facts.success or facts.bench.rows or bool(facts.bench.summaries)
 
 

@@ -85,9 +85,8 @@ OLD_NCCL_WARN = re.compile(r"\.(?:cc|h|cu|cpp):\d+ WARN ")
 ERROR_LINE = re.compile(
     r"NCCL WARN|"
     + OLD_NCCL_WARN.pattern
-    + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception)(?:\([\w.]+\))?: "
-    # an exception's line whose message a paste or terminal wrapped onto the next line whole ('AssertionError:')
-    + r"|\b\w*(?:Error|Exception):\s*$"
+    # (or with its message wrapped whole onto the next line by a paste or terminal: 'AssertionError:' at the end)
+    + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception)(?:\([\w.]+\))?:(?: |\s*$)"
     # a traceback's last line for an exception raised without a message ('[rank2]: EOFError', Lib/traceback.py
     # prints the type alone), alone on its line or after a log prefix
     r"|(?:^|\]:?\s|^\s*)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
