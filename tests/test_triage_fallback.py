@@ -233,6 +233,38 @@ def test_p2p_turned_off_by_a_setting_with_shm_channels_is_a_slow_run(tmp_path):
     assert triage(tmp_path, shm)["status"] != "slow"  # SHM alone: GPUs without peer access use it too
 
 
+def test_gpus_without_peer_access_in_a_run_that_shows_its_bandwidth_is_a_slow_run(tmp_path):
+    """NCCL's 'Could not enable P2P between dev' (p2p.cc p2pCanConnect) and a closing nccl-tests average: the GPUs
+    exchange data through host memory. The same line in a run that trained to its end with no figure, or beside a
+    channel via P2P, is no slow run; NCCL_P2P_DISABLE's own finding keeps its place."""
+    nopeer = info("gpu1", "Could not enable P2P between dev 1(=3000) and dev 0(=2000)")
+    shm = info("gpu1", "Channel 00 : 1[3000] -> 0[2000] via SHM/direct/direct")
+    done = "# Avg bus bandwidth    : 2.05774\n"
+    data = triage(tmp_path, nopeer + shm + done)
+    assert (data["status"], data["first"]["signature"]) == ("slow", "p2p-unavailable") and "no peer access" in data[
+        "cause"
+    ]
+    assert data["first"]["where"].endswith(":1")
+    finished = nopeer + shm + info("gpu1", "comm 0x5 rank 0 nranks 2 cudaDev 0 busId 2000 - Destroy COMPLETE")
+    assert triage(tmp_path, finished)["status"] == "clean"
+    p2p = info("gpu1", "Channel 01/0 : 0[2000] -> 1[3000] via P2P/CUMEM/read")
+    assert triage(tmp_path, nopeer + shm + p2p + done)["status"] == "clean"
+    off = "NCCL_P2P_DISABLE set by environment to 1\n"
+    assert triage(tmp_path, off + nopeer + shm + done)["first"]["signature"] == "p2p-disabled"
+
+
+def test_a_connect_to_a_link_local_address_names_the_interface(tmp_path):
+    """socketStartConnect's 'Connect to 169.254.x failed' (any errno, ECONNABORTED included) is an address no other
+    host routes to, not a peer that was gone; a routable address keeps the generic classes."""
+    line = "socketStartConnect: Connect to 169.254.0.1<40815> failed : Software caused connection abort\n"
+    data = triage(tmp_path, line)
+    assert data["first"]["signature"] == "socket-link-local" and "link-local" in data["cause"]
+    six = "socketStartConnect: Connect to [fe80::1%eth1]<40815> failed : Connection refused\n"
+    assert triage(tmp_path, six)["first"]["signature"] == "socket-link-local"
+    routable = line.replace("169.254.0.1", "10.0.0.1")
+    assert triage(tmp_path, routable)["first"]["signature"] == "socket-connect-aborted"
+
+
 def test_a_loopback_bootstrap_in_a_job_of_several_hosts_is_a_mismatch(tmp_path):
     """NCCL 2.3's 'NET : Using interface lo:127.0.0.1' on one of two hosts: the other cannot reach it; on one host
     alone loopback is fine."""

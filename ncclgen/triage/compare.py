@@ -264,6 +264,16 @@ def _p2p_disabled(facts: Facts) -> list[Finding]:
     return []
 
 
+def _p2p_unavailable(facts: Facts) -> list[Finding]:
+    """GPUs that have no peer access (nodes.NO_PEER) in a run that shows its bandwidth or did not finish, with no
+    channel via P2P anywhere: NCCL moves their data through host memory (SHM). A setting that turned P2P off is
+    _p2p_disabled's."""
+    line = facts.no_peer
+    if line is None or not _slowness_shown(facts) or any(h.p2p_channels or p2p_off(h) for h in facts.hosts.values()):
+        return []
+    return [Finding("p2p-unavailable", line.text.strip()[:160], line, None)]
+
+
 def _gpu_twice(facts: Facts) -> list[Finding]:
     """Two ranks of one communicator on one GPU, from NCCL's init lines (nodes._gpu)."""
     for h in facts.hosts.values():
@@ -315,6 +325,7 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _silent_hosts(facts)
     out += _gpu_twice(facts)
     out += _p2p_disabled(facts)
+    out += _p2p_unavailable(facts)
     return out
 
 

@@ -125,6 +125,10 @@ LIGHTNING_RANK = re.compile(
 )
 # ... and rank 0's once every rank joined ('All distributed processes registered. Starting with N processes')
 LIGHTNING_ALL = "All distributed processes registered"
+# GPUs without peer access: NCCL's "Could not enable P2P between dev %d(=%lx) and dev %d(=%lx)" (v2.30.7-1
+# src/transport/p2p.cc p2pCanConnect, when cudaDeviceCanAccessPeer says no) and CUDA samples' p2pBandwidthLatencyTest
+# "Device=%d CANNOT Access Peer Device=%d"
+NO_PEER = re.compile(r"Could not enable P2P between dev \d|Device=\d+ CANNOT Access Peer Device=\d")
 MAX_RANKS = 65536
 # PyTorch's log prefix, and mpirun --tag-output's '[JOB,RANK]<stdout>:': the process's global rank
 TORCH_RANK = re.compile(r"\[rank(\d{1,6})\]:|^\[\d+,(\d{1,6})\]<std(?:out|err)>:")
@@ -190,6 +194,7 @@ class Facts:
         # its NCCL communicator (vllm/distributed/device_communicators/pynccl.py): nothing shows it got further
         self.banner_last: str | None = None
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
+        self.no_peer: Line | None = None  # the first line that shows two GPUs without peer access (NO_PEER)
         self.dumps = stackdump.Dumps()  # a Python stack dump: where a process waited
 
     def add(self, line: Line, seq: int = 0) -> None:
@@ -226,6 +231,9 @@ class Facts:
         if "ip=" in text and len(self.ray_ips) < MAX_HOSTS and (r := RAY_IP.search(text)):
             self.ray_ips.add(r.group("ip"))
         if self.bench.twin is line:
+            self.seqs[line] = seq
+        if ("P2P between" in text or "Access Peer" in text) and self.no_peer is None and NO_PEER.search(text):
+            self.no_peer = line
             self.seqs[line] = seq
         if "GLOBAL_RANK: " in text and (m := LIGHTNING_RANK.search(text)):
             self._joined((m.group("rank"), m.group("world")), line, seq)
