@@ -47,6 +47,32 @@ def test_a_log_copied_from_a_web_page_reads_its_no_break_spaces_as_spaces(tmp_pa
         assert lines == [(1, "h:1:2 [0] NCCL WARN Call to connect returned Connection refused")], engine
 
 
+def test_a_log_collectors_prefixes_are_taken_off_and_its_time_kept(tmp_path):
+    """`kubectl logs --timestamps` (RFC 3339 with nanoseconds) and docker compose ('worker-1  | ') put their prefix
+    before NCCL's own: the line reads as the program printed it, classified as without the prefix, and the time is
+    the collector's. A program's own 'name | text' without an instance number is left as it is."""
+    import json
+
+    from ncclgen.triage import run
+
+    warn = "gpu1:10:11 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes"
+    bare = tmp_path / "bare.log"
+    bare.write_text(warn + "\n")
+    for prefix in ("2025-03-01T10:00:00.123456789Z ", "trainer-1  | ", "trainer_1  | 2025-03-01T10:00:00+00:00 "):
+        log = tmp_path / "collected.log"
+        log.write_text(prefix + warn + "\n")
+        (line,) = reader.scan([log], engine="python")
+        assert line.text == warn and (line.stamp is not None) == ("T10:" in prefix), prefix
+        first = json.loads(run.triage([str(log)], fmt="json")[0])["first"]
+        assert first["signature"] == json.loads(run.triage([str(bare)], fmt="json")[0])["first"]["signature"], prefix
+        assert first["time"] == (
+            "03-01 10:00:00.123456" if "123" in prefix else "03-01 10:00:00.000000" if "T" in prefix else None
+        )
+    table = tmp_path / "table.log"
+    table.write_text("loss | 0.5 NCCL WARN x\n")
+    assert [ln.text for ln in reader.scan([table], engine="python")] == ["loss | 0.5 NCCL WARN x"]
+
+
 def test_capped_keys_stop_at_their_cap(tmp_path, monkeypatch):
     log = tmp_path / "big.log"
     log.write_text("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/IB/0\n" * 50 + "FATAL boom\n")

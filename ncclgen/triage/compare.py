@@ -332,8 +332,8 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
 def evidence(f: Finding, facts: Facts) -> Event:
     """The finding as an event at the line that shows it (its class from classes.yaml)."""
     from . import catalogue
-    from .events import timestamp
+    from .events import when
 
     sig = catalogue.classes()[f.cls]
     groups = {"detail": f.detail, "text": f.detail}  # a class written for a line's text reads the finding's detail
-    return Event(f.line, sig, groups, timestamp(f.line.text), f.node, None, facts.seqs.get(f.line, 0))
+    return Event(f.line, sig, groups, when(f.line), f.node, None, facts.seqs.get(f.line, 0))

@@ -139,6 +139,11 @@ class Event:
         return f"{self.line.file}:{self.line.lineno}"
 
 
+def when(line: Line) -> str | None:
+    """The line's time: its own, or the one its log collector put before it (reader.collected)."""
+    return timestamp(line.stamp) if line.stamp else timestamp(line.text)
+
+
 def timestamp(text: str) -> str | None:
     if "] " in text and (d := DMESG.search(text)):
         return f"{MONTHS.index(d.group('mon')) + 1:02d}-{int(d.group('d')):02d} {d.group('t')}.000000"
@@ -246,10 +251,10 @@ def _classify(line: Line, text: str, seq: int) -> Event | None:
         return ev
     if (found := _nccl_text(text)) is not None:
         node, rank = locate(line.text, {})
-        return Event(line, found[0], found[1], timestamp(line.text), node, rank, seq)
+        return Event(line, found[0], found[1], when(line), node, rank, seq)
     if is_error_line(text):
         node, rank = locate(line.text, {})
-        return Event(line, None, {}, timestamp(line.text), node, rank, seq)
+        return Event(line, None, {}, when(line), node, rank, seq)
     return None
 
 
@@ -265,7 +270,7 @@ def _by_signature(line: Line, text: str, seq: int) -> Event | None:
             elif sig.id == "cuda-oom" and (held := oom.held_elsewhere(text)) is not None:
                 sig, groups = catalogue.classes()["cuda-oom-elsewhere"], {**groups, **held}
             node, rank = locate(line.text, groups)
-            return Event(line, sig, groups, timestamp(line.text), node, rank, seq)
+            return Event(line, sig, groups, when(line), node, rank, seq)
     return None
 
 

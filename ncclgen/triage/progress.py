@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from . import catalogue
-from .events import Event, locate, timestamp
+from .events import Event, locate, when
 from .reader import Line
 
 COUNTERS = re.compile(
@@ -46,7 +46,7 @@ class Progress:
         ranks = self.ranks.setdefault(group, {})
         if rank in ranks or len(ranks) >= MAX_RANKS:
             return  # the first report at the failure
-        ev = Event(line, None, {}, timestamp(line.text), node, rank, seq)
+        ev = Event(line, None, {}, when(line), node, rank, seq)
         ranks[rank] = (int(m.group("enq")), int(m.group("done")), ev)
 
     def finding(self) -> Event | None:

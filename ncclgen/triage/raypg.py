@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from . import catalogue
-from .events import Event, locate, timestamp
+from .events import Event, locate, when
 from .reader import Line
 
 WAIT = re.compile(
@@ -59,5 +59,5 @@ class PendingGroups:
             node, rank = locate(shown.text, {})
             sig = catalogue.classes()["ray-pg-pending"]
             groups = {"text": text or "no bundle list in the logs"}
-            return Event(shown, sig, groups, timestamp(line.text), node, rank, at)
+            return Event(shown, sig, groups, when(line), node, rank, at)
         return None

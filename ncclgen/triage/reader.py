@@ -139,11 +139,32 @@ class Line(NamedTuple):
     lineno: int
     text: str  # as in the file
     nccl_text: str | None = None  # NCCL's WARN text PyTorch quoted after "Last error:" (read as a WARN line)
+    stamp: str | None = None  # the time a log collector put before the line (collected(): kubectl --timestamps)
 
 
 # NCCL lines joined into one ("[0] NCCL INFO a [0] NCCL INFO b"): a forum post or a log collector that dropped the
 # newlines; each part is read as its own line (same line number)
 JOINED = re.compile(r"\s(?:[\w.-]+:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN) ")
+# What a log collector puts before each line of a program's output: `kubectl logs --timestamps` and `docker logs -t`
+# an RFC 3339 time (kubernetes pkg/kubelet/kuberuntime/logs: RFC3339Nano), docker compose the container's name and
+# a bar ('worker-1  | ', compose v1 'worker_1  | '). Taken off before any signature reads the line, whose own
+# prefixes (NCCL's host:pid:tid, a logger's) then start it as they do in the program's output; the time is kept.
+COLLECTED = re.compile(
+    r"(?:(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) |[A-Za-z][\w.-]{0,62}[-_]\d{1,4} +\| )"
+)
+
+
+def collected(name: str, lineno: int, text: str) -> Line:
+    """The line without a log collector's prefixes (COLLECTED; at most two: compose's name, then a time)."""
+    stamp = None
+    for _ in range(2):
+        if not (text[:1].isdigit() or "| " in text[:70]) or not (m := COLLECTED.match(text)):
+            break
+        stamp = m.group("ts") or stamp
+        text = text[m.end() :]
+    return Line(name, lineno, text, None, stamp)
+
+
 TID_END = re.compile(r"[\w.-]+:\d+:\d+$")  # a 'host:pid:tid' the cut would take from the prefix it belongs to
 
 
@@ -157,7 +178,7 @@ def split_joined(line: Line) -> list[Line]:
     if not cuts:
         return [line]
     bounds = [0, *cuts, len(text)]
-    return [Line(line.file, line.lineno, text[a:b].strip()) for a, b in itertools.pairwise(bounds)]
+    return [Line(line.file, line.lineno, text[a:b].strip(), None, line.stamp) for a, b in itertools.pairwise(bounds)]
 
 
 @functools.cache
@@ -271,9 +292,10 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped, s
             done = offset
         if lineno == quoted:
             continue
-        text = raw.decode("utf-8", "replace").rstrip("\r")
+        line = collected(name, lineno, raw.decode("utf-8", "replace").rstrip("\r"))
+        text = line.text
         if lineno > skip:
-            yield Line(name, lineno, text)
+            yield line
         if text.endswith("Last error:"):
             fh.seek(offset + len(raw) + 1)
             body = fh.readline(1 << 16)
@@ -288,8 +310,10 @@ def _last_error(name: str, lineno: int, head: str, body: str) -> Line:
     """PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix but with the
     launcher's or logger's prefix both lines share (`[trainer0|0]:`, Ray's `(Worker pid=1) ERROR ... ]`)."""
     prefix = head[: -len("Last error:")]
+    line = collected(name, lineno, body)
+    body = line.text
     text = body[len(prefix) :] if prefix and body.startswith(prefix) else body
-    return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text)
+    return Line(name, lineno, body, text.split(":", 1)[-1] if text.startswith("[") else text, line.stamp)
 
 
 def _scan_one(
@@ -321,9 +345,10 @@ def _scan_one(
             stop = end if stop < 0 else stop
             lineno += buf.count(b"\n", seen, start)
             seen = start
-            text = buf[start:stop].decode("utf-8", "replace").rstrip("\r")
+            line = collected(name, lineno, buf[start:stop].decode("utf-8", "replace").rstrip("\r"))
+            text = line.text
             if lineno > skip:
-                yield Line(name, lineno, text)
+                yield line
             if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
                 # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix
                 body = buf[stop + 1 : after].decode("utf-8", "replace").rstrip("\r")
