@@ -46,3 +46,21 @@ def test_a_log_that_ends_early_after_a_foreign_connection_stalled_there(tmp_path
     assert hung["status"] == "unfinished" and hung["first"]["signature"] == "socket-foreign-connection"
     done = "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
     assert "first" not in triage(tmp_path, init + warn + done)
+
+
+def test_a_log_that_ends_where_a_frameworks_distributed_setup_begins_ended_early(tmp_path):
+    """Each framework's 'setup began' line (startline.STARTS, in the form its source prints) as a file's last line:
+    unfinished, naming it; the same line with the run's progress after it (lines the reader does not keep) is
+    clean, as is one with any later line the reader keeps."""
+    starts = {
+        "I0302 02:01:36.274989 31267 nccl_context.cc:83] init nccl context nranks: 4 local rank: 0 gpu id: 0 ring id: 0": "Paddle",
+        "[2025-01-02 10:00:00,000] [INFO] [comm.py:856:init_distributed] Initializing TorchBackend in DeepSpeed with backend nccl": "DeepSpeed",
+        "> initializing torch distributed ...": "Megatron",
+        "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group": "torchrun",
+        "INFO:tensorflow:batch_all_reduce: 4 all-reduces with algorithm = nccl, num_packs = 1": "TensorFlow",
+    }
+    for line, who in starts.items():
+        data = triage(tmp_path, "starting\n" + line + "\n\n")
+        assert data["status"] == "unfinished" and who in data["hang"]["ends_early"][0], line
+        assert triage(tmp_path, line + "\nstep 1 loss 2.3\n")["status"] == "clean", line
+        assert triage(tmp_path, line + "\nNCCL version 2.21.5+cuda12.4\ndone\n")["status"] == "clean", line

@@ -194,13 +194,13 @@ class Accumulator:
     def _record(self, ev: Event) -> None:
         """The event into the earliest-per-role, the suspects and its group."""
         role = ev.sig.role if ev.sig else "traceback" if TRACEBACK in ev.line.text else "error"
+        self.ends.add(ev)
         if role == "context":
             self.contexts.setdefault(ev.sig.id, ev)  # type: ignore[union-attr]
             return
         if role not in self.best or order(ev) < order(self.best[role]):
             self.best[role] = ev
         self.crashes.add(ev)
-        self.ends.add(ev)
         self._note(ev)
         if role == "symptom" and self.quote is None and _quoted(ev):
             self.quote = ev

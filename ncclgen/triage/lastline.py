@@ -14,17 +14,18 @@ that can stall NCCL with no error of its own: a connection that was not NCCL's o
 
 from __future__ import annotations
 
-import os
-
 from . import catalogue, runstate
 from .events import Event, order
 from .nodes import Facts
+from .reader import is_last
 
 # suspects that mean "still waiting" when nothing follows them -> the class that says so
-WAITS = {"store-name-not-yet-resolved": "store-unresolved-at-end"}
+WAITS = {
+    "store-name-not-yet-resolved": "store-unresolved-at-end",
+    "paddle-endpoints-not-ready": "paddle-peers-not-listening",
+}
 STALLS = frozenset({"socket-foreign-connection"})  # suspects that can stall NCCL without an error line of their own
 MAX_FILES = 4096
-TAIL = 65536  # bytes read from a file's end for its last line
 
 
 class LastLines:
@@ -40,7 +41,7 @@ class LastLines:
         """The earliest file end that is a waiting line, where nothing shows the run ended."""
         if success:
             return None
-        waits = [ev for ev in self.last.values() if ev.sig is not None and ev.sig.id in WAITS and _is_last(ev)]
+        waits = [ev for ev in self.last.values() if ev.sig is not None and ev.sig.id in WAITS and is_last(ev.line)]
         if not waits:
             return None
         ev = min(waits, key=order)
@@ -51,15 +52,3 @@ def stalled_at(suspects: list[Event], facts: Facts) -> Event | None:
     """The earliest suspect that can stall NCCL silently, in a log that ends early; or None."""
     stalls = [ev for ev in suspects if ev.sig is not None and ev.sig.id in STALLS]
     return min(stalls, key=order) if stalls and runstate.ends_early(facts) else None
-
-
-def _is_last(ev: Event) -> bool:
-    """The event's line is its file's last non-blank line (a compressed or unreadable file: no)."""
-    try:
-        with open(ev.line.file, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL))
-            tail = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return False
-    last = next((line for line in reversed(tail) if line.strip()), "")
-    return bool(ev.line.text.strip()) and ev.line.text.strip() in last

@@ -20,7 +20,7 @@ from dataclasses import field
 
 from ..jobside import nccllines
 from ..record import dataclass
-from . import benchtable, stackdump
+from . import benchtable, stackdump, startline
 from .events import NCCL_PREFIX
 from .reader import Line
 
@@ -190,9 +190,8 @@ class Facts:
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
         self.registered = False  # Lightning's rank 0 saw every rank join (LIGHTNING_ALL)
         self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
-        # the file whose last line read is vLLM's or SGLang's 'is using nccl==' banner, printed as the program starts
-        # its NCCL communicator (vllm/distributed/device_communicators/pynccl.py): nothing shows it got further
-        self.banner_last: str | None = None
+        # the last line read of a file that starts a framework's distributed setup (startline.STARTS), with what began
+        self.start_last: tuple[Line, str] | None = None
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
         self.no_peer: Line | None = None  # the first line that shows two GPUs without peer access (NO_PEER)
         self.dumps = stackdump.Dumps()  # a Python stack dump: where a process waited
@@ -224,10 +223,7 @@ class Facts:
         """What a line says of the job as a whole: NCCL ran, Ray workers' nodes, ranks and Lightning's joins."""
         text = line.text
         self.nccl_used = self.nccl_used or "NCCL version" in text or "sing nccl==" in text
-        if "sing nccl==" in text:
-            self.banner_last = line.file
-        elif self.banner_last == line.file:
-            self.banner_last = None  # a line after the banner
+        self._ends(line)
         if "ip=" in text and len(self.ray_ips) < MAX_HOSTS and (r := RAY_IP.search(text)):
             self.ray_ips.add(r.group("ip"))
         if self.bench.twin is line:
@@ -240,6 +236,13 @@ class Facts:
         self.registered = self.registered or LIGHTNING_ALL in text
         if ("[rank" in text or "]<std" in text) and (m := TORCH_RANK.search(text)):
             self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
+
+    def _ends(self, line: Line) -> None:
+        """The last line read of a file, when it starts a framework's distributed setup (startline.STARTS)."""
+        if (what := startline.started(line.text)) is not None:
+            self.start_last = (line, what)
+        elif self.start_last is not None and self.start_last[0].file == line.file:
+            self.start_last = None  # a line after it
 
     def _joined(self, key: tuple[str, str], line: Line, seq: int) -> None:
         if key in self.joined and self.twice is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -386,3 +387,18 @@ class Progress:
         if self.on:
             self.stream.write("\r" + " " * 60 + "\r")
             self.stream.flush()
+
+
+TAIL = 65536  # bytes read from a file's end for its last line
+
+
+def is_last(line: Line) -> bool:
+    """The line is its file's last non-blank line (a compressed or unreadable file: no)."""
+    try:
+        with open(line.file, "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - TAIL))
+            tail = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return False
+    last = next((text for text in reversed(tail) if text.strip()), "")
+    return bool(line.text.strip()) and line.text.strip() in last

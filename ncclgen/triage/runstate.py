@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from .benchtable import TABLE_STOPS
 from .nodes import IPOIB, Facts, Host
+from .reader import is_last
 
 
 def fabric(facts: Facts) -> str | None:
@@ -57,8 +58,8 @@ def ends_early(facts: Facts) -> list[str]:
     out = sorted(f"{h.name} began NCCL init" for h in began)
     if facts.bench.banner:
         out.append("nccl-tests printed its header and no result row")
-    if facts.banner_last and not out:
-        out.append("the last line is a program's 'is using nccl==' banner: its NCCL communicator setup began there")
+    if facts.start_last and not out and is_last(facts.start_last[0]):
+        out.append(f"the last line is {facts.start_last[1]}")
     return out + lightning_short(facts)
 
 

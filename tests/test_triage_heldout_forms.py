@@ -1,0 +1,55 @@
+"""Forms the held-out trials of session 35 showed unnamed, each in the form its source prints (cited in
+signatures.yaml and classes.yaml): a result code another NCCL release returned, a CUDA stub library, a device plugin
+without NVML, SkyPilot's setup and run failures, Paddle's launcher still waiting for its trainers at the log's end."""
+
+from __future__ import annotations
+
+from triage_json import triage
+
+
+def test_an_unknown_result_code_is_two_nccl_releases(tmp_path):
+    line = "Failed, NCCL error /src/plugins/allreducePlugin.cpp:183 'unknown result code'\n"
+    data = triage(tmp_path, line)
+    assert data["first"]["signature"] == "nccl-unknown-result" and "another NCCL release" in data["cause"]
+    other = "Failed, NCCL error /src/plugins/allreducePlugin.cpp:183 'unhandled cuda error'\n"
+    assert triage(tmp_path, other)["first"]["signature"] == "nccl-check-exit"
+
+
+def test_a_cuda_stub_library_is_named_as_such(tmp_path):
+    line = "host:1704:1899 [0] init.cc:255 NCCL WARN Cuda failure 'CUDA driver is a stub library'\n"
+    data = triage(tmp_path, line)
+    assert data["first"]["signature"] == "cuda-stub-library" and "stubs" in data["fix"]
+
+
+def test_a_device_plugin_without_nvml_is_the_container_runtime(tmp_path):
+    for line in (
+        "Failed to start nvml with error:  could not load NVML library\n",
+        "E0101 00:00:00.000000       1 factory.go:99] Failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND.\n",
+    ):
+        data = triage(tmp_path, "loading NVML\n" + line)
+        assert data["first"]["signature"] == "nvml-library-missing" and "default" in data["cause"], line
+    unknown = "Failed to initialize NVML: Unknown Error\n"
+    assert triage(tmp_path, unknown)["first"]["signature"] == "nvml-lost-in-container"
+
+
+def test_skypilot_setup_and_run_failures(tmp_path):
+    setup = (
+        "(setup pid=2061) I'm a bad worker, failing...\n"
+        "ERROR: Job 1's setup failed. Failed workers: (pid=1840, returncode=1), (pid=2061, returncode=1). See error "
+        "logs above for more details.\n"
+    )
+    data = triage(tmp_path, setup)
+    assert (data["status"], data["first"]["signature"]) == ("cause", "skypilot-setup-failed")
+    assert "pid=1840" in data["cause"] and data["first"]["where"].endswith(":2")
+    run = "ERROR: Job 3 failed with return code list: [137, 1, 137] (A Worker failed with return code 1)\n"
+    data = triage(tmp_path, run)
+    assert data["first"]["signature"] == "skypilot-job-failed" and "not 137" in str(data["symptom"])
+
+
+def test_paddles_launcher_waiting_at_the_logs_end_is_unfinished_and_harmless_before_the_run(tmp_path):
+    wait = "server not ready, wait 3 sec to retry...\nnot ready endpoints:['10.36.10.40:6070']\n"
+    data = triage(tmp_path, wait + "server not ready, wait 3 sec to retry...\n")
+    assert (data["status"], data["first"]["signature"]) == ("unfinished", "paddle-peers-not-listening")
+    assert data["first"]["where"].endswith(":3") and "--ips" in data["fix"]
+    going_on = wait + "W0326 17:11:14.573264 179012 device_context.cc:237] Please NOTE: device: 1\nepoch 1 step 10\n"
+    assert triage(tmp_path, going_on)["status"] == "clean"
