@@ -319,7 +319,7 @@ def test_the_line_after_last_error_keeps_its_prefix_and_is_read_as_nccl(tmp_path
     data = triage(tmp_path, log)
     assert (
         data["first"]["line"] == f"{ray}Cuda failure 'invalid argument'"
-        and data["first"]["signature"] == "cuda-failure"
+        and data["first"]["signature"] == "nccl-cuda-invalid-argument"
     )
 
 
