@@ -53,3 +53,32 @@ def test_paddles_launcher_waiting_at_the_logs_end_is_unfinished_and_harmless_bef
     assert data["first"]["where"].endswith(":3") and "--ips" in data["fix"]
     going_on = wait + "W0326 17:11:14.573264 179012 device_context.cc:237] Please NOTE: device: 1\nepoch 1 step 10\n"
     assert triage(tmp_path, going_on)["status"] == "clean"
+
+
+def test_a_store_whose_server_went_away_is_named_in_the_newer_warning(tmp_path):
+    """pytorch#153586's recvValue warning ('Failed to recv, got 0 bytes ... Did the remote server shutdown or
+    crash?') is the store's process gone, as the older lower-case form was."""
+    line = (
+        "[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+        "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely "
+        "closed. Did the remote server shutdown or crash?\n"
+    )
+    data = triage(tmp_path, line)
+    assert data["status"] != "clean" and data["first"]["signature"] == "tcpstore-lost"
+
+
+def test_torchruns_agent_line_with_sigbus_is_the_first_line_of_the_shm_cause(tmp_path):
+    agent = "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -7) local_rank: 0 (pid: 3111) of binary: /usr/bin/python\n"
+    table = "  exitcode  : -7 (pid: 3112)\n  traceback : Signal 7 (SIGBUS) received by PID 3112\n"
+    data = triage(tmp_path, agent + table)
+    assert (data["first"]["signature"], data["first"]["where"][-2:]) == ("bus-error-shm", ":1")
+    other = agent.replace("-7", "-9")
+    assert triage(tmp_path, other)["first"]["signature"] != "bus-error-shm"
+
+
+def test_rings_that_do_not_close_are_ranks_that_disagree(tmp_path):
+    line = "[7] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (13 != 15).\n"
+    data = triage(tmp_path, line)
+    assert data["first"]["signature"] == "rings-disagree" and "2.20.3" in data["fix"]
+    other = "host:1:2 [0] graph/topo.cc:500 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00\n"
+    assert triage(tmp_path, other)["first"]["signature"] != "rings-disagree"

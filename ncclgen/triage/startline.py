@@ -46,6 +46,24 @@ STARTS = (
         re.compile(r"> initializing torch distributed \.\.\."),
         "Megatron's '> initializing torch distributed': its process group setup (the rendezvous of every rank) began there",
     ),
+    # vllm 0.34.0 wheel vllm/distributed/parallel_state.py:1936 (init_distributed_environment, before the group forms)
+    (
+        "distributed_init_method=",
+        re.compile(r"world_size=\d+ rank=\d+ local_rank=\d+ distributed_init_method=\S+ backend="),
+        "vLLM's 'world_size=... distributed_init_method=...': its process group and NCCL setup began there",
+    ),
+    # ray 2.60.0 wheel ray/train/v2/_internal/execution/worker_group/worker_group.py:290 (then waits for the
+    # placement group); Ray 1.x python/ray/train/trainer.py logs 'Trainer logs will be logged in' before start()
+    (
+        "start training worker group",
+        re.compile(r"Attempting to start training worker group of size \d+"),
+        "Ray Train's 'Attempting to start training worker group': it waited there for a placement group of the workers' resources (more GPUs per worker x workers than the cluster has free leaves it waiting; `ray status`)",
+    ),
+    (
+        "Trainer logs will be logged in",
+        re.compile(r"INFO trainer\.py:\d+ -- Trainer logs will be logged in: "),
+        "Ray Train's trainer start ('Trainer logs will be logged in'): it waited there to start its worker group (more GPUs per worker x workers than the cluster has leaves it waiting; `ray status`)",
+    ),
     # torch 2.13.0 wheel torch/distributed/elastic/agent/server/api.py:707 (_rendezvous: before the other nodes join)
     (
         "endezvous'ing worker group",
