@@ -82,3 +82,23 @@ def test_rings_that_do_not_close_are_ranks_that_disagree(tmp_path):
     assert data["first"]["signature"] == "rings-disagree" and "2.20.3" in data["fix"]
     other = "host:1:2 [0] graph/topo.cc:500 NCCL WARN Could not find real path of /sys/class/pci_bus/0000:00\n"
     assert triage(tmp_path, other)["first"]["signature"] != "rings-disagree"
+
+
+def test_container_start_failures_name_their_stage(tmp_path):
+    """pyxis' seccomp filter on an old kernel, a bare NAME.sqsh taken for a registry image, libnvidia-container's
+    requirement check, TaskProlog missing in the container, a step without GPUs (forms cited in signatures.yaml)."""
+    cases = {
+        "slurmstepd: error: pyxis: seccomp filter failed: Invalid argument:22\n": "pyxis-seccomp",
+        "pyxis: importing docker image: hello-world.sqsh\nslurmstepd: error: pyxis: failed to import docker image\n": "pyxis-sqsh-as-registry",
+        "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=11.0, please update your driver\n": "nvidia-container-requirement",
+        "slurmstepd-x: error: Could not run slurm task_prolog [/opt/slurm/task-prolog.sh]: No such file or directory\n": "slurm-task-prolog",
+        "No devices were found\nsrun: error: gpu101: task 0: Exited with exit code 6\n": "nvidia-smi-no-devices",
+        "RuntimeError: /te/userbuffers/userbuffers-host.cpp:208 in function create_communicator_grouped2: CUDA Error: operation not supported\n": "te-userbuffers-cuda",
+        "ValueError: Only able to place 0 replicas, but 2 replicas were requested.\n": "mii-replica-placement",
+    }
+    for log, sig in cases.items():
+        assert triage(tmp_path, log)["first"]["signature"] == sig, log
+    path = (
+        "pyxis: importing docker image: ./hello-world.sqsh\nslurmstepd: error: pyxis: failed to import docker image\n"
+    )
+    assert triage(tmp_path, path)["first"]["signature"] != "pyxis-sqsh-as-registry"

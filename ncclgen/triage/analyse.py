@@ -13,7 +13,7 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import absent, aftermath, catalogue, frames, handled, lastline, nodes, progress, raypg, stopped
+from . import absent, aftermath, catalogue, frames, handled, lastline, nodes, progress, raypg, stopped, wrapped
 from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify, order
 from .reader import Line
 
@@ -44,11 +44,6 @@ MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "
 # A GPU failing in hardware explains a CUDA error no text refined (nccl-tests' 'Test CUDA failure' alone, then the
 # driver's NV_ERR_RESET_REQUIRED in dmesg): the error's line keeps its place as the root, the cause is the hardware.
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
-# A Python exception's 'Type: message' whose message stops mid-sentence (no closing '.', ':', ')' or quote): a
-# terminal or a paste wrapped it, and the next line holds the rest (Lib/traceback.py prints the message as raised)
-WRAPPED_HEADER = re.compile(
-    r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):(?: \S.*[^\s.:)\]'\"])?\s*$"
-)  # (or the class alone, its message wrapped whole onto the next line)
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
 REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
@@ -179,10 +174,10 @@ class Accumulator:
         above it ("DistNetworkError: The server socket has failed to listen on any"), where the error starts."""
         header, self.header = self.header, None
         if ev.sig is None:
-            if WRAPPED_HEADER.search(ev.line.text):
+            if wrapped.HEADER.search(ev.line.text):
                 self.header = ev
             return ev
-        if header is None or not _continues(header.line, ev.line):
+        if header is None or not wrapped.continues(header.line, ev.line):
             return ev
         self.groups.pop(("error", summary(header)), None)
         if self.best.get("error") is header:
@@ -436,13 +431,6 @@ class Accumulator:
 def _near(wrapper: Event, ev: Event) -> bool:
     """``ev`` is in ``wrapper``'s file within a traceback's length below it."""
     return ev.line.file == wrapper.line.file and 0 < ev.line.lineno - wrapper.line.lineno <= WRAP_SPAN
-
-
-def _continues(header: Line, line: Line) -> bool:
-    """``line`` is the next line of ``header``'s file and reads as the rest of its sentence (it starts in lower
-    case: no log prefix, time stamp or new message of its own)."""
-    bare = header.text.rstrip().endswith(":")  # 'AssertionError:' with its message on the next line
-    return line.file == header.file and line.lineno == header.lineno + 1 and (bare or line.text[:1].islower())
 
 
 def quotes(ev: Event, first: Event | None) -> bool:
