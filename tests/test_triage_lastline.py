@@ -58,6 +58,7 @@ def test_a_log_that_ends_where_a_frameworks_distributed_setup_begins_ended_early
         "> initializing torch distributed ...": "Megatron",
         "INFO:torch.distributed.elastic.agent.server.api:[default] Rendezvous'ing worker group": "torchrun",
         "INFO:tensorflow:batch_all_reduce: 4 all-reduces with algorithm = nccl, num_packs = 1": "TensorFlow",
+        "INFO:tensorflow:Reduce to /job:localhost/replica:0/task:0/device:CPU:0 then broadcast to ('/job:localhost/replica:0/task:0/device:CPU:0',).": "TensorFlow",
         "(Worker pid=1889) INFO 08-27 02:41:51 [parallel_state.py:1638] world_size=16 rank=3 local_rank=3 distributed_init_method=tcp://192.168.181.24:29501 backend=nccl": "vLLM",
         "(TrainController pid=1) Attempting to start training worker group of size 2 with the following resources: [{'GPU': 1}] * 2": "Ray Train",
         "2022-03-22 11:11:18,857\tINFO trainer.py:199 -- Trainer logs will be logged in: /home/u/ray_results/train_2022-03-22": "Ray Train",

@@ -34,6 +34,12 @@ STARTS = (
         re.compile(r"batch_all_reduce: \d+ all-reduces with algorithm = nccl"),
         "TensorFlow's 'batch_all_reduce ... algorithm = nccl': its first NCCL all-reduce began there",
     ),
+    # the same file (reduce_implementation of ReductionToOneDevice, log_first_n as the first step is traced)
+    (
+        "then broadcast to",
+        re.compile(r"INFO:tensorflow:Reduce to \S+ then broadcast to"),
+        "TensorFlow's 'Reduce to ... then broadcast to': its first training step's cross-device reductions began there",
+    ),
     # deepspeedai/DeepSpeed deepspeed/comm/comm.py:856 at v0.19.5 (init_distributed, before init_process_group)
     (
         "Initializing TorchBackend",
