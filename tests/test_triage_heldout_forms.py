@@ -102,3 +102,26 @@ def test_container_start_failures_name_their_stage(tmp_path):
         "pyxis: importing docker image: ./hello-world.sqsh\nslurmstepd: error: pyxis: failed to import docker image\n"
     )
     assert triage(tmp_path, path)["first"]["signature"] != "pyxis-sqsh-as-registry"
+
+
+def test_round_five_forms(tmp_path):
+    """UCX without its GPU transports (a note alone, the cause of a GPU transfer failing after it), UCX's ibv_reg_mr
+    EFAULT (GPU memory it cannot pin, not memlock), a libvirt bridge address in Open MPI's TCP path, LeaderWorkerSet
+    on a cluster without StatefulSetStartOrdinal, and the NCCL path settings a troubled run forced."""
+    warn = "ucp_context.c:1321 UCX  WARN  transports 'cuda_ipc','cuda_copy' are not available, please use one or more of: mm, tcp\n"
+    alone = triage(tmp_path, warn)
+    assert alone["status"] == "clean" and alone["notes"]
+    assert triage(tmp_path, warn + "RuntimeError: NIXL_ERR_BACKEND\n")["first"]["signature"] == "ucx-cuda-unavailable"
+    efault = " ib_md.c:287  UCX  ERROR ibv_reg_mr(address=0x4002a0000000, length=536870912, access=0xf) failed: Bad address\n"
+    assert triage(tmp_path, efault)["first"]["signature"] == "ib-gdr-register"
+    nomem = efault.replace("Bad address", "Cannot allocate memory")
+    assert triage(tmp_path, nomem)["first"]["signature"] == "memlock"
+    path = "[node1:40348] btl:tcp: path from 172.17.0.1 to 192.168.122.1: IPV4 PRIVATE DIFFERENT NETWORK\n"
+    assert triage(tmp_path, path)["first"]["signature"] == "container-bridge-address"
+    lws = "E1101 pod_controller.go:107] leader pod default/vllm-0-0 contains mistake annotation 'leaderworkerset.sigs.k8s.io/leader-name': requires Kubernetes ≥v1.27\n"
+    assert triage(tmp_path, lws)["first"]["signature"] == "lws-start-ordinal"
+    gdr = "h1:1:2 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to PHB\n"
+    timeout = "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=BROADCAST, NumelIn=800, NumelOut=800, Timeout(ms)=300000) ran for 300000 milliseconds before timing out.\n"
+    assert triage(tmp_path, gdr + timeout)["overrides"] == ["NCCL_NET_GDR_LEVEL=PHB"]
+    done = gdr + "h1:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
+    assert triage(tmp_path, done)["overrides"] == []

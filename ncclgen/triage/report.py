@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import benchtable, catalogue, nodes, plancheck, runstate
+from . import benchtable, catalogue, nodes, overrides, plancheck, runstate
 from .analyse import ALONE, Result, counted, order, quotes
 from .events import Event
 
@@ -26,6 +26,11 @@ NET_UNSEEN = (
     "net: no line says which network NCCL used between nodes (NCCL_DEBUG unset or below INFO): TCP sockets on an "
     "RDMA fabric (a container without /dev/infiniband or IPC_LOCK, a net plugin not loaded) run slower and say "
     "nothing; to see it: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET, then `ncclgen triage` on the log"
+)
+# After the NCCL path settings the job forced (overrides.seen), in a run that did not end well
+OVERRIDES = (
+    "(set by the job's environment, not NCCL's own choice): a hang or timeout with them is often theirs; rerun once "
+    "without them (ncclgen explain says which the plan sets, and why)"
 )
 # What to collect next when the logs do not name the rank that stopped first.
 COLLECT = (
@@ -229,6 +234,7 @@ def as_data(
     data["run_end_seen"] = result.facts.success
     data["net_unseen"] = data["status"] in ("clean", "unfinished") and nodes.net_unseen(result.facts)
     data["hang"] = hang
+    data["overrides"] = overrides.seen(result.facts, data["status"])
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
     return data
@@ -263,6 +269,7 @@ def as_text(data: dict) -> str:
     out += _nodes_text(data["nodes"])
     if data["net_unseen"]:
         out.append(NET_UNSEEN)
+    out += [f"overrides: {', '.join(data['overrides'])} {OVERRIDES}"] * bool(data["overrides"])
     if data["hang"]:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
