@@ -125,3 +125,30 @@ def test_round_five_forms(tmp_path):
     assert triage(tmp_path, gdr + timeout)["overrides"] == ["NCCL_NET_GDR_LEVEL=PHB"]
     done = gdr + "h1:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n"
     assert triage(tmp_path, done)["overrides"] == []
+
+
+def test_round_six_forms(tmp_path):
+    """Slurm's task/affinity refusing a --cpu-bind outside the step's CPUs; a program's own check naming the HIP or
+    CUDA runtime error (refined by the name: no device is GPU visibility); Socket where the plan's fabric is EFA."""
+    bind = (
+        "srun: error: CPU binding outside of job step allocation, allocated CPUs are: 0x01FFFFFFFFFFFFFE.\n"
+        "srun: error: Task launch for StepId=3372350.2 failed on node nid007281: Unable to satisfy cpu bind request\n"
+    )
+    data = triage(tmp_path, bind)
+    assert (data["first"]["signature"], data["first"]["where"][-2:]) == ("srun-cpu-bind-outside", ":1")
+    assert "SRUN_CPUS_PER_TASK" in data["fix"]
+    hip = "HIP Error - hello_jobstep.cpp:54: 'hipErrorNoDevice'\n"
+    assert triage(tmp_path, hip)["first"]["signature"] == "gpu-visibility"
+    other = "CUDA check failed at main.cu:10: cudaErrorLaunchTimeout\n"
+    assert triage(tmp_path, other)["first"]["signature"] == "gpu-runtime-error-name"
+    info = "h:1:2 [0] NCCL INFO cudaErrorPeerAccessAlreadyEnabled failed, ignored\n"
+    assert triage(tmp_path, info)["status"] == "clean"
+
+
+def test_socket_where_the_plan_is_efa_is_a_slow_run(tmp_path):
+    """NCCL's Socket net on a job whose descriptor plans EFA (aws-ofi-nccl): not the plan; without a plan, Socket
+    alone is no finding (some fabrics run on it by design)."""
+    log = "worker-0:22:22 [0] NCCL INFO Using network Socket\n# Avg bus bandwidth    : 2.00\n"
+    data = triage(tmp_path, log, "aws-p5", 2)
+    assert (data["status"], data["first"]["signature"]) == ("slow", "plan-net") and "efa" in data["cause"]
+    assert triage(tmp_path, log)["status"] == "clean"

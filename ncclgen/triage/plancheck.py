@@ -20,6 +20,9 @@ from . import catalogue, compare, nodes
 from .analyse import Result
 
 GPUDIRECT_FABRICS = ("infiniband", "roce")
+# fabrics whose plan puts NCCL's inter-node traffic on an RDMA net (IB verbs, or EFA through aws-ofi-nccl): NCCL's
+# Socket net there is not the plan
+RDMA_FABRICS = (*GPUDIRECT_FABRICS, "efa")
 FABRIC_NAMES = {
     "infiniband": "on InfiniBand",
     "roce": "on RoCE",
@@ -97,7 +100,7 @@ def _hcas_outside(value: str, hcas: tuple[str, ...]) -> list[str]:
 def _host_findings(h: nodes.Host, plan: PlanInfo) -> list[compare.Finding]:
     out = []
     ifname, ib_hca = plan.env.get("NCCL_SOCKET_IFNAME"), plan.env.get("NCCL_IB_HCA")
-    if plan.fabric in GPUDIRECT_FABRICS and h.net == "Socket":
+    if plan.fabric in RDMA_FABRICS and h.net == "Socket":
         detail = f"Socket on {h.shown}, the plan's fabric is {plan.fabric}"
         out.append(compare.Finding("plan-net", detail, h.lines["net"], h.name))
     if ifname and h.iface and not _iface_planned(ifname, h.iface):
