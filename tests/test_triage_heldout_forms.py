@@ -152,3 +152,19 @@ def test_socket_where_the_plan_is_efa_is_a_slow_run(tmp_path):
     data = triage(tmp_path, log, "aws-p5", 2)
     assert (data["status"], data["first"]["signature"]) == ("slow", "plan-net") and "efa" in data["cause"]
     assert triage(tmp_path, log)["status"] == "clean"
+
+
+def test_hcas_of_two_link_layers_and_a_view_on_strided_memory(tmp_path):
+    """NET/IB using InfiniBand rails and a RoCE bond port with NCCL_IB_HCA unset, in a run that did not finish: slow;
+    with NCCL_IB_HCA set, or one link layer, no finding. PyTorch's .view() on non-contiguous memory names the call."""
+    hcas = "h1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]mlx5_bond_0:1/RoCE [RO]; OOB ib0:10.0.0.1<0>\n"
+    data = triage(tmp_path, hcas)
+    assert (data["status"], data["first"]["signature"]) == ("slow", "hca-mixed-links")
+    chosen = "h1:1:2 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1,mlx5_bond_0\n" + hcas
+    assert triage(tmp_path, chosen)["status"] != "slow"
+    assert triage(tmp_path, hcas.replace("/RoCE", "/IB"))["status"] != "slow"
+    view = "RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.\n"
+    assert triage(tmp_path, view)["first"]["signature"] == "torch-view-noncontiguous"
+    arch = "NVIDIA H800 with CUDA capability sm_90 is not compatible with the current PyTorch installation.\n"
+    data = triage(tmp_path, arch)
+    assert data["first"]["signature"] == "torch-gpu-arch-unsupported" and "sm_90" in data["fix"]

@@ -37,7 +37,7 @@ BLOCK_SPAN = 6  # lines from a field to the event it belongs to
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
 GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
 # findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
-SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net", "p2p-disabled", "p2p-unavailable")
+SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net", "p2p-disabled", "p2p-unavailable", "hca-mixed-links")
 # Node differences that stop NCCL's ranks from talking to each other, or an environment that reached some nodes
 # only: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")

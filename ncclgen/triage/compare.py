@@ -274,6 +274,18 @@ def _p2p_unavailable(facts: Facts) -> list[Finding]:
     return [Finding("p2p-unavailable", line.text.strip()[:160], line, None)]
 
 
+def _mixed_links(facts: Facts) -> list[Finding]:
+    """A node whose IB net took HCAs of both link layers (InfiniBand compute rails and a RoCE or bonded port) with
+    NCCL_IB_HCA not set, in a run that shows its bandwidth or did not finish: NCCL takes every active port when
+    NCCL_IB_HCA is unset, and the channels on the other port run at its speed."""
+    if not _slowness_shown(facts):
+        return []
+    for h in facts.hosts.values():
+        if len(h.links) > 1 and "NCCL_IB_HCA" not in h.env:
+            return [Finding("hca-mixed-links", f"{', '.join(h.hcas[:10])} on {h.shown}", h.lines["hcas"], h.name)]
+    return []
+
+
 def _gpu_twice(facts: Facts) -> list[Finding]:
     """Two ranks of one communicator on one GPU, from NCCL's init lines (nodes._gpu)."""
     for h in facts.hosts.values():
@@ -326,6 +338,7 @@ def findings(facts: Facts, planned_gdr: bool = False) -> list[Finding]:
     out += _gpu_twice(facts)
     out += _p2p_disabled(facts)
     out += _p2p_unavailable(facts)
+    out += _mixed_links(facts)
     return out
 
 

@@ -150,6 +150,7 @@ class Host:
     addr: str | None = None
     hcas: tuple[str, ...] = ()
     link: str | None = None  # IB or RoCE, from the HCA list
+    links: set[str] = field(default_factory=set)  # every link layer in its HCA lists
     plugin: str | None = None  # the net plugin loaded, or INTERNAL
     net_channels: int = 0
     gdr_channels: int = 0
@@ -328,7 +329,7 @@ def _apply(h: Host, kind: str, f: dict, line: Line) -> bool:
     elif kind in ("plugin", "nofile"):
         _plugin(h, f["name"] if kind == "plugin" else None, line)
     elif kind == "ib" and (devs := nccllines.ib_devices(f["devices"])):
-        _hcas(h, [f"{name}:{port}" for name, port, _link in devs], devs[0][2], line)
+        _hcas(h, [f"{name}:{port}" for name, port, _link in devs], [d[2] for d in devs], line)
         _oob(h, line)
     else:
         return False
@@ -376,12 +377,13 @@ def _plugin(h: Host, name: str | None, line: Line) -> None:
         h.lines["plugin"] = line
 
 
-def _hcas(h: Host, names: list[str], link: str, line: Line) -> None:
+def _hcas(h: Host, names: list[str], links: list[str], line: Line) -> None:
     """The HCAs a node's processes use, all of them: each process lists its own (a launcher may give each local
-    rank its NIC), so one process's list is not the node's."""
+    rank its NIC), so one process's list is not the node's; and their link layers (IB, RoCE)."""
     if not h.hcas:
-        h.link = link
+        h.link = links[0]
         h.lines["hcas"] = line
+    h.links |= set(links)
     h.hcas = tuple(dict.fromkeys(h.hcas + tuple(names)))[:MAX_HCAS]
 
 
@@ -451,7 +453,7 @@ def _read_setup(h: Host, text: str, line: Line) -> None:
             h.lines["iface"] = line
     elif m := HCAS.search(text):
         if found := HCA.findall(m.group("hcas")):
-            _hcas(h, [f"{d}:{p}" for d, p, _ in found], found[0][2], line)
+            _hcas(h, [f"{d}:{p}" for d, p, _ in found], [ll for _d, _p, ll in found], line)
         _oob(h, line)
     elif " set " in text and (m := ENV_SET.search(text)):
         _set_env(h, m.group("var") or m.group("net_var"), m.group("value"), line)
