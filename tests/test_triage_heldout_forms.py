@@ -168,3 +168,11 @@ def test_hcas_of_two_link_layers_and_a_view_on_strided_memory(tmp_path):
     arch = "NVIDIA H800 with CUDA capability sm_90 is not compatible with the current PyTorch installation.\n"
     data = triage(tmp_path, arch)
     assert data["first"]["signature"] == "torch-gpu-arch-unsupported" and "sm_90" in data["fix"]
+
+
+def test_omni_path_hfis_are_not_read_as_infiniband(tmp_path):
+    """NCCL's IB verbs net labels Omni-Path's hfi1_* HFIs /IB (the port's link layer): no InfiniBand fabric, so none of
+    its fixes; Mellanox HCAs on the same line form stay InfiniBand."""
+    opa = "h1:1:2 [0] NCCL INFO NET/IB : Using [0]hfi1_2:1/IB ; OOB ib0:10.0.0.1<0>\n"
+    assert triage(tmp_path, opa)["fabric"]["name"] is None
+    assert triage(tmp_path, opa.replace("hfi1_2", "mlx5_0"))["fabric"]["name"] == "infiniband"

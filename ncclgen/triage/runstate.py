@@ -11,8 +11,12 @@ from .reader import is_last
 
 def fabric(facts: Facts) -> str | None:
     """The fabric the logs show: RoCE or IB from the HCAs' link layer; else InfiniBand where an IPoIB interface
-    (a bootstrap interface or a peer's address) shows it; else None."""
+    (a bootstrap interface or a peer's address) shows it; else None (Omni-Path's hfi1_* HFIs too: none of the
+    InfiniBand fixes apply to them)."""
     links = {h.link for h in facts.hosts.values() if h.link}
+    hcas = [name for h in facts.hosts.values() for name in h.hcas]
+    if hcas and all(name.startswith("hfi1_") for name in hcas):
+        return None  # Omni-Path HFIs, which NCCL's IB verbs net labels /IB (v2.7.8-1 src/transport/net_ib.cc:174)
     if links == {"RoCE"}:
         return "roce"
     if links == {"IB"} or (not links and (facts.ipoib_peer or ipoib(facts))):
