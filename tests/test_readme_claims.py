@@ -33,6 +33,7 @@ FOREIGN = {
     "--check": "tools/nccl_warn_strings.py's",
     "--nv": "apptainer exec's, which ncclgen writes before each step's program",
     "--bind": "apptainer exec's, which ncclgen writes before each step's program",
+    "--timestamps": "kubectl logs', whose prefix triage reads through",
 }
 
 

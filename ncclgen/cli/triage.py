@@ -17,15 +17,17 @@ from .common import cluster_option, complete_workload
 def triage(ctx, cluster, tier, workload, fmt, paths):
     """Name the first failure in a job's logs, its cause and its fix.
 
-    Reads Slurm output files, `kubectl logs` output, Ray session logs, NCCL debug files, ncclgen's
-    preflight lines and (with torch installed) flight-recorder dumps; a DIR is read recursively.
-    Symptoms (timeouts on every rank, closed peers) are collapsed after the root. With
-    --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
+    Reads Slurm output files, `kubectl logs` output (with --timestamps too), Ray session logs, NCCL
+    debug files, ncclgen's preflight lines and (with torch installed) flight-recorder dumps; a DIR is
+    read recursively. Symptoms (timeouts on every rank, closed peers) are collapsed after the root.
+    With --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
     checked against the plan. Exit status: 0 a cause was found, a slow run (network channels without
-    GDRDMA where GPUDirect is expected, or NCCL's traffic on TCP sockets where InfiniBand is there or
-    planned), nodes whose NCCL release, net or net plugin differ in a log with no error line, no failure
-    was found (it says so, and whether the logs show the run's end), or a log with no error line that
-    ends in NCCL's init with no rank complete, or at c10d retrying a store host that does not resolve
+    GDRDMA where GPUDirect is expected, NCCL's traffic on TCP sockets where InfiniBand or EFA is there
+    or planned, GPUs without peer access, HCAs of two link layers), nodes whose NCCL release, net or
+    net plugin differ in a log with no error line, no failure was found (it says so, and whether the
+    logs show the run's end), or a log with no error line that ends in NCCL's init with no rank
+    complete, at the line where a framework's distributed setup begins, or while a launcher still
+    waits (c10d retrying a store host that does not resolve, Paddle's trainers' endpoints)
     (`unfinished`: a hang there or a log cut short; it says what to collect if it hung); 1 a failure
     no cause class explains (the first line read as one, the last collective per rank and what to
     collect next are shown) or a hang (ranks behind others that completed init, timeouts,
