@@ -191,7 +191,7 @@ class Facts:
         self.twice: Line | None = None  # the first Lightning join line of a rank already joined
         self.registered = False  # Lightning's rank 0 saw every rank join (LIGHTNING_ALL)
         self.nccl_used = False  # a line says NCCL ran: its version banner, or vLLM's/SGLang's 'is using nccl=='
-        # the last line read of a file that starts a framework's distributed setup (startline.STARTS), with what began
+        # the last line read of a file that starts a framework's distributed setup (startline.started), with what began
         self.start_last: tuple[Line, str] | None = None
         self.ray_ips: set[str] = set()  # the node addresses of Ray workers' lines
         self.no_peer: Line | None = None  # the first line that shows two GPUs without peer access (NO_PEER)
@@ -239,7 +239,7 @@ class Facts:
             self.max_rank = max(self.max_rank, int(m.group(1) or m.group(2)))
 
     def _ends(self, line: Line) -> None:
-        """The last line read of a file, when it starts a framework's distributed setup (startline.STARTS)."""
+        """The last line read of a file, when it starts a framework's distributed setup (startline.started)."""
         if (what := startline.started(line.text)) is not None:
             self.start_last = (line, what)
         elif self.start_last is not None and self.start_last[0].file == line.file:

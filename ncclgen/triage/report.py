@@ -269,7 +269,7 @@ def as_text(data: dict) -> str:
     out += _nodes_text(data["nodes"])
     if data["net_unseen"]:
         out.append(NET_UNSEEN)
-    out += [f"overrides: {', '.join(data['overrides'])} {OVERRIDES}"] * bool(data["overrides"])
+    out += _overrides_text(data["overrides"])
     if data["hang"]:
         for who in data["hang"]["init_incomplete"]:
             out.append(f"hang: {who} never printed Init COMPLETE")
@@ -318,6 +318,10 @@ def _head(data: dict) -> list[str]:
             if symptom["collect_next"]:
                 out.append(f"collect next: {symptom['collect_next']}")
     return out
+
+
+def _overrides_text(names: list[str]) -> list[str]:
+    return [f"overrides: {', '.join(names)} {OVERRIDES}"] if names else []
 
 
 def _nodes_text(rows: list[dict]) -> list[str]:

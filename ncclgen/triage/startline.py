@@ -5,10 +5,10 @@ worked: vLLM's and SGLang's 'is using nccl==' banner, Paddle's 'init nccl contex
 'batch_all_reduce', DeepSpeed's 'Initializing TorchBackend', Megatron's '> initializing torch distributed',
 torchrun's agent waiting for the other nodes. A file that ends on such a line, in a log with no sign the run ended,
 stopped there: a hang in that setup (an interface the nodes cannot reach, GPU peer-to-peer DMA that never completes,
-a node that never joined), or an excerpt cut there. Either way it is no clean run (runstate.ends_early). The lines, with the source that prints each, are data:
-ncclgen/data/triage/startlines.yaml.
-The check is on the file's own last line (lastline.is_last): the reader keeps only lines that may matter, so a
-training loop's progress after the start line is read in the file.
+a node that never joined), or an excerpt cut there. Either way it is no clean run (runstate.ends_early). The lines,
+each with the source that prints it, are data: ncclgen/data/triage/startlines.yaml. The check is on the file's own
+last line (reader.is_last): the reader keeps only lines that may matter, so a training loop's progress after the
+start line is read in the file.
 """
 
 from __future__ import annotations

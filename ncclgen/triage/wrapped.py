@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 
+from .events import RAY_PREFIX
 from .reader import Line
 
 HEADER = re.compile(
     r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):(?: \S.*[^\s.:)\]'\"])?\s*$"
 )  # (or the class alone, its message wrapped whole onto the next line)
-RAY_PREFIX = re.compile(r"\([\w.]+ pid=\d+(?:, ip=[\d.]+)?\) ")
 
 
 def continues(header: Line, line: Line) -> bool:
@@ -26,5 +26,5 @@ def continues(header: Line, line: Line) -> bool:
     bare = header.text.rstrip().endswith(":")  # 'AssertionError:' with its message on the next line
     rest = line.text
     if (m := RAY_PREFIX.match(header.text)) and rest.startswith(m.group(0)):
-        rest = rest[m.end() :]
+        rest = rest[m.end() :].lstrip()
     return bare or rest[:1].islower()
