@@ -53,8 +53,12 @@ def wrong(text: str) -> bool:
         return bool((m := OUT_OF_BOUNDS.search(text)) and int(m.group(1)) > 0)
     words = text.split()
     t = next((i for i, w in enumerate(words) if TYPE.match(w)), None)
-    if t is None or (t + 5 < len(words) and MAX_ERROR.fullmatch(words[t + 5])):
-        return False  # a row of a release before 2.13: no root column, and no count of wrong elements
+    if t is None:
+        return False
+    if any(MAX_ERROR.fullmatch(w) for w in words[t + 3 : t + 6]):
+        # a row of a release before 2.13 (no root column; all_gather's rows no redop either): each half's largest
+        # difference, which only a wrong result takes to a whole unit (2e-07 is rounding)
+        return any(MAX_ERROR.fullmatch(w) and float(w) >= 1 for w in words[t + 3 :])
     half = 8 if len(words) - t - 1 >= PER_ITERATION else 4
     counts = [words[j] for j in (t + 6, t + 6 + half) if j < len(words)]
     return any(COUNT.fullmatch(w) and float(w) >= 1 for w in counts)

@@ -97,6 +97,10 @@ ERROR_LINE = re.compile(
     r"|Exception raised from \w+ at "
     # a CUDA error in any case (a log or a paste that lowered it: 'runtimeerror: cuda error: invalid device ordinal')
     r"|(?i:\b(?:cuda|hip) error: )"
+    # a CUDA library's check macro, 'LIB error N at FILE:LINE' (NCCL 1's tests: 'CuRAND error 204 at
+    # test/include/test_utilities.h:112'; cuBLAS and cuFFT samples alike) or CUDA samples' helper_cuda.h
+    # 'CUDA error at FILE:LINE code=N(NAME)'
+    r"|\b(?:[Cc][Uu]\w+|CUDA|HIP|hip\w+) error (?:\d+ )?at [\w./-]+:\d+"
     # a process, container or job reported as ended with a non-zero status (a shell's, an operator's words)
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
