@@ -281,7 +281,7 @@ def test_launchers_and_schedulers_stopping_a_job_are_named(tmp_path):
             "FileNotFoundError: [Errno 2] No such file or directory: '/ckpt/model.pt'\n": "file-not-found",
             "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n": "shared-library-missing",
             "RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n": "cuda-init",
-            "RuntimeError: Distributed package doesn't have NCCL built in\n": "torch-without-cuda",
+            "RuntimeError: Distributed package doesn't have NCCL built in\n": "torch-without-nccl",
         },
         status="cause",
     )

@@ -125,6 +125,8 @@ LOGGED_FRAME = re.compile(r"\bERROR\b[^\]]{0,80}\] {3,}\S")
 INFO_FAILURE = re.compile(
     r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported|no eligible"
 )
+# The AWS OFI plugin's INFO lines that read like failures but are not one alone (signature ofi-no-provider).
+OFI_INFO_ONLY = re.compile(r"NET/OFI No eligible providers were found")
 
 
 @dataclass
@@ -302,7 +304,7 @@ def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
     formats long enough that no other program's words match them by chance; the AWS OFI plugin's failures by
     its NET/OFI tag."""
     body = BARE_PREFIX.sub("", text, count=1)
-    if body.startswith("NET/OFI ") and INFO_FAILURE.search(body):
+    if body.startswith("NET/OFI ") and INFO_FAILURE.search(body) and not OFI_INFO_ONLY.match(body):
         return nccl_event("NCCL WARN " + body)  # the AWS OFI plugin's own failure, through NCCL's logger
     if catalogue.nccl_source(body, "WARN", bare=True) is None:
         return None
