@@ -97,3 +97,15 @@ def test_store_socket_wait_warning_is_the_store_wait(tmp_path):
         "addr=[localhost]:41170, remote=[localhost]:29500) returned 0, likely a timeout\n",
     )
     assert data["first"]["signature"] == "store-wait-timeout"
+
+
+def test_a_word_after_node_in_a_sentence_is_no_host_name(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "(EngineCore pid=84) INFO 06-07 18:13:55 [ray_utils.py:464] Waiting for creating a placement group of specs "
+        "for 150 seconds. specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you "
+        "have enough resources, and make sure the IP addresses used by ray cluster are the same as VLLM_HOST_IP "
+        "environment variable set in each node if you are running on a multi-node.\n"
+        "ValueError: Cannot provide a placement group of placement_group_specs on node gpu-07.\n",
+    )
+    assert data["first"]["node"] in (None, "gpu-07"), data["first"]

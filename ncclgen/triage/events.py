@@ -30,7 +30,8 @@ NODE_WORD = re.compile(
     r"\bnode (?!(?:types?|is|was|has|had|and|or|of|in|on|to|the|that|which|with|for|from|manager|resources?|ids?|names?"
     r"|please|only|will|can|cannot|should|must|may|at|as|by|not|configuration|config|count|list|rank|selector"
     r"|affinity|pool|group|labels?|address|state|status|failure|failed|count|running|info|timed)\b)"
-    r"(?P<node>[A-Za-z0-9][\w.-]*)"
+    # a host name, not a word of the sentence: a digit, '-', '_' or an inner '.' in it; a sentence's full stop left out
+    r"(?P<node>(?=[\w-]*(?:[\d_-]|\.\w))[A-Za-z0-9](?:[\w-]|\.(?=\w))*)"
 )
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
 HOST_FIELD = re.compile(r"(?:^|(?<=[\s\[(,]))host\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
