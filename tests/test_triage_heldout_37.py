@@ -109,3 +109,38 @@ def test_a_word_after_node_in_a_sentence_is_no_host_name(tmp_path):
         "ValueError: Cannot provide a placement group of placement_group_specs on node gpu-07.\n",
     )
     assert data["first"]["node"] in (None, "gpu-07"), data["first"]
+
+
+def test_ray_unhandled_error_gives_way_to_the_exception_it_wraps(tmp_path):
+    p = "(ActorModelRayActor pid=700388) "
+    data, _code = triage(
+        tmp_path,
+        f"{p}Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): ray::LLMRayActor.init_process_group() "
+        "(pid=700386, ip=0.0.0.0, actor_id=fee8a2f8a218213cf461587c02000000)\n"
+        f'{p}File "/venv/lib/python3.12/site-packages/vllm/entrypoints/llm.py", line 495, in collective_rpc\n'
+        f"{p}executor = self.llm_engine.model_executor\n"
+        f"{p}KeyError: 'some key'\n",
+    )
+    assert data["first"]["where"].endswith(":4"), data["first"]
+
+
+def test_vllm_v1_without_model_executor_is_a_release_mismatch(tmp_path):
+    data, _code = triage(tmp_path, "AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    assert data["first"]["signature"] == "vllm-v1-no-model-executor" and "15444" in data["fix"]
+
+
+def test_nemo_rl_gpu_shortage_is_ray_infeasible(tmp_path):
+    data, _code = triage(
+        tmp_path, "ValueError: Not enough GPUs available. Requested 16 GPUs, but only 8 are available in the cluster.\n"
+    )
+    assert data["first"]["signature"] == "ray-infeasible"
+
+
+def test_sglang_weight_update_failure_is_a_failure(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "Failed to update parameter online: start (256) + length (256) exceeds dimension size (256)..\n"
+        "The full weights of the ModelRunner are partially updated. Please discard the whole weights.\n",
+    )
+    assert data["first"]["signature"] == "sglang-weight-update-failed"
+    assert "(start (256) + length (256) exceeds dimension size (256))" in data["cause"]

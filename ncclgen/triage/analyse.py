@@ -52,6 +52,8 @@ QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quo
 # wrapped exception's 'Exc: message' closes (CPython Lib/traceback.py): that line is the error, the wrapper its symptom
 WRAP_SPAN = 80
 WRAPPERS = ("ray-task-error",)
+# a Python exception line's type (its module path left out), for a wrapper that does not name the one it wraps
+ANY_EXCEPTION = r"[A-Z]\w*(?:Error|Exception)"
 
 
 @dataclass
@@ -153,16 +155,18 @@ class Accumulator:
 
     def _wrapped(self, ev: Event) -> None:
         """The line of the exception a RayTaskError(Exc) wraps: the next error line of its file, within its
-        traceback's length, that starts 'Exc: '; not a root (a root wins by itself)."""
+        traceback's length, that starts 'Exc: ' (with no Exc named, as in Ray's 'Unhandled error' line, the first
+        exception line of any type); not a root (a root wins by itself)."""
         ws = self.wrappers
         last = ws[-1] if ws else None
-        if ev.sig is not None and ev.sig.id in WRAPPERS and ev.groups.get("exc"):
-            chained = last is not None and _near(last, ev) and last.groups["exc"] == ev.groups["exc"]
+        if ev.sig is not None and ev.sig.id in WRAPPERS:
+            chained = last is not None and _near(last, ev) and last.groups.get("exc") == ev.groups.get("exc")
             self.wrappers = [*ws, ev] if chained and len(ws) < MAX_KEYS else [ev]
         elif last is not None and (ev.sig is None or ev.sig.role == "symptom"):
+            exc = re.escape(last.groups["exc"]) if last.groups.get("exc") else ANY_EXCEPTION
             if not _near(last, ev):
                 self.wrappers = []
-            elif re.search(rf"(?:^|[\s:\])]){re.escape(last.groups['exc'])}: \S", ev.line.text):
+            elif re.search(rf"(?:^|[\s:\])]){exc}: \S", ev.line.text):
                 for w in ws:
                     if len(self.unwrapped) < MAX_KEYS:
                         self.unwrapped[w.seq] = ev
