@@ -23,6 +23,7 @@ from .reader import is_last
 WAITS = {
     "store-name-not-yet-resolved": "store-unresolved-at-end",
     "paddle-endpoints-not-ready": "paddle-peers-not-listening",
+    "launcher-peer-wait": "launcher-peer-wait-at-end",
 }
 STALLS = frozenset({"socket-foreign-connection"})  # suspects that can stall NCCL without an error line of their own
 MAX_FILES = 4096
