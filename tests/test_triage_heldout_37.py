@@ -144,3 +144,92 @@ def test_sglang_weight_update_failure_is_a_failure(tmp_path):
     )
     assert data["first"]["signature"] == "sglang-weight-update-failed"
     assert "(start (256) + length (256) exceeds dimension size (256))" in data["cause"]
+
+
+def test_nvshmem_null_value_line_is_read_and_named(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "/build/nvshmem/src/modules/transport/ibgda/ibgda.cpp:2234: NULL value Unable to create ah.\n"
+        "/build/nvshmem/src/modules/transport/ibgda/ibgda.cpp:2966: non-zero status: 7 create DCT share err.\n",
+    )
+    assert data["first"]["signature"] == "nvshmem-ibgda-create-ah" and data["first"]["where"].endswith(":1")
+
+
+def test_nvshmem_uid_bootstrap_without_interface(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "/build/nvshmem/src/modules/bootstrap/uid/bootstrap_uid.cpp:bootstrap_net_init:160: No socket interface found\n"
+        "/build/nvshmem/src/host/init/init.cu:269: non-zero status: 7 bootstrap pre-initialization failed\n",
+    )
+    assert data["first"]["signature"] == "nvshmem-bootstrap-no-interface"
+    assert "NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME" in data["fix"]
+
+
+def test_nvshmem_nvls_mapping_failure_is_the_fabric_class(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "/src/host/team/team_internal_nvls.cpp:254: non-zero status: 401 cuMemMap failed to map 274877906944 bytes\n"
+        "/src/host/team/team_internal.cpp:786: non-zero status: 7 Mapping multicast groups for UC heap failed\n",
+    )
+    assert data["first"]["signature"] == "fabric-manager" and "NVSHMEM_DISABLE_NVLS=1" in data["fix"]
+
+
+def test_nvidia_driver_refusing_dmabuf_attach_is_a_failure(tmp_path):
+    data, code = triage(tmp_path, "NVRM: dma-buf attach failed: topology not supported for mapping type FORCE_PCIE\n")
+    assert code == 0 and data["first"]["signature"] == "nvrm-dmabuf-attach"
+    assert "NVreg_GrdmaPciTopoCheckOverride" in data["fix"]
+
+
+def test_a_log_that_ends_waiting_for_a_peer_is_unfinished_and_names_it(tmp_path):
+    data, code = triage(tmp_path, "waiting for sshd on worker-1.job.default.svc\n" * 3)
+    assert code == 0 and data["status"] == "unfinished"
+    assert data["first"]["signature"] == "launcher-peer-wait-at-end" and data["first"]["where"].endswith(":3")
+
+
+def test_a_peer_wait_that_ends_is_no_finding(tmp_path):
+    data, code = triage(
+        tmp_path,
+        "waiting for master\n"
+        "host:1:2 [0] NCCL INFO Init COMPLETE\n"
+        "host:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Destroy COMPLETE\n",
+    )
+    assert code == 0 and "first" not in data
+
+
+def test_slurm_plugin_dlopen_is_the_root_not_the_fatal_line(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "srun: error: plugin_load_from_file: dlopen(/usr/lib64/slurm/switch_hpe_slingshot.so): libjson-c.so.3: "
+        "cannot open shared object file: No such file or directory\n"
+        "srun: error: Couldn't load specified plugin name for switch/hpe_slingshot: Dlopen of plugin file failed\n"
+        "srun: fatal: Can't find plugin for switch/hpe_slingshot\n",
+    )
+    assert data["first"]["signature"] == "slurm-plugin-load" and data["first"]["where"].endswith(":1")
+
+
+def test_prolog_failure_gives_way_to_the_cloud_quota_below_it(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "srun: PrologSlurmctld failed, job killed\n"
+        "srun: error: Job allocation 2 has been revoked\n"
+        "resume.py ERROR: \"Quota 'C2_CPUS' exceeded. Limit: 300.0 in region europe-west4.\"\n",
+    )
+    assert data["first"]["signature"] == "cloud-capacity" and "C2_CPUS" in data["cause"]
+
+
+def test_ofi_tuner_refusing_a_chosen_protocol(tmp_path):
+    data, _code = triage(
+        tmp_path,
+        "h:1:2 [6] ncclResult_t nccl_ofi_tuner_init_v1(size_t, size_t, ncclDebugLogger_t):270 NCCL WARN NET/OFI The "
+        "tuner plugin can not be loaded when explicitly choosing an algorithm or protocol with NCCL_ALGO/NCCL_PROTO\n",
+    )
+    assert data["first"]["signature"] == "ofi-tuner-refused" and "1.17.0" in data["fix"]
+
+
+def test_unsloth_warning_that_drops_gpus_is_a_cause(tmp_path):
+    data, code = triage(
+        tmp_path,
+        "/env/unsloth/__init__.py:47: UserWarning: Unsloth: 'CUDA_VISIBLE_DEVICES' is currently 0,1\n"
+        "Unsloth currently does not support multi GPU setups - but we are working on it!\n",
+    )
+    assert code == 0 and data["first"]["signature"] == "unsloth-single-gpu"
