@@ -27,7 +27,8 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     net plugin differ in a log with no error line, no failure was found (it says so, and whether the
     logs show the run's end), or a log with no error line that ends in NCCL's init with no rank
     complete, at the line where a framework's distributed setup begins, or while a launcher still
-    waits (c10d retrying a store host that does not resolve, Paddle's trainers' endpoints)
+    waits (c10d retrying a store host that does not resolve, Paddle's trainers' endpoints, a
+    launcher's loop waiting for a peer pod or its sshd)
     (`unfinished`: a hang there or a log cut short; it says what to collect if it hung); 1 a failure
     no cause class explains (the first line read as one, the last collective per rank and what to
     collect next are shown) or a hang (ranks behind others that completed init, timeouts,
