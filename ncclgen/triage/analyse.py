@@ -13,8 +13,21 @@ import re
 from dataclasses import field
 
 from ..record import dataclass
-from . import absent, aftermath, catalogue, frames, handled, lastline, nodes, progress, raypg, stopped, wrapped
-from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, classify, order
+from . import (
+    absent,
+    aftermath,
+    catalogue,
+    frames,
+    handled,
+    lastline,
+    nodes,
+    progress,
+    raypg,
+    stopped,
+    torchtable,
+    wrapped,
+)
+from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, before, classify, order
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
@@ -28,10 +41,6 @@ NAMES_PEER = ("ib-flush",)
 WATCHDOG_TIMEOUTS = ("watchdog-timeout", "watchdog-start-timeout")  # a collective timed out (SeqNum, OpType)
 ABSENT = "ranks-absent"  # with no root: the ranks of a group that printed no timeout where the others did (absent.py)
 FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Destroy COMPLETE", "opCount")
-# torchrun's failure table (torch/distributed/elastic/multiprocessing/errors/__init__.py) puts host and rank on
-# lines of their own above "exitcode  : -9": the event on the exitcode line takes them from there.
-BLOCK_FIELD = re.compile(r"^\s*(?:\[[^\]]*\]:?\s*)?(?P<field>host|rank)\s{2,}: (?P<value>\S+)")
-BLOCK_SPAN = 6  # lines from a field to the event it belongs to
 # ncclgen's launch (jobside/node.sh, transport_entry.sh) names the node of each torchrun agent's pid, which
 # torchrun's own log lines carry after their time stamp ('E1205 21:10:13.384000 29895 torch/...')
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
@@ -95,7 +104,7 @@ class Accumulator:
         self.seq = 0
         self.facts = nodes.Facts()
         self.suspects: list[Event] = []  # every suspect, earliest first (bounded)
-        self.block: dict[str, tuple[str, int, str]] = {}  # field -> (file, line, value) of torchrun's table
+        self.table = torchtable.Table()  # torchrun's failure table: host, rank and time of a failed rank
         self.hardware: Event | None = None  # the earliest GPU hardware failure
         self.pids: dict[str, str] = {}  # pid -> node, from ncclgen's 'torchrun on node N is pid P' lines
         self.in_bootstrap: set[str] = set()  # 'host:pid:tid' of NCCL threads whose error trace runs through bootstrap
@@ -113,6 +122,7 @@ class Accumulator:
         # actor call failed prints its own RayTaskError(Exc) above the actor's, and both wrap the one exception)
         self.wrappers: list[Event] = []
         self.unwrapped: dict[int, Event] = {}  # a wrapper's seq -> the exception line it wraps (bounded)
+        self.explainers: list[Event] = []  # context findings that explain the roots they list (hca-mixed-links)
 
     def add(self, line: Line) -> None:
         self.seq += 1
@@ -125,8 +135,10 @@ class Accumulator:
         if " is pid " in line.text and (m := PID_LINE.search(line.text)):
             self.pids.setdefault(m.group("pid"), m.group("node"))
             return
-        if m := BLOCK_FIELD.match(line.text):
-            self.block[m.group("field")] = (line.file, line.lineno, m.group("value"))
+        field, earlier = self.table.read(line)
+        if earlier is not None and ((best := self.best.get("symptom")) is None or order(earlier) < order(best)):
+            self.best["symptom"] = earlier  # a ChildFailedError whose table says its rank failed before
+        if field:
             return
         self.progress.add(line, self.seq)
         self.pgs.add(line, self.seq)
@@ -166,7 +178,7 @@ class Accumulator:
             exc = re.escape(last.groups["exc"]) if last.groups.get("exc") else ANY_EXCEPTION
             if not _near(last, ev):
                 self.wrappers = []
-            elif re.search(rf"(?:^|[\s:\])]){exc}: \S", ev.line.text):
+            elif re.search(rf"(?:^|[\s:\]).)]){exc}: \S", ev.line.text):  # bare or module-qualified
                 for w in ws:
                     if len(self.unwrapped) < MAX_KEYS:
                         self.unwrapped[w.seq] = ev
@@ -197,7 +209,7 @@ class Accumulator:
         if role == "context":
             self.contexts.setdefault(ev.sig.id, ev)  # type: ignore[union-attr]
             return
-        if role not in self.best or order(ev) < order(self.best[role]):
+        if role not in self.best or before(ev, self.best[role]):
             self.best[role] = ev
         self.crashes.add(ev)
         self._note(ev)
@@ -227,15 +239,7 @@ class Accumulator:
     def _from_block(self, ev: Event) -> None:
         """Node and rank from the table lines just above; a root already seen for the same signature in the
         same file without a node (torchrun logs 'failed (exitcode: -9)' before its table) takes the node too."""
-        for fld, attr in (("host", "node"), ("rank", "rank")):
-            got = self.block.get(fld)
-            if (
-                got
-                and getattr(ev, attr) is None
-                and got[0] == ev.line.file
-                and 0 < ev.line.lineno - got[1] <= BLOCK_SPAN
-            ):
-                setattr(ev, attr, got[2])
+        self.table.fill(ev)
         best = self.best.get("root")
         same = best is not None and best is not ev and best.sig is ev.sig and best.line.file == ev.line.file
         if same and ev.node and best.node is None:  # type: ignore[union-attr]
@@ -259,6 +263,8 @@ class Accumulator:
         ranks on one GPU, nccl-tests run as separate jobs) is a root like a line's."""
         if ev.sig.role == "root":  # type: ignore[union-attr]
             self._record(ev)
+        elif ev.sig.explains:  # type: ignore[union-attr]
+            self.explainers.append(ev)  # context that names the cause of the roots it lists, and no other
         elif ev.sig.role == "suspect":  # type: ignore[union-attr]
             self.suspects.append(ev)
             if "suspect" not in self.best or order(ev) < order(self.best["suspect"]):
@@ -281,7 +287,7 @@ class Accumulator:
     def _from_root(self, root: Event) -> tuple[str, Event]:
         """The earliest root, or what stands before it: a suspect that explains it, the line of its message that
         says why, the error a crash followed, the GPU hardware failure behind a generic CUDA error."""
-        earlier = [s for s in self.suspects if order(s) < order(root) and explains(s, root)]
+        earlier = [s for s in self.suspects + self.explainers if order(s) < order(root) and explains(s, root)]
         if earlier:
             return "cause", min(earlier, key=order)
         if (why := self._why(root)) is not None:

@@ -240,6 +240,17 @@ def order(ev: Event) -> tuple:
     return (0, t, ev.seq) if t else (1, "", ev.seq)
 
 
+def before(a: Event, b: Event) -> bool:
+    """Whether ``a`` comes before ``b``. Two lines of one error in one file, within one second, stamped by clocks of
+    two forms (one to the millisecond, one finer), keep reading order: an exception's echo by another logger (Ray's
+    logging.cc 'Unhandled exception: ... what(): ...' after c10's own line) can carry a stamp behind the line it repeats."""
+    ta, tb = a.time, b.time
+    same = a.sig is b.sig and a.line.file == b.line.file and ta and tb and ta[:14] == tb[:14]
+    if same and ta.endswith("000") != tb.endswith("000"):  # type: ignore[union-attr]
+        return a.seq < b.seq
+    return order(a) < order(b)
+
+
 def classify(line: Line, seq: int) -> Event | None:
     """The event for ``line``: the first signature whose key and regex match, else an NCCL WARN (or failing
     INFO) line by its source, else an error line, else None. NCCL's text quoted after "Last error:" on the

@@ -300,7 +300,7 @@ def _scan_grep(fh, f: Path, keys: tuple[bytes, ...], progress, capped: Capped, s
         if text.endswith("Last error:"):
             fh.seek(offset + len(raw) + 1)
             body = fh.readline(1 << 16)
-            if body.endswith(b"\n"):
+            if body.endswith(b"\n") and body.strip():
                 quoted = lineno + 1
                 yield _last_error(name, lineno + 1, text, body.rstrip(b"\r\n").decode("utf-8", "replace"))
     if progress:
@@ -353,7 +353,8 @@ def _scan_one(
             if text.endswith("Last error:") and (after := buf.find(b"\n", stop + 1, end)) > 0:
                 # PyTorch prints NCCL's last WARN text on the line after "Last error:", without NCCL's prefix
                 body = buf[stop + 1 : after].decode("utf-8", "replace").rstrip("\r")
-                yield _last_error(name, lineno + 1, text, body)
+                if body.strip():  # an empty quote (NCCL had no WARN text to give) is no line of its own
+                    yield _last_error(name, lineno + 1, text, body)
                 lineno += 1
                 seen = stop + 1
                 stop = after
