@@ -105,3 +105,28 @@ def test_open_mpi_abort_block_is_a_failure(tmp_path):
     )
     assert code == 1 and data["status"] == "unclassified" and data["first"]["signature"] == "mpirun-rank-exit"
     assert data["first"]["where"].endswith(":2")
+
+
+PYSPY = (
+    'Thread 0x7F81445A8440 (active): "MainThread"\n'
+    "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)\n"
+    "    <module> (torchtitan/train.py:554)\n"
+    'Thread 0x7F7D9CFF9640 (idle): "Thread-2"\n'
+    "    wait (threading.py:324)\n"
+)
+
+
+def test_a_py_spy_dump_without_its_process_header_is_a_hang_where_the_first_thread_waits(tmp_path):
+    data, code = triage(tmp_path, PYSPY)
+    assert code == 1 and data["status"] == "hang"
+    text, _code = run.triage([str(tmp_path / "job.log")])
+    assert "(py-spy dump)" in text and "destroy_process_group (distributed_c10d.py:2184)" in text
+
+
+def test_logger_lines_that_name_a_python_file_are_no_stack_dump(tmp_path):
+    # vLLM's and Ray's log lines name FILE.py:LINE too; with no thread header they are no dump
+    data, _code = triage(
+        tmp_path,
+        "INFO 06-01 10:00:00 [gpu_worker.py:123] model loaded (worker_main.py:88)\n    step (trainer.py:77)\n",
+    )
+    assert data["status"] == "clean"

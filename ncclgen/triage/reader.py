@@ -67,8 +67,10 @@ FACT_KEYS = (
     "Out of bounds values",
     " Pid ",
 )
-# Keys of a Python stack dump: faulthandler's header and frames, py-spy dump's header (stackdump.py reads them)
-STACK_DUMP_KEYS = ("(most recent call first)", '", line ', "Python v")
+# Keys of a Python stack dump: faulthandler's header and frames, py-spy dump's headers (stackdump.py reads them)
+STACK_DUMP_KEYS = ("(most recent call first)", '", line ', "Python v", "Thread 0x")
+# py-spy dump's frame lines ('    FUNC (FILE.py:LINE)'): most Python loggers' lines hold '.py:' too, so a group of its own
+PYSPY_FRAME_KEYS = (".py:",)
 # Keys every line of a chatty kind holds: kept up to a count per file, so a 2 GiB INFO log stays fast
 # (the first thousands show each node's channels and init; later communicators repeat them). A tuple is one
 # group: its lines share the count (one grep -m for them all).
@@ -81,6 +83,7 @@ CAPPED: dict[str | tuple[str, ...], int] = {
     ("INFO Channel ", "INFO Ring ", "Setting affinity for GPU", "Init timings - ", "INFO NVLS "): 4096,
     # Python stack dumps (stackdump.py); a traceback's frames hold '", line ' too, so the count is per file and generous
     STACK_DUMP_KEYS: 4096,
+    PYSPY_FRAME_KEYS: 4096,
     # nccl-tests' table (benchtable.BENCH_ROW, BENCH_BANNER): every row names its data type (nccl-tests src/common.cu
     # test_typenames: int8, uint8, int32, uint32, int64, uint64, half, float, double, bfloat16, f8e4m3, f8e5m2)
     (

@@ -4,22 +4,28 @@ Two forms are read. faulthandler's (CPython Python/traceback.c, dump_traceback a
 'Current thread 0x... (most recent call first):', 'Thread 0x... (most recent call first):' or 'Stack (most recent
 call first):', then one '  File "F", line N in FUNC' per frame, innermost first and with no comma before 'in' (a
 traceback's frames have one). faulthandler.dump_traceback_later, a SIGUSR1 handler or a launcher's watchdog print
-it. And py-spy dump's header (benfred/py-spy src/dump.rs print_traces: 'Process PID: CMD', then 'Python vX.Y.Z
-(EXE)'), which a person runs on a process that stopped moving.
+it. And py-spy dump's (benfred/py-spy v0.4.1 src/dump.rs print_traces: 'Process PID: CMD', then 'Python vX.Y.Z
+(EXE)'; print_trace: 'Thread 0x7F81445A8440 (active): "MainThread"', then one '    FUNC (FILE:LINE)' per frame,
+innermost first), which a person runs on a process that stopped moving; an excerpt often starts at a thread.
 """
 
 from __future__ import annotations
 
 import re
 
-from .reader import STACK_DUMP_KEYS, Line
+from .reader import PYSPY_FRAME_KEYS, STACK_DUMP_KEYS, Line
 
 HEADER = re.compile(r"(?:\b(?:Current thread|Thread) 0x[0-9a-fA-F]+|\bStack) \(most recent call first\):")
 FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>[^\s,]+)\s*$')
 PYSPY = re.compile(r"^\W*Python v\d+\.\d+\.\d+\S* \(")
+# a thread's header names its activity or its name (a bare 'Thread N' is too common a text to read as one)
+PYSPY_THREAD = re.compile(
+    r'^\W*Thread (?:0x[0-9A-Fa-f]+|\d+)(?: \((?:active|idle|gil)[^)]*\)(?:: "[^"]*")?|: "[^"]*")\s*$'
+)
+PYSPY_FRAME = re.compile(r"^\s{2,}(?P<func>[\w<>.]+) \((?P<file>[^\s():]+):(?P<line>\d+)\)\s*$")
 
 
-KEYS = re.compile("|".join(map(re.escape, STACK_DUMP_KEYS)))  # one search in C for every line read
+KEYS = re.compile("|".join(map(re.escape, STACK_DUMP_KEYS + PYSPY_FRAME_KEYS)))  # one search in C for every line read
 
 
 class Dumps:
@@ -34,10 +40,12 @@ class Dumps:
         text = line.text
         if self.frame is not None or not KEYS.search(text):
             return
-        spy = PYSPY.match(text)
+        spy = PYSPY.match(text) or PYSPY_THREAD.match(text)
         if self.first is None and (spy or HEADER.search(text)):
             self.first = line
             self.tool = "py-spy dump" if spy else "faulthandler"
+        elif self.tool == "py-spy dump" and (m := PYSPY_FRAME.match(text)):
+            self.frame = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line"))
         elif m := FRAME.search(text):
             self.first = self.first or line
             self.tool = self.tool or "faulthandler"
