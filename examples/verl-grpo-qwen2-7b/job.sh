@@ -249,6 +249,7 @@ if [[ ${1:-} == --host ]]; then
 fi
 ncclgen_fail() {
   echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
+  sleep 1
   exit "${2:-1}"
 }
 [[ ${NCCLGEN_JOB_KEY:-} =~ ^[0-9a-f]{32}$ ]] || ncclgen_fail "NCCLGEN_JOB_KEY is not this job's key" 2

@@ -27,6 +27,9 @@ if [[ ${1:-} == --host ]]; then
 fi
 ncclgen_fail() {
   echo "ncclgen: ERROR: node $ncclgen_node: $1" >&2
+  # This task's exit ends the step (--kill-on-bad-exit), and srun can end before the line above reached it
+  # (seen under load: the job FAILED with the line missing); a second first lets it through.
+  sleep 1
   exit "${2:-1}"
 }
 
