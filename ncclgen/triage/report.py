@@ -299,7 +299,7 @@ def _head(data: dict) -> list[str]:
     if status in ("clean", "hang", "unfinished") and not first:
         head = [
             f"{WHY[status]}: {data['files']} file(s), {data['bytes_read']} bytes read, "
-            f"{data['lines_kept']} line(s) matched a signature or error marker"
+            f"{data['lines_kept']} line(s) kept to read (a signature's key, an error marker, an NCCL or stack-dump fact)"
         ]
         return head + ([NO_END] if status == "clean" and not data["run_end_seen"] else [])
     out = [f"{WHY[status]}: {_where(first)}", f"  {first['line']}"]
