@@ -3,17 +3,14 @@ print them: a rule that regresses makes one of these fail."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ncclgen.triage import run
+import triage_json
 
 
 def triage(tmp_path: Path, text: str) -> tuple[dict, int]:
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    out, code = run.triage([str(log)], fmt="json")
-    return json.loads(out), code
+    data = triage_json.triage(tmp_path, text)
+    return data, data["_code"]
 
 
 def test_ofi_no_provider_alone_is_a_note_not_a_failure(tmp_path):

@@ -3,8 +3,9 @@ print them: a rule that regresses makes one of these fail."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+import triage_json
 
 from ncclgen.triage import run
 
@@ -32,10 +33,8 @@ TIMEOUT = (
 
 
 def triage(tmp_path: Path, text: str) -> tuple[dict, int]:
-    log = tmp_path / "job.log"
-    log.write_text(text)
-    out, code = run.triage([str(log)], fmt="json")
-    return json.loads(out), code
+    data = triage_json.triage(tmp_path, text)
+    return data, data["_code"]
 
 
 def test_a_rank_torchrun_saw_fail_before_the_timeouts_comes_first(tmp_path):
@@ -119,7 +118,7 @@ PYSPY = (
 def test_a_py_spy_dump_without_its_process_header_is_a_hang_where_the_first_thread_waits(tmp_path):
     data, code = triage(tmp_path, PYSPY)
     assert code == 1 and data["status"] == "hang"
-    text, _code = run.triage([str(tmp_path / "job.log")])
+    text, _code = run.triage([str(tmp_path / "job.out")])
     assert "(py-spy dump)" in text and "destroy_process_group (distributed_c10d.py:2184)" in text
 
 
