@@ -55,7 +55,9 @@ MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "
 HARDWARE = ("gpu-hardware", "gpu-xid", "gpu-nvrm-fatal")
 # Host names that say nothing about which node (every container or fake node may report them).
 NO_NODE = (None, "localhost", "127.0.0.1", "::1")
-REFINE_SPAN = 12  # lines from a generic root (Ray's ActorDiedError) to the line of the same message that says why
+# lines from a generic root (Ray's ActorDiedError; pyxis' failed import, then the enroot log it prints) to the line
+# of the same message that says why
+REFINE_SPAN = 40
 QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quote (NCCLUtils.cpp getNcclErrorDetailStr)
 # Ray's RayTaskError(Exc) prints the task's traceback after its own line (python/ray/exceptions.py), which the
 # wrapped exception's 'Exc: message' closes (CPython Lib/traceback.py): that line is the error, the wrapper its symptom

@@ -104,6 +104,8 @@ def event_data(ev: Event) -> dict:
         data["plugin_source"] = ev.groups["plugin_source"]
     if ev.groups.get("raised_in"):
         data["raised_in"] = ev.groups["raised_in"]
+    if ev.groups.get("called_from"):
+        data["called_from"] = ev.groups["called_from"]
     return data
 
 
@@ -313,6 +315,10 @@ def _head(data: dict) -> list[str]:
         out.append("cause: not classified (no cause class in ncclgen/data/triage/ matches a root)")
         if first.get("raised_in"):
             out.append(f"raised in: {first['raised_in']} (the innermost frame of its traceback: whose code raised it)")
+        if first.get("called_from"):
+            out.append(
+                f"called from: {first['called_from']} (its innermost frame outside PyTorch and Python's library)"
+            )
         if symptom := data.get("symptom"):
             out.append(f"it says: {symptom['says']}")
             if symptom["collect_next"]:

@@ -1,0 +1,125 @@
+"""Line forms a held-out round (session 39) found unread, each checked on lines shaped as the sources print them:
+a rule that regresses makes one of these fail."""
+
+from __future__ import annotations
+
+import pytest
+import triage_json
+
+from ncclgen.triage import frames
+from ncclgen.triage.events import Event
+from ncclgen.triage.reader import Line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: use_libuv was requested but PyTorch was built without libuv support, run with USE_LIBUV=0 to disable it.",
+        "RuntimeError: use_libuv was requested but PyTorch was build without libuv support",
+    ],
+)
+def test_a_store_asked_for_libuv_on_a_build_without_it(tmp_path, text):
+    data = triage_json.triage(tmp_path, "Traceback (most recent call last):\n" + text + "\n")
+    assert data["first"]["signature"] == "torch-store-libuv-missing"
+    assert "USE_LIBUV=0" in data["fix"]
+
+
+@pytest.mark.parametrize(
+    "text, backend, op",
+    [
+        ("RuntimeError: ProcessGroupNCCL does not support barrier", "NCCL", "barrier"),
+        ("RuntimeError: Backend gloo does not support reduce_scatter", "gloo", "reduce_scatter"),
+        ("RuntimeError: Backend nccl does not support allreduce sparse", "nccl", "allreduce sparse"),
+    ],
+)
+def test_a_collective_the_backend_lacks(tmp_path, text, backend, op):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["first"]["signature"] == "backend-op-unsupported"
+    assert f"collective ({op}) on a process group whose backend ({backend})" in data["cause"]
+
+
+def test_a_feature_the_device_lacks_is_not_a_backend_gap(tmp_path):
+    data = triage_json.triage(tmp_path, "RuntimeError: backend 'cuda' does not support precision 'bf16'\n")
+    assert (data["first"] or {}).get("signature") != "backend-op-unsupported"
+
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/home/u/train.py", line 40, in <module>
+    main()
+  File "/home/u/DeepSpeed/deepspeed/runtime/zero/stage_1_and_2.py", line 1044, in flatten_dense_tensors_aligned
+    return self.flatten(align_dense_tensors(tensor_list, alignment))
+  File "/env/lib/python3.12/site-packages/torch/_utils.py", line 571, in _flatten_dense_tensors
+    return torch._C._nn.flatten_dense_tensors(tensors)
+ValueError: torch.cat(): expected a non-empty list of Tensors
+"""
+
+
+def test_an_unclassified_exception_raised_in_torch_names_its_caller(tmp_path):
+    """The innermost frame is PyTorch's; the innermost frame outside PyTorch and the standard library is the
+    caller whose arguments led there."""
+    data = triage_json.triage(tmp_path, TRACEBACK)
+    assert data["status"] == "unclassified"
+    assert (
+        data["first"]["raised_in"] == "/env/lib/python3.12/site-packages/torch/_utils.py:571 in _flatten_dense_tensors"
+    )
+    assert data["first"]["called_from"] == (
+        "/home/u/DeepSpeed/deepspeed/runtime/zero/stage_1_and_2.py:1044 in flatten_dense_tensors_aligned"
+    )
+
+
+def test_a_caller_from_an_earlier_traceback_is_not_named():
+    """Frames more than a few lines apart belong to different tracebacks: the caller is the current one's."""
+    seen = frames.Frames()
+    lines = [
+        (1, '  File "/home/u/other.py", line 3, in f'),
+        (20, '  File "/env/lib/python3.12/site-packages/torch/_utils.py", line 571, in g'),
+    ]
+    for n, text in lines:
+        seen.add(Line("job.out", n, text))
+    ev = Event(Line("job.out", 22, "ValueError: x"), None)
+    seen.mark(ev)
+    assert ev.groups == {"raised_in": "/env/lib/python3.12/site-packages/torch/_utils.py:571 in g"}
+
+
+def test_an_exception_raised_in_the_program_itself_names_no_caller(tmp_path):
+    data = triage_json.triage(
+        tmp_path,
+        'Traceback (most recent call last):\n  File "/home/u/train.py", line 4, in main\n    x[1]\nKeyError: 1\n',
+    )
+    assert data["first"]["raised_in"] == "/home/u/train.py:4 in main" and "called_from" not in data["first"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "  message: Pod Allocate failed due to requested number of devices unavailable for nvidia.com/gpu. Requested: 1,"
+        " Available: 0, which is unexpected\n  phase: Failed\n",
+        "Warning  UnexpectedAdmissionError  5s  kubelet  Update plugin resources failed due to no healthy devices, which"
+        " is unexpected.\n",
+        "ray-worker-abc   0/1   UnexpectedAdmissionError   0   12s\n",
+    ],
+)
+def test_a_pod_the_kubelet_refused_at_admission(tmp_path, text):
+    data = triage_json.triage(tmp_path, text)
+    assert data["first"]["signature"] == "k8s-pod-admission-failed"
+    assert "refused the pod at admission (" in data["cause"] and "(?)" not in data["cause"]
+
+
+PYXIS = "".join(
+    f"slurmstepd: error: pyxis: {line}\n"
+    for line in [
+        "child 52574 failed with error code: 1",
+        "failed to import docker image",
+        "printing contents of log file ...",
+        *[f"    [INFO] step {i}" for i in range(14)],
+        "    Write failed because No space left on device",
+        "    FATAL ERROR:Failed to write to output filesystem",
+    ]
+)
+
+
+def test_pyxis_failed_import_gives_way_to_the_enroot_line_that_says_why(tmp_path):
+    """pyxis prints enroot's whole log under its summary: the reason can be a dozen lines and more below it."""
+    data = triage_json.triage(tmp_path, PYXIS)
+    assert data["first"]["signature"] == "no-space-left" and data["first"]["where"].endswith(":18")
+    assert "runtime_path" in data["fix"]
