@@ -123,3 +123,72 @@ def test_pyxis_failed_import_gives_way_to_the_enroot_line_that_says_why(tmp_path
     data = triage_json.triage(tmp_path, PYXIS)
     assert data["first"]["signature"] == "no-space-left" and data["first"]["where"].endswith(":18")
     assert "runtime_path" in data["fix"]
+
+
+@pytest.mark.parametrize(
+    "text, pkg",
+    [
+        ("RuntimeError: operator torchvision::nms does not exist", "torchvision"),
+        ("RuntimeError: No such operator torchvision::nms", "torchvision"),
+        ("RuntimeError: operator torchaudio::sox_io_load does not exist", "torchaudio"),
+    ],
+)
+def test_an_extension_built_for_another_torch(tmp_path, text, pkg):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["first"]["signature"] == "torch-extension-ops-missing"
+    assert data["cause"].startswith(f"{pkg}'s compiled operators are not in this PyTorch")
+
+
+def test_a_key_missing_from_a_store_is_not_an_extension(tmp_path):
+    data = triage_json.triage(tmp_path, "RuntimeError: key rank3 does not exist in the store\n")
+    assert (data["first"] or {}).get("signature") != "torch-extension-ops-missing"
+
+
+def test_open_mpi_refusing_a_node_name(tmp_path):
+    text = (
+        "--------------------------------------------------------------------------\n"
+        "While trying to create a regular expression of the node names\n"
+        "used in this application, the regex parser has detected the\n"
+        "presence of an illegal character in the following node name:\n\n"
+        "  node:  eval_1736300653_nemo-run-0\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["first"]["signature"] == "mpi-node-name-illegal" and data["first"]["where"].endswith(":2")
+
+
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        (
+            'E0114 10:11:11.182069       1 runtime.go:78] Observed a panic: "invalid memory address or nil pointer'
+            ' dereference" (runtime error: invalid memory address or nil pointer dereference)',
+            "invalid memory address or nil pointer dereference",
+        ),
+        (
+            'E1227 11:57:41.086777 panic.go:262] "Observed a panic" panic="runtime error: index out of range [3] with'
+            ' length 3"',
+            "runtime error: index out of range [3] with length 3",
+        ),
+        (
+            "panic: runtime error: invalid memory address or nil pointer dereference [recovered]",
+            "runtime error: invalid",
+        ),
+    ],
+)
+def test_a_go_component_that_panicked(tmp_path, text, what):
+    data = triage_json.triage(tmp_path, text + "\ngoroutine 354 [running]:\n")
+    assert data["first"]["signature"] == "go-panic"
+    assert f"a Go program crashed on a bug of its own ({what}" in data["cause"]
+
+
+def test_a_message_split_over_string_literals_in_quoted_source_is_no_error(tmp_path):
+    """pytest quotes the failing code: a literal that reads like a failure is code, the 'E   ' line is the error."""
+    text = (
+        ">               raise RuntimeError(\n"
+        '                    "Engine core initialization failed. "\n'
+        '                    "See root cause above. "\n'
+        "                )\n"
+        "E               RuntimeError: Engine core initialization failed. See root cause above.\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["first"]["where"].endswith(":5")

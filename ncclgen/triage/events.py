@@ -122,6 +122,9 @@ OTHER_FATAL = re.compile(
 # 'ERROR 04-13 19:52:24 [multiproc_executor.py:800]     self.NCCL_CHECK(' for every line): the exception line
 # that closes the traceback is the error, not its frames
 LOGGED_FRAME = re.compile(r"\bERROR\b[^\]]{0,80}\] {3,}\S")
+# A string literal alone on an indented line: a source line a traceback quotes (pytest shows the code around the
+# failing line; a message split over several literals), not a program's output
+SOURCE_LITERAL = re.compile(r"""^\s+[rbfu]{0,2}(?:"[^"]*"|'[^']*')\s*[,)]?\s*$""")
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(
     r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported|no eligible"
@@ -308,7 +311,8 @@ def is_error_line(text: str) -> bool:
     """An error marker, or another program's fatal words, outside a traceback frame a logger prefixed with ERROR."""
     fatal = "NCCL INFO" not in text and OTHER_FATAL.search(text)
     record = text.endswith("{") and "error_handler" in text  # torchelastic's error record opens: its lines say why
-    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text) and not record
+    code = SOURCE_LITERAL.match(text)
+    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text) and not record and not code
 
 
 def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:
