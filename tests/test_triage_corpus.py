@@ -71,7 +71,10 @@ def test_cause_and_root_line(f):
             else ("slow",)
             if cls in analyse.SLOW
             else ("unfinished",)
-            if cls in (*lastline.WAITS.values(), *lastline.STALLS)
+            if cls in (*lastline.WAITS.values(), *(lastline.STALLS - lastline.ACROSS_HOSTS))
+            # a link-local interface: the cause of the failure that follows it, or where a log that ends early stalled
+            else ("cause", "unfinished")
+            if cls in lastline.ACROSS_HOSTS
             else ("cause", "mismatch")
             if cls.startswith("nodes-differ-") or cls in (*analyse.MISMATCH, "bootstrap-unroutable")
             else ("cause",)

@@ -192,3 +192,40 @@ def test_a_message_split_over_string_literals_in_quoted_source_is_no_error(tmp_p
     )
     data = triage_json.triage(tmp_path, text)
     assert data["first"]["where"].endswith(":5")
+
+
+LINK_LOCAL = (
+    "h1:1:1 [0] NCCL INFO Bootstrap : Using [0]ens5:172.31.0.137<0> [1]veth75fa783:fe80::14ad:64ff:fe64:b31e%veth75fa783<0>\n"
+    "NCCL version 2.7.8+cuda11.1\n"
+    "h1:1:2 [0] NCCL INFO Channel 00/02 :    0   1\n"
+)
+
+
+def test_a_link_local_interface_is_where_a_multi_node_log_that_ends_early_stalled(tmp_path):
+    """pytorch#68893: a container's veth with only an fe80:: address in NCCL's list; the log ends in setup."""
+    data = triage_json.triage(
+        tmp_path, LINK_LOCAL + "h1:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0\n"
+    )
+    assert data["status"] == "unfinished" and data["first"]["signature"] == "link-local-bootstrap"
+    assert data["first"]["where"].endswith(":1")
+
+
+def test_a_link_local_interface_on_one_host_is_not_where_it_stalled(tmp_path):
+    """On one host every rank reaches the address (nccl-tests#115: a hang from the IOMMU, a veth listed too)."""
+    data = triage_json.triage(tmp_path, LINK_LOCAL + "h1:1:2 [0] NCCL INFO Channel 00 : 0[1e0] -> 1[1f0] via P2P/IPC\n")
+    assert (data.get("first") or {}).get("signature") != "link-local-bootstrap"
+
+
+RAY_OOM = "ray.exceptions.RayTaskError(OutOfMemoryError): ray::main_task() (pid=508648, ip=10.1.200.6)\n"
+
+
+def test_ray_wrapping_a_gpu_oom_names_it_when_the_inner_line_was_cut(tmp_path):
+    data = triage_json.triage(tmp_path, "Traceback (most recent call last):\n" + RAY_OOM)
+    assert data["status"] == "cause" and data["first"]["signature"] == "ray-task-gpu-oom"
+    assert "(main_task) ran out of GPU memory" in data["cause"]
+
+
+def test_ray_wrapping_a_gpu_oom_gives_way_to_the_line_with_the_sizes(tmp_path):
+    inner = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 520.00 MiB. GPU 0 has a total capacity of 21.95 GiB\n"
+    data = triage_json.triage(tmp_path, RAY_OOM + '  File "/x/worker.py", line 3, in f\n' + inner)
+    assert data["first"]["where"].endswith(":3") and data["first"]["signature"].startswith("cuda-oom")

@@ -33,8 +33,9 @@ from .reader import Line
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
 MAX_GROUPS = 512
 # symptoms that name the cause when the logs show no root: ranks waiting in a group's first one-element collective
-# for a rank that was busy elsewhere or gone (no rank's error anywhere); Gloo's monitored barrier naming its absentees
-ALONE = ("watchdog-start-timeout", "monitored-barrier")
+# for a rank that was busy elsewhere or gone (no rank's error anywhere); Gloo's monitored barrier naming its absentees;
+# Ray's wrapper of PyTorch's GPU out-of-memory error, its 'CUDA out of memory' line cut off
+ALONE = ("watchdog-start-timeout", "monitored-barrier", "ray-task-gpu-oom")
 # symptoms whose own text names where the cause is when nothing else does: an RDMA completion flushed on a queue
 # pair already in error names the peer whose log (or link) holds it
 NAMES_PEER = ("ib-flush",)
@@ -62,7 +63,7 @@ QUOTE_SPAN = 8  # lines from PyTorch's DistBackendError to its 'Last error:' quo
 # Ray's RayTaskError(Exc) prints the task's traceback after its own line (python/ray/exceptions.py), which the
 # wrapped exception's 'Exc: message' closes (CPython Lib/traceback.py): that line is the error, the wrapper its symptom
 WRAP_SPAN = 80
-WRAPPERS = ("ray-task-error",)
+WRAPPERS = ("ray-task-error", "ray-task-gpu-oom")
 # a Python exception line's type (its module path left out), for a wrapper that does not name the one it wraps
 ANY_EXCEPTION = r"[A-Z]\w*(?:Error|Exception)"
 

@@ -9,7 +9,9 @@ excerpt cut there (jobset#93). Such a log is unfinished at that line, not clean,
 
 Likewise a log that ends early (runstate.ends_early: NCCL's setup began and nothing shows the run ended) after a line
 that can stall NCCL with no error of its own: a connection that was not NCCL's on its listening socket, which before
-2.30.7 could leave the proxy thread waiting in place (nccl#1808). It is where the run may have hung, not a note.
+2.30.7 could leave the proxy thread waiting in place (nccl#1808), or a link-local interface in NCCL's bootstrap or
+socket list (pytorch#68893: a container's veth with only an fe80:: address). It is where the run may have hung, not a
+note.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ WAITS = {
     "paddle-endpoints-not-ready": "paddle-peers-not-listening",
     "launcher-peer-wait": "launcher-peer-wait-at-end",
 }
-STALLS = frozenset({"socket-foreign-connection"})  # suspects that can stall NCCL without an error line of their own
+# suspects that can stall NCCL without an error line of their own: a connection that was not NCCL's on its listening
+# socket; a link-local bootstrap or socket interface, whose address other hosts cannot reach (NCCL's connect to it
+# retries before it gives up: src/misc/socket.cc, ncclSocketConnect's retries on refused and timed-out connects)
+STALLS = frozenset({"socket-foreign-connection", "link-local-bootstrap"})
 MAX_FILES = 4096
 
 
@@ -49,7 +54,18 @@ class LastLines:
         return Event(ev.line, catalogue.classes()[WAITS[ev.sig.id]], ev.groups, ev.time, ev.node, ev.rank, ev.seq)  # type: ignore[union-attr]
 
 
+ACROSS_HOSTS = frozenset({"link-local-bootstrap"})  # stalls only where ranks on other hosts must reach the address
+
+
+def _across_hosts(facts: Facts) -> bool:
+    """The run spans hosts: more than one host's lines, or a channel over the network (NCCL's NET/)."""
+    return len(facts.hosts) > 1 or any(h.net_channels for h in facts.hosts.values())
+
+
 def stalled_at(suspects: list[Event], facts: Facts) -> Event | None:
     """The earliest suspect that can stall NCCL silently, in a log that ends early; or None."""
-    stalls = [ev for ev in suspects if ev.sig is not None and ev.sig.id in STALLS]
+    spans = _across_hosts(facts)
+    stalls = [
+        ev for ev in suspects if ev.sig is not None and ev.sig.id in STALLS and (spans or ev.sig.id not in ACROSS_HOSTS)
+    ]
     return min(stalls, key=order) if stalls and runstate.ends_early(facts) else None
