@@ -229,3 +229,12 @@ def test_ray_wrapping_a_gpu_oom_gives_way_to_the_line_with_the_sizes(tmp_path):
     inner = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 520.00 MiB. GPU 0 has a total capacity of 21.95 GiB\n"
     data = triage_json.triage(tmp_path, RAY_OOM + '  File "/x/worker.py", line 3, in f\n' + inner)
     assert data["first"]["where"].endswith(":3") and data["first"]["signature"].startswith("cuda-oom")
+
+
+def test_a_ray_wrapper_over_a_named_exception_gives_way_to_it(tmp_path):
+    text = (
+        "ray.exceptions.RayTaskError(RuntimeError): ray::Worker.init() (pid=1, ip=10.0.0.1)\n"
+        "RuntimeError: use_libuv was requested but PyTorch was built without libuv support\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["first"]["signature"] == "torch-store-libuv-missing" and data["first"]["where"].endswith(":2")
