@@ -238,3 +238,14 @@ def test_a_ray_wrapper_over_a_named_exception_gives_way_to_it(tmp_path):
     )
     data = triage_json.triage(tmp_path, text)
     assert data["first"]["signature"] == "torch-store-libuv-missing" and data["first"]["where"].endswith(":2")
+
+
+def test_a_py_spy_dump_names_the_log_line_of_its_innermost_frame(tmp_path):
+    text = (
+        'Thread 0x7F81445A8440 (active): "MainThread"\n'
+        "    destroy_process_group (torch/distributed/distributed_c10d.py:2184)\n"
+        "    <module> (torchtitan/train.py:554)\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    last = " ".join(data["hang"]["last"])
+    assert "innermost frame: destroy_process_group (distributed_c10d.py:2184) at " in last and last.endswith(":2")

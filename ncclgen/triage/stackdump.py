@@ -34,6 +34,7 @@ class Dumps:
     def __init__(self) -> None:
         self.first: Line | None = None  # its header, or its first frame where the excerpt left the header out
         self.frame: tuple[str, str, str] | None = None  # (function, file, line) of its first frame
+        self.at: Line | None = None  # the log line of that frame
         self.tool = ""
 
     def add(self, line: Line) -> None:
@@ -45,16 +46,19 @@ class Dumps:
             self.first = line
             self.tool = "py-spy dump" if spy else "faulthandler"
         elif self.tool == "py-spy dump" and (m := PYSPY_FRAME.match(text)):
-            self.frame = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line"))
+            self.frame, self.at = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line")), line
         elif m := FRAME.search(text):
             self.first = self.first or line
             self.tool = self.tool or "faulthandler"
-            self.frame = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line"))
+            self.frame, self.at = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line")), line
 
     def says(self) -> str | None:
         """One line for the report's hang section, or None when no dump was read."""
         if self.first is None:
             return None
         where = f"{self.first.file}:{self.first.lineno}"
-        inner = f"; innermost frame: {self.frame[0]} ({self.frame[1]}:{self.frame[2]})" if self.frame else ""
+        inner = ""
+        if self.frame and self.at:
+            at = f" at {self.at.file}:{self.at.lineno}" if self.at is not self.first else ""
+            inner = f"; innermost frame: {self.frame[0]} ({self.frame[1]}:{self.frame[2]}){at}"
         return f"a process printed its Python stacks ({self.tool}) at {where}, with no error line: it was waiting there{inner}"
