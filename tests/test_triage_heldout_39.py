@@ -249,3 +249,22 @@ def test_a_py_spy_dump_names_the_log_line_of_its_innermost_frame(tmp_path):
     data = triage_json.triage(tmp_path, text)
     last = " ".join(data["hang"]["last"])
     assert "innermost frame: destroy_process_group (distributed_c10d.py:2184) at " in last and last.endswith(":2")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "torch._dynamo.exc.UserError: Could not guard on data-dependent expression Eq(u0, 1) (unhinted: Eq(u0, 1)).",
+        "Tried to use data-dependent value in the subsequent computation. This can happen when we encounter unbounded",
+        "torch._dynamo.exc.UserError: Constraints violated (vlen5)! For more information, run with TORCH_LOGS=dynamic",
+    ],
+)
+def test_a_trace_that_cannot_keep_a_size_dynamic(tmp_path, text):
+    assert triage_json.triage(tmp_path, text + "\n")["first"]["signature"] == "torch-compile-dynamic-shape"
+
+
+def test_a_bare_exception_after_a_process_prefix_is_an_error_line(tmp_path):
+    data = triage_json.triage(
+        tmp_path, "(EngineCore_DP3 pid=34912)     assert x\n(EngineCore_DP3 pid=34912) AssertionError\n"
+    )
+    assert data["first"]["where"].endswith(":2")

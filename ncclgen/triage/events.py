@@ -89,8 +89,8 @@ ERROR_LINE = re.compile(
     # (or with its message wrapped whole onto the next line by a paste or terminal: 'AssertionError:' at the end)
     + r"|Traceback \(most recent call last\)|\b\w*(?:Error|Exception)(?:\([\w.]+\))?:(?: |\s*$)"
     # a traceback's last line for an exception raised without a message ('[rank2]: EOFError', Lib/traceback.py
-    # prints the type alone), alone on its line or after a log prefix
-    r"|(?:^|\]:?\s|^\s*)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
+    # prints the type alone), alone on its line or after a log prefix (Ray's and vLLM's '(EngineCore_DP3 pid=34912) ')
+    r"|(?:^|\]:?\s|^\s*|\bpid=\d+[^)]{0,80}\)\s+)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
     # a library's numbered error ('Error 4126: Unresponsive receiver ...', libfabric's EFA provider)
     r"|\bError \d{1,6}: "
