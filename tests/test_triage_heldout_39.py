@@ -268,3 +268,24 @@ def test_a_bare_exception_after_a_process_prefix_is_an_error_line(tmp_path):
         tmp_path, "(EngineCore_DP3 pid=34912)     assert x\n(EngineCore_DP3 pid=34912) AssertionError\n"
     )
     assert data["first"]["where"].endswith(":2")
+
+
+@pytest.mark.parametrize(
+    "text, sig",
+    [
+        ("RuntimeError: No CUDA GPUs are available", "no-cuda-gpus"),
+        (
+            "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting"
+            " `--address` flag or `RAY_ADDRESS` environment variable.",
+            "ray-no-running-instance",
+        ),
+        (
+            "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could"
+            " be because the operator doesn't exist for this backend",
+            "aten-op-no-backend-kernel",
+        ),
+    ],
+)
+def test_roots_a_probe_of_common_lines_found_unread(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
