@@ -289,3 +289,35 @@ def test_a_bare_exception_after_a_process_prefix_is_an_error_line(tmp_path):
 def test_roots_a_probe_of_common_lines_found_unread(tmp_path, text, sig):
     data = triage_json.triage(tmp_path, text + "\n")
     assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+@pytest.mark.parametrize(
+    "text, sig",
+    [
+        ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-driver-init-failed"),
+        (
+            "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by"
+            " /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_python.so)",
+            "shared-library-version-missing",
+        ),
+        (
+            "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:"
+            " undefined symbol: _ZN3c104cuda9SetDeviceEi",
+            "extension-undefined-symbol",
+        ),
+        ("RuntimeError: Tensors must be contiguous", "collective-noncontiguous"),
+        ("ImportError: /x/libtorch_cuda.so: undefined symbol: ncclMemFree", "nccl-symbol-missing"),
+    ],
+)
+def test_roots_a_second_probe_found_unread(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+def test_pytorchs_cuda_initialization_warning_is_no_failure(tmp_path):
+    """torch.cuda.is_available() on a machine without a usable GPU warns and the program goes on."""
+    text = (
+        "/usr/lib/python3/dist-packages/torch/cuda/__init__.py:118: UserWarning: CUDA initialization: CUDA driver"
+        " initialization failed, you might not have a CUDA gpu. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
+    )
+    assert triage_json.triage(tmp_path, text)["status"] == "clean"
