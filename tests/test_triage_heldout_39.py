@@ -321,3 +321,46 @@ def test_pytorchs_cuda_initialization_warning_is_no_failure(tmp_path):
         " initialization failed, you might not have a CUDA gpu. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
     )
     assert triage_json.triage(tmp_path, text)["status"] == "clean"
+
+
+@pytest.mark.parametrize(
+    "text, sig",
+    [
+        (
+            "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
+            "vllm-heads-not-divisible-by-tp",
+        ),
+        (
+            "ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not"
+            " recognize this architecture.",
+            "transformers-model-type-unknown",
+        ),
+        (
+            "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported architectures:",
+            "vllm-architecture-unsupported",
+        ),
+        ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray-runtime-env-failed"),
+        (
+            "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+            "safetensors-bad-header",
+        ),
+    ],
+)
+def test_roots_a_third_probe_found_unread(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+def test_a_dead_vllm_engine_gives_way_to_the_error_that_ended_it(tmp_path):
+    text = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+        "vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already.\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["first"]["signature"] == "cuda-oom" and any("loop dead" in t["summary"] for t in data["then"])
+
+
+def test_an_exit_barrier_wait_alone_is_a_symptom(tmp_path):
+    text = "torch.distributed.DistBackendError: Error waiting on exit barrier. Elapsed: 300.0 seconds\n"
+    data = triage_json.triage(tmp_path, text)
+    assert data["status"] == "unclassified" and data["first"]["signature"] == "elastic-exit-barrier"
