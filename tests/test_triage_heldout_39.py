@@ -40,7 +40,7 @@ def test_a_collective_the_backend_lacks(tmp_path, text, backend, op):
 
 def test_a_feature_the_device_lacks_is_not_a_backend_gap(tmp_path):
     data = triage_json.triage(tmp_path, "RuntimeError: backend 'cuda' does not support precision 'bf16'\n")
-    assert (data["first"] or {}).get("signature") != "backend-op-unsupported"
+    assert (data.get("first") or {}).get("signature") != "backend-op-unsupported"
 
 
 TRACEBACK = """Traceback (most recent call last):
@@ -141,7 +141,7 @@ def test_an_extension_built_for_another_torch(tmp_path, text, pkg):
 
 def test_a_key_missing_from_a_store_is_not_an_extension(tmp_path):
     data = triage_json.triage(tmp_path, "RuntimeError: key rank3 does not exist in the store\n")
-    assert (data["first"] or {}).get("signature") != "torch-extension-ops-missing"
+    assert (data.get("first") or {}).get("signature") != "torch-extension-ops-missing"
 
 
 def test_open_mpi_refusing_a_node_name(tmp_path):
@@ -364,3 +364,33 @@ def test_an_exit_barrier_wait_alone_is_a_symptom(tmp_path):
     text = "torch.distributed.DistBackendError: Error waiting on exit barrier. Elapsed: 300.0 seconds\n"
     data = triage_json.triage(tmp_path, text)
     assert data["status"] == "unclassified" and data["first"]["signature"] == "elastic-exit-barrier"
+
+
+@pytest.mark.parametrize(
+    "text, sig",
+    [
+        (
+            'error: resource mapping not found for name: "grpo" namespace: "" from "STDIN": no matches for kind'
+            ' "PyTorchJob" in version "kubeflow.org/v1"',
+            "k8s-kind-not-served",
+        ),
+        (
+            'Error from server (BadRequest): error when creating "dcgm-exporter.yaml": DaemonSet in version "v1" cannot'
+            " be handled as a DaemonSet: json: cannot unmarshal bool into Go struct field EnvVar.value of type string",
+            "k8s-apply-refused",
+        ),
+        (
+            "Error response from daemon: client version 1.40 is too new. Maximum supported API version is 1.39",
+            "docker-client-too-new",
+        ),
+        ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
+    ],
+)
+def test_roots_of_launches_on_kubernetes_and_containers(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+def test_a_missing_object_is_not_a_refused_request(tmp_path):
+    data = triage_json.triage(tmp_path, 'Error from server (NotFound): pods "grpo-worker-0" not found\n')
+    assert (data.get("first") or {}).get("signature") != "k8s-apply-refused"
