@@ -270,46 +270,71 @@ def test_a_bare_exception_after_a_process_prefix_is_an_error_line(tmp_path):
     assert data["first"]["where"].endswith(":2")
 
 
-@pytest.mark.parametrize(
-    "text, sig",
-    [
-        ("RuntimeError: No CUDA GPUs are available", "no-cuda-gpus"),
-        (
-            "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting"
-            " `--address` flag or `RAY_ADDRESS` environment variable.",
-            "ray-no-running-instance",
-        ),
-        (
-            "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could"
-            " be because the operator doesn't exist for this backend",
-            "aten-op-no-backend-kernel",
-        ),
-    ],
-)
-def test_roots_a_probe_of_common_lines_found_unread(tmp_path, text, sig):
-    data = triage_json.triage(tmp_path, text + "\n")
-    assert data["status"] == "cause" and data["first"]["signature"] == sig
+# a root line each, as its source prints it (probes of common lines no signature read, and launch errors on Kubernetes
+# and in containers)
+ROOTS = [
+    ("RuntimeError: No CUDA GPUs are available", "no-cuda-gpus"),
+    (
+        "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting"
+        " `--address` flag or `RAY_ADDRESS` environment variable.",
+        "ray-no-running-instance",
+    ),
+    (
+        "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could"
+        " be because the operator doesn't exist for this backend",
+        "aten-op-no-backend-kernel",
+    ),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-driver-init-failed"),
+    (
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by"
+        " /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_python.so)",
+        "shared-library-version-missing",
+    ),
+    (
+        "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:"
+        " undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "extension-undefined-symbol",
+    ),
+    ("RuntimeError: Tensors must be contiguous", "collective-noncontiguous"),
+    ("ImportError: /x/libtorch_cuda.so: undefined symbol: ncclMemFree", "nccl-symbol-missing"),
+    (
+        "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
+        "vllm-heads-not-divisible-by-tp",
+    ),
+    (
+        "ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not"
+        " recognize this architecture.",
+        "transformers-model-type-unknown",
+    ),
+    (
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported architectures:",
+        "vllm-architecture-unsupported",
+    ),
+    ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray-runtime-env-failed"),
+    (
+        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+        "safetensors-bad-header",
+    ),
+    (
+        'error: resource mapping not found for name: "grpo" namespace: "" from "STDIN": no matches for kind'
+        ' "PyTorchJob" in version "kubeflow.org/v1"',
+        "k8s-kind-not-served",
+    ),
+    (
+        'Error from server (BadRequest): error when creating "dcgm-exporter.yaml": DaemonSet in version "v1" cannot'
+        " be handled as a DaemonSet: json: cannot unmarshal bool into Go struct field EnvVar.value of type string",
+        "k8s-apply-refused",
+    ),
+    (
+        "Error response from daemon: client version 1.40 is too new. Maximum supported API version is 1.39",
+        "docker-client-too-new",
+    ),
+    ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
+]
 
 
-@pytest.mark.parametrize(
-    "text, sig",
-    [
-        ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-driver-init-failed"),
-        (
-            "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by"
-            " /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_python.so)",
-            "shared-library-version-missing",
-        ),
-        (
-            "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:"
-            " undefined symbol: _ZN3c104cuda9SetDeviceEi",
-            "extension-undefined-symbol",
-        ),
-        ("RuntimeError: Tensors must be contiguous", "collective-noncontiguous"),
-        ("ImportError: /x/libtorch_cuda.so: undefined symbol: ncclMemFree", "nccl-symbol-missing"),
-    ],
-)
-def test_roots_a_second_probe_found_unread(tmp_path, text, sig):
+@pytest.mark.parametrize("text, sig", ROOTS)
+def test_a_root_line_names_its_cause(tmp_path, text, sig):
     data = triage_json.triage(tmp_path, text + "\n")
     assert data["status"] == "cause" and data["first"]["signature"] == sig
 
@@ -321,34 +346,6 @@ def test_pytorchs_cuda_initialization_warning_is_no_failure(tmp_path):
         " initialization failed, you might not have a CUDA gpu. (Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n"
     )
     assert triage_json.triage(tmp_path, text)["status"] == "clean"
-
-
-@pytest.mark.parametrize(
-    "text, sig",
-    [
-        (
-            "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
-            "vllm-heads-not-divisible-by-tp",
-        ),
-        (
-            "ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not"
-            " recognize this architecture.",
-            "transformers-model-type-unknown",
-        ),
-        (
-            "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported architectures:",
-            "vllm-architecture-unsupported",
-        ),
-        ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray-runtime-env-failed"),
-        (
-            "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
-            "safetensors-bad-header",
-        ),
-    ],
-)
-def test_roots_a_third_probe_found_unread(tmp_path, text, sig):
-    data = triage_json.triage(tmp_path, text + "\n")
-    assert data["status"] == "cause" and data["first"]["signature"] == sig
 
 
 def test_a_dead_vllm_engine_gives_way_to_the_error_that_ended_it(tmp_path):
@@ -364,31 +361,6 @@ def test_an_exit_barrier_wait_alone_is_a_symptom(tmp_path):
     text = "torch.distributed.DistBackendError: Error waiting on exit barrier. Elapsed: 300.0 seconds\n"
     data = triage_json.triage(tmp_path, text)
     assert data["status"] == "unclassified" and data["first"]["signature"] == "elastic-exit-barrier"
-
-
-@pytest.mark.parametrize(
-    "text, sig",
-    [
-        (
-            'error: resource mapping not found for name: "grpo" namespace: "" from "STDIN": no matches for kind'
-            ' "PyTorchJob" in version "kubeflow.org/v1"',
-            "k8s-kind-not-served",
-        ),
-        (
-            'Error from server (BadRequest): error when creating "dcgm-exporter.yaml": DaemonSet in version "v1" cannot'
-            " be handled as a DaemonSet: json: cannot unmarshal bool into Go struct field EnvVar.value of type string",
-            "k8s-apply-refused",
-        ),
-        (
-            "Error response from daemon: client version 1.40 is too new. Maximum supported API version is 1.39",
-            "docker-client-too-new",
-        ),
-        ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
-    ],
-)
-def test_roots_of_launches_on_kubernetes_and_containers(tmp_path, text, sig):
-    data = triage_json.triage(tmp_path, text + "\n")
-    assert data["status"] == "cause" and data["first"]["signature"] == sig
 
 
 def test_a_missing_object_is_not_a_refused_request(tmp_path):
