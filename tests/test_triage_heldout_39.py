@@ -330,6 +330,8 @@ ROOTS = [
         "docker-client-too-new",
     ),
     ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
+    ("numactl: This system does not support NUMA policy", "numactl-no-numa-policy"),
+    ("libnuma: Warning: cpu argument 64-127 is out of range", "numactl-cpus-not-allowed"),
 ]
 
 
