@@ -368,3 +368,13 @@ def test_an_exit_barrier_wait_alone_is_a_symptom(tmp_path):
 def test_a_missing_object_is_not_a_refused_request(tmp_path):
     data = triage_json.triage(tmp_path, 'Error from server (NotFound): pods "grpo-worker-0" not found\n')
     assert (data.get("first") or {}).get("signature") != "k8s-apply-refused"
+
+
+def test_a_timeout_by_nccl_work_numbers_alone_is_the_watchdogs_timeout(tmp_path):
+    text = (
+        "[rank3]:[E1203 10:00:00.000 ProcessGroupNCCL.cpp:1595] [PG ID 0 PG GUID 0(default_pg) Rank 3] Timeout at NCCL"
+        " work: 1234, last enqueued NCCL work: 1235, last completed NCCL work: 1233.\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["status"] == "unclassified" and data["first"]["signature"] == "watchdog-timeout-work"
+    assert "NCCL work 1234" in data["symptom"]["says"]
