@@ -295,6 +295,11 @@ ROOTS = [
         " undefined symbol: _ZN3c104cuda9SetDeviceEi",
         "extension-undefined-symbol",
     ),
+    (
+        "ImportError: /env/lib/python3.9/site-packages/deep_ep_cpp.cpython-39-x86_64-linux-gnu.so: undefined symbol:"
+        " _ZNSt15__exception_ptr13exception_ptr9_M_addrefEv",
+        "libstdcxx-symbol-missing",
+    ),
     ("RuntimeError: Tensors must be contiguous", "collective-noncontiguous"),
     ("ImportError: /x/libtorch_cuda.so: undefined symbol: ncclMemFree", "nccl-symbol-missing"),
     (
