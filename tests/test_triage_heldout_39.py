@@ -335,6 +335,7 @@ ROOTS = [
         "docker-client-too-new",
     ),
     ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
+    ('Error: could not select device driver "" with capabilities: [[gpu]]', "docker-no-gpu-driver"),
     ("numactl: This system does not support NUMA policy", "numactl-no-numa-policy"),
     ("libnuma: Warning: cpu argument 64-127 is out of range", "numactl-cpus-not-allowed"),
 ]
