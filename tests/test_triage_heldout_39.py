@@ -336,6 +336,17 @@ ROOTS = [
     ),
     ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
     ('Error: could not select device driver "" with capabilities: [[gpu]]', "docker-no-gpu-driver"),
+    ("RuntimeError: Error building extension 'fused_adam'", "torch-extension-build-failed"),
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_90'", "nvcc-arch-unsupported"),
+    (
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+        "torch-extension-no-cuda-home",
+    ),
+    (
+        "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to compile PyTorch (11.8)."
+        " Please make sure to use the same CUDA versions.",
+        "torch-extension-cuda-mismatch",
+    ),
     ("numactl: This system does not support NUMA policy", "numactl-no-numa-policy"),
     ("libnuma: Warning: cpu argument 64-127 is out of range", "numactl-cpus-not-allowed"),
 ]
@@ -384,3 +395,10 @@ def test_a_timeout_by_nccl_work_numbers_alone_is_the_watchdogs_timeout(tmp_path)
     data = triage_json.triage(tmp_path, text)
     assert data["status"] == "unclassified" and data["first"]["signature"] == "watchdog-timeout-work"
     assert "NCCL work 1234" in data["symptom"]["says"]
+
+
+def test_a_compilers_error_line_is_an_error_line(tmp_path):
+    data = triage_json.triage(
+        tmp_path, "csrc/adam/multi_tensor_adam.cu:42:5: error: use of undeclared identifier 'free'\n"
+    )
+    assert data["status"] == "unclassified" and data["first"]["where"].endswith(":1")

@@ -92,6 +92,9 @@ ERROR_LINE = re.compile(
     # prints the type alone), alone on its line or after a log prefix (Ray's and vLLM's '(EngineCore_DP3 pid=34912) ')
     r"|(?:^|\]:?\s|^\s*|\bpid=\d+[^)]{0,80}\)\s+)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
     r"|srun: error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
+    # a compiler's error on a source line (gcc, clang, nvcc: 'FILE.cu:42:5: error: ...'), nvcc's own fatal line: an
+    # extension a job builds at run time (DeepSpeed's JIT ops, torch.utils.cpp_extension)
+    r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error: |^nvcc fatal\s*: "
     # a library's numbered error ('Error 4126: Unresponsive receiver ...', libfabric's EFA provider)
     r"|\bError \d{1,6}: "
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
