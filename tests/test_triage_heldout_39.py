@@ -402,3 +402,20 @@ def test_a_compilers_error_line_is_an_error_line(tmp_path):
         tmp_path, "csrc/adam/multi_tensor_adam.cu:42:5: error: use of undeclared identifier 'free'\n"
     )
     assert data["status"] == "unclassified" and data["first"]["where"].endswith(":1")
+
+
+def test_hydras_failed_job_line_alone_is_a_failure_not_a_clean_run(tmp_path):
+    text = (
+        "Error executing job with overrides: ['algorithm.adv_estimator=grpo', 'trainer.nnodes=2']\n"
+        "Set the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+    )
+    data = triage_json.triage(tmp_path, text)
+    assert data["status"] == "unclassified" and data["first"]["signature"] == "hydra-job-failed"
+
+
+def test_hydras_failed_job_line_gives_way_to_the_exception_after_it(tmp_path):
+    text = (
+        "Error executing job with overrides: ['trainer.nnodes=2']\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert triage_json.triage(tmp_path, text)["first"]["signature"] == "cuda-oom"
