@@ -347,6 +347,7 @@ ROOTS = [
         " Please make sure to use the same CUDA versions.",
         "torch-extension-cuda-mismatch",
     ),
+    ("socket.gaierror: [Errno -2] Name or service not known", "host-unresolved"),
     ("numactl: This system does not support NUMA policy", "numactl-no-numa-policy"),
     ("libnuma: Warning: cpu argument 64-127 is out of range", "numactl-cpus-not-allowed"),
 ]
@@ -419,3 +420,8 @@ def test_hydras_failed_job_line_gives_way_to_the_exception_after_it(tmp_path):
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
     )
     assert triage_json.triage(tmp_path, text)["first"]["signature"] == "cuda-oom"
+
+
+def test_pythons_lower_case_socket_exceptions_are_error_lines(tmp_path):
+    data = triage_json.triage(tmp_path, "socket.timeout: timed out\n")
+    assert data["status"] == "unclassified" and data["first"]["where"].endswith(":1")

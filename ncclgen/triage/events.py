@@ -95,6 +95,8 @@ ERROR_LINE = re.compile(
     # a compiler's error on a source line (gcc, clang, nvcc: 'FILE.cu:42:5: error: ...'), nvcc's own fatal line: an
     # extension a job builds at run time (DeepSpeed's JIT ops, torch.utils.cpp_extension)
     r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error: |^nvcc fatal\s*: "
+    # Python's lower-case socket exceptions (socket.gaierror, socket.herror, socket.timeout)
+    r"|\bsocket\.(?:gaierror|herror|timeout): "
     # a library's numbered error ('Error 4126: Unresponsive receiver ...', libfabric's EFA provider)
     r"|\bError \d{1,6}: "
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
