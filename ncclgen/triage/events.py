@@ -317,8 +317,12 @@ def is_error_line(text: str) -> bool:
     # (a Python warning, "FILE:N: UserWarning: CUDA initialization: ... initialization failed", is no fatal line)
     fatal = "NCCL INFO" not in text and "Warning: " not in text and OTHER_FATAL.search(text)
     record = text.endswith("{") and "error_handler" in text  # torchelastic's error record opens: its lines say why
-    code = SOURCE_LITERAL.match(text)
-    return bool(ERROR_LINE.search(text) or fatal) and not LOGGED_FRAME.search(text) and not record and not code
+    return (
+        bool(ERROR_LINE.search(text) or fatal)
+        and not LOGGED_FRAME.search(text)
+        and not record
+        and not SOURCE_LITERAL.match(text)  # a source line a traceback quotes
+    )
 
 
 def bare_warn(text: str) -> tuple[catalogue.Signature, dict[str, str]] | None:

@@ -31,6 +31,7 @@ WAITS = {
 # socket; a link-local bootstrap or socket interface, whose address other hosts cannot reach (NCCL's connect to it
 # retries before it gives up: src/misc/socket.cc, ncclSocketConnect's retries on refused and timed-out connects)
 STALLS = frozenset({"socket-foreign-connection", "link-local-bootstrap"})
+ACROSS_HOSTS = frozenset({"link-local-bootstrap"})  # stalls only where ranks on other hosts must reach the address
 MAX_FILES = 4096
 
 
@@ -52,9 +53,6 @@ class LastLines:
             return None
         ev = min(waits, key=order)
         return Event(ev.line, catalogue.classes()[WAITS[ev.sig.id]], ev.groups, ev.time, ev.node, ev.rank, ev.seq)  # type: ignore[union-attr]
-
-
-ACROSS_HOSTS = frozenset({"link-local-bootstrap"})  # stalls only where ranks on other hosts must reach the address
 
 
 def _across_hosts(facts: Facts) -> bool:

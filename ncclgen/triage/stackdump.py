@@ -46,11 +46,14 @@ class Dumps:
             self.first = line
             self.tool = "py-spy dump" if spy else "faulthandler"
         elif self.tool == "py-spy dump" and (m := PYSPY_FRAME.match(text)):
-            self.frame, self.at = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line")), line
+            self._frame(m, line)
         elif m := FRAME.search(text):
             self.first = self.first or line
             self.tool = self.tool or "faulthandler"
-            self.frame, self.at = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line")), line
+            self._frame(m, line)
+
+    def _frame(self, m: re.Match[str], line: Line) -> None:
+        self.frame, self.at = (m.group("func"), m.group("file").rsplit("/", 1)[-1], m.group("line")), line
 
     def says(self) -> str | None:
         """One line for the report's hang section, or None when no dump was read."""
