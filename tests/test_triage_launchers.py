@@ -394,7 +394,7 @@ def test_an_exception_no_signature_names_is_placed_by_its_innermost_frame(tmp_pa
         "[rank0]: KeyError: torch.bfloat16\n"
     )
     data = triage(tmp_path, log)
-    assert data["status"] == "unclassified"
+    assert data["status"] == "program"
     assert data["first"]["raised_in"] == "/ds/deepspeed/runtime/base_optimizer.py:70 in report_ipg_memory_usage"
     wrapped = log.replace(", in report_ipg_memory_usage\n", ", in\n report_ipg_memory_usage\n")
     assert triage(tmp_path, wrapped)["first"]["raised_in"] == "/ds/deepspeed/runtime/base_optimizer.py:70"

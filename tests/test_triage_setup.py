@@ -359,7 +359,7 @@ def test_an_exception_raised_without_a_message_is_an_error_line(tmp_path):
     """Lib/traceback.py prints the type alone ('[rank2]: EOFError'): a failure, not a clean log; a sentence that
     ends in a word like 'Error' elsewhere in a line is not."""
     data = triage(tmp_path, '[rank2]:   File "x.py", line 3, in f\n[rank2]:     raise EOFError\n[rank2]: EOFError\n')
-    assert data["status"] == "unclassified" and data["first"]["where"].endswith(":3")
+    assert data["status"] == "program" and data["first"]["where"].endswith(":3")
     assert triage(tmp_path, "INFO saved 3 checkpoints without an Error\n")["status"] == "clean"
 
 

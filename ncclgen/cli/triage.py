@@ -31,8 +31,9 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     launcher's loop waiting for a peer pod or its sshd)
     (`unfinished`: a hang there or a log cut short; it says what to collect if it hung); 1 a failure
     no cause class explains (the first line read as one, the last collective per rank and what to
-    collect next are shown) or a hang (ranks behind others that completed init, timeouts,
-    collectives left waiting); 2 bad input.
+    collect next are shown), the program's own exception (`program`: a Python exception raised in
+    the job's code or a library's, named with the package that raised it) or a hang (ranks behind
+    others that completed init, timeouts, collectives left waiting); 2 bad input.
 
     \b
     Example:

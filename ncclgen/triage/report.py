@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import benchtable, catalogue, nodes, overrides, plancheck, runstate
+from . import benchtable, catalogue, nodes, overrides, plancheck, program, runstate
 from .analyse import ALONE, Result, counted, order, quotes
 from .events import Event
 
@@ -12,6 +12,7 @@ WHY = {
     "cause": "first failure",
     "slow": "slow run",
     "mismatch": "nodes set up differently, with no error line",
+    "program": "the program's own exception",
     "unclassified": "a failure ncclgen cannot classify; the first line it reads as one",
     "hang": "a hang with no error line",
     "unfinished": "no error line, and the logs end before the run did (a hang there, or a log cut short)",
@@ -200,17 +201,7 @@ def as_data(
         "from": ("the plan" if plan else "the logs' HCA link layer or IPoIB interfaces") if fabric else None,
     }
     if result.first is not None:
-        data["first"] = event_data(result.first)
-        sig = result.first.sig
-        if result.status in ("cause", "slow", "mismatch", "unfinished") and sig is not None:
-            data["cause"] = catalogue.fill(sig.cause, result.first.groups)
-            data["fix"] = plancheck.fix_for(sig, fabric, result.first.groups)
-            data["sources"] = list(sig.sources)
-        elif result.status == "unclassified" and sig is not None:
-            # only symptoms: what the line says and what its signature asks to collect for the cause (a hang's
-            # own collect-next line, from the ranks' last lines, replaces the latter)
-            says = catalogue.fill(sig.cause, result.first.groups)
-            data["symptom"] = {"says": says, "collect_next": None if hang else sig.fix}
+        data.update(_first(result, hang, fabric))
     data["then"] = [
         {
             "summary": counted(text, g),
@@ -239,6 +230,27 @@ def as_data(
     data["overrides"] = overrides.seen(result.facts, data["status"])
     data["plan"] = {"from": plan.origin, "notes": plan_notes} if plan else None
     data["flight_recorder"] = fr
+    return data
+
+
+def _first(result: Result, hang: dict | None, fabric: str | None) -> dict:
+    """The first failure, with its cause and fix: a cause class's, a symptom's words, or the program's own."""
+    ev = result.first
+    assert ev is not None
+    data: dict = {"first": event_data(ev)}
+    sig = ev.sig
+    if result.status in ("cause", "slow", "mismatch", "unfinished") and sig is not None:
+        data["cause"] = catalogue.fill(sig.cause, ev.groups)
+        data["fix"] = plancheck.fix_for(sig, fabric, ev.groups)
+        data["sources"] = list(sig.sources)
+    elif result.status == "unclassified" and sig is not None:
+        # only symptoms: what the line says and what its signature asks to collect for the cause (a hang's
+        # own collect-next line, from the ranks' last lines, replaces the latter)
+        says = catalogue.fill(sig.cause, ev.groups)
+        data["symptom"] = {"says": says, "collect_next": None if hang else sig.fix}
+    elif result.status == "unclassified" and (own := program.read(ev)) is not None:
+        data.update(status="program", program=own, cause=program.cause(own), fix=program.fix(own))
+        data["sources"] = program.SOURCES
     return data
 
 

@@ -6,7 +6,7 @@ from ..errors import UserError
 from . import compare, flightrec, plancheck, reader, report, runstate
 from .analyse import Accumulator
 
-EXIT = {"cause": 0, "clean": 0, "slow": 0, "mismatch": 0, "unclassified": 1, "hang": 1, "unfinished": 0}
+EXIT = {"cause": 0, "clean": 0, "slow": 0, "mismatch": 0, "unclassified": 1, "program": 1, "hang": 1, "unfinished": 0}
 
 
 def scan(paths: list[str], progress: bool = True) -> tuple[Accumulator, list, list]:

@@ -1,0 +1,114 @@
+"""A failure that is the program's own: a Python exception raised in the job's code or a library's, with nothing
+before it that names a failure of NCCL, the network, a GPU or the host.
+
+Most failures in the logs of distributed training are not the fabric's: a KeyError in a trainer, a TypeError between
+two releases of a library, a configuration the code rejects. The traceback says whose code raised the exception (its
+innermost frame, CPython's Lib/traceback.py prints frames outermost first) and, where that is PyTorch or Python's
+standard library, which caller's arguments led there (frames.py). That is where the cause is: the report names the
+exception, the package that raised it and the caller, instead of 'not classified'. Exceptions that report the
+environment rather than the program (the OS, the network, memory, CUDA, a collective backend, Ray's own failures)
+are not the program's and stay unclassified; so does a RuntimeError raised inside PyTorch, which reports runtime
+faults as often as wrong arguments.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .events import Event
+from .frames import INNER
+
+# The exception's type: dotted, ending as Python's exception names do (Lib/traceback.py: `Type: message`, or the
+# type alone for an exception raised without one)
+TYPE = re.compile(
+    r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|StopIteration))(?:\([\w.]+\))?(?::|\s*$)"
+)
+# Types that report the environment, not the program: the OS (OSError's family), memory, the network, CUDA and the
+# collective backends, PyTorch's distributed runtime, Ray's own failures, a process stopped by a signal
+ENVIRONMENT = re.compile(
+    r"OSError|IOError|EnvironmentError|Connection|Timeout|BrokenPipe|Permission|BlockingIO|ChildProcess|Interrupted"
+    r"|ProcessLookup|Memory|SystemError|Network|[Ss]ocket|\bDist|Backend|NCCL|Nccl|HCCL|Hccl|Gloo|CUDA|Cuda|Accelerator"
+    r"|Ray|ObjectLost|OwnerDied|WorkerCrashed|NodeDied|ActorDied|ActorUnavailable|ChildFailed|Rendezvous|Store"
+    r"|Signal|Killed|Preempt|SSL|Certificate|HTTP|URL|Proxy|Credential|Authentication|Unauthorized"
+)
+# A message that reports a fault of the fabric, the device or the run's state whatever the exception's type (DeepEP's
+# 'RuntimeError: DeepEP error: timeout', an accelerator runtime's 'NPU function error ... error code is 507011')
+FAULT = re.compile(
+    r"[Tt]ime(?:d )?out|NCCL|[Nn]ccl|CUDA error|device-side|illegal memory|out of memory|ECC|Xid|NVLink|InfiniBand"
+    r"|RDMA|ibv_|[Cc]onnection|[Ss]ocket|[Nn]etwork|error code is|function error|[Ss]egmentation fault|[Kk]illed"
+)
+# Packages whose RuntimeError reports a runtime fault as often as a wrong argument: PyTorch and its device back ends
+RUNTIMES = re.compile(r"PyTorch$|torch_\w+$|habana\w*$|intel_extension\w*$|triton$")
+# A path the job was given that is not there (FileNotFoundError and its kin) is its input's problem, not the OS's
+INPUT_OS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "FileExistsError")
+# (an egg's folder first: 'dist-packages/deep_ep-1.2.1+309785a-py3.12-linux-x86_64.egg/deep_ep/buffer.py')
+SITE = re.compile(
+    r"[/\\](?:site|dist)-packages[/\\](?:[^/\\]+\.egg[/\\])?(?P<pkg>[A-Za-z_][\w.-]*?)(?:\.py)?(?:[/\\]|$)"
+)
+SOURCES = [
+    "https://docs.python.org/3/library/traceback.html (a traceback's frames, outermost first; the last frame is the "
+    "code that raised the exception)",
+    "python/cpython v3.11.7 Lib/traceback.py (format_exception_only: the closing `Type: message` line)",
+]
+
+
+def read(ev: Event) -> dict | None:
+    """The exception, its owner and its caller, where ``ev`` is an exception line under a traceback frame and the
+    exception is the program's; else None."""
+    raised_in = ev.groups.get("raised_in")
+    if ev.sig is not None or not raised_in:
+        return None
+    m = TYPE.search(ev.line.text)
+    if m is None:
+        return None
+    name = m.group("type").rsplit(".", 1)[-1]
+    if (ENVIRONMENT.search(m.group(0)) and name not in INPUT_OS) or FAULT.search(ev.line.text):
+        return None
+    path = raised_in.split(":", 1)[0]
+    inner = bool(INNER.search(path))
+    if name == "RuntimeError" and RUNTIMES.match(owner(path) or ""):
+        return None
+    caller = ev.groups.get("called_from") if inner else None
+    return {"type": name, "owner": owner(caller or path), "raised_in": raised_in, "called_from": caller}
+
+
+def owner(where: str) -> str | None:
+    """Whose code a frame's path is: a package under site-packages, PyTorch or Python's library; None for a file
+    elsewhere (the job's own script, or a package installed from a source checkout: its path alone cannot tell)."""
+    path = where.split(":", 1)[0]
+    if m := SITE.search(path):
+        pkg = m.group("pkg")
+        return "PyTorch" if pkg == "torch" else pkg
+    if INNER.search(path):
+        return "Python's standard library"
+    return None
+
+
+def _code(who: str | None, where: str) -> str:
+    if who is None:
+        return where
+    return f"{who if who[0].isupper() else who + chr(39) + 's code'} ({where})"
+
+
+def cause(p: dict) -> str:
+    if p["called_from"]:
+        where = f"raised in {p['raised_in']} on a call from {_code(p['owner'], p['called_from'])}"
+    else:
+        where = f"raised in {_code(p['owner'], p['raised_in'])}"
+    return (
+        f"the program failed on its own: {p['type']} {where}; no line before it names a failure of NCCL, the "
+        "network, a GPU or the host"
+    )
+
+
+def fix(p: dict) -> str:
+    text = (
+        "read the code at that frame with the exception's message: the configuration, data or arguments it was "
+        "given, or a bug there"
+    )
+    if p["owner"] and p["owner"][0].islower():  # a package of its own, not PyTorch or Python's library
+        text += (
+            f"; check that the installed {p['owner']} is the release the job's other packages expect, and search its "
+            "issues for the message"
+        )
+    return text

@@ -1,0 +1,109 @@
+"""The program's own exception (ncclgen/triage/program.py): a Python exception under its traceback, raised in the
+job's code or a library's, is named with whose code raised it; exceptions that report the environment stay
+unclassified."""
+
+from __future__ import annotations
+
+import pytest
+import triage_json
+
+SITE = "/env/lib/python3.11/site-packages"
+
+
+def traceback(inner: str, exc: str, outer: str = "/home/u/train.py") -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{outer}", line 40, in <module>\n'
+        "    main()\n"
+        f'  File "{inner}", line 12, in step\n'
+        "    do()\n"
+        f"{exc}\n"
+    )
+
+
+def test_a_library_s_exception_names_the_library_and_what_to_check(tmp_path):
+    """verl#772: vLLM's code raised on a numpy array verl passed it."""
+    log = traceback(f"{SITE}/vllm/v1/request.py", "AttributeError: 'numpy.ndarray' object has no attribute 'append'")
+    data = triage_json.triage(tmp_path, log)
+    assert (data["status"], data["_code"]) == ("program", 1)
+    assert data["program"] == {
+        "type": "AttributeError",
+        "owner": "vllm",
+        "raised_in": f"{SITE}/vllm/v1/request.py:12 in step",
+        "called_from": None,
+    }
+    assert data["cause"].startswith(f"the program failed on its own: AttributeError raised in vllm's code ({SITE}/")
+    assert "the installed vllm is the release" in data["fix"]
+    assert data["first"]["where"].endswith(":6")
+
+
+def test_the_job_s_own_script_is_named_by_its_path(tmp_path):
+    data = triage_json.triage(tmp_path, traceback("/home/u/model.py", "KeyError: 'pixel_values'"))
+    assert data["status"] == "program" and data["program"]["owner"] is None
+    assert "KeyError raised in /home/u/model.py:12 in step;" in data["cause"]
+    assert "the installed" not in data["fix"]  # no package to check the release of
+
+
+def test_an_egg_s_folder_is_not_the_package_name(tmp_path):
+    path = f"{SITE}/deep_ep-1.2.1+309785a-py3.12-linux-x86_64.egg/deep_ep/buffer.py"
+    assert triage_json.triage(tmp_path, traceback(path, "ValueError: bad"))["program"]["owner"] == "deep_ep"
+
+
+def test_an_exception_raised_in_pytorch_names_the_caller_s_package(tmp_path):
+    log = (
+        "Traceback (most recent call last):\n"
+        f'  File "{SITE}/deepspeed/runtime/engine.py", line 9, in step\n'
+        "    x()\n"
+        f'  File "{SITE}/torch/_utils.py", line 571, in _flatten_dense_tensors\n'
+        "    y()\n"
+        "ValueError: torch.cat(): expected a non-empty list of Tensors\n"
+    )
+    data = triage_json.triage(tmp_path, log)
+    assert data["program"]["owner"] == "deepspeed"
+    assert f"on a call from deepspeed's code ({SITE}/deepspeed/runtime/engine.py:9 in step)" in data["cause"]
+
+
+@pytest.mark.parametrize(
+    "inner, exc",
+    [
+        # the environment, not the program: the OS, the network, memory, TLS, Ray's and PyTorch's runtimes
+        ("/home/u/a.py", "ConnectionRefusedError: [Errno 111] Connection refused"),
+        ("/usr/lib/python3.11/ssl.py", "ssl.SSLError: [SSL: TLSV1_ALERT_INTERNAL_ERROR] tlsv1 alert internal error"),
+        ("/home/u/a.py", "PermissionError: [Errno 13] Permission denied: '/data'"),
+        ("/home/u/a.py", "MemoryError"),
+        (f"{SITE}/ray/_private/worker.py", "ray.exceptions.RayActorError: The actor died unexpectedly"),
+        (f"{SITE}/torch/distributed/rendezvous.py", "torch.distributed.DistNetworkError: failed to connect"),
+        # a RuntimeError inside PyTorch or a device back end reports runtime faults as often as wrong arguments
+        (f"{SITE}/torch/nn/functional.py", "RuntimeError: Expected all tensors to be on the same device"),
+        (f"{SITE}/torch_npu/npu/utils.py", "RuntimeError: SetDevice: NPU function error, error code is 107001"),
+        # a message that reports a fault of the run whatever the type
+        (f"{SITE}/deep_ep/buffer.py", "RuntimeError: DeepEP error: timeout (dispatch CPU)"),
+    ],
+)
+def test_an_exception_that_reports_the_environment_stays_unclassified(tmp_path, inner, exc):
+    data = triage_json.triage(tmp_path, traceback(inner, exc))
+    assert data["status"] != "program" and "program" not in data, data.get("cause")
+
+
+def test_a_path_the_job_was_given_that_is_not_there_is_the_program_s(tmp_path):
+    """FileNotFoundError is OSError's, but names the job's input: a relative path on another node (verl#4029)."""
+    data = triage_json.triage(
+        tmp_path, traceback("/home/u/a.py", "FileNotFoundError: [Errno 2] No such file: 'x.yaml'")
+    )
+    assert data["status"] == "program" and data["program"]["type"] == "FileNotFoundError"
+
+
+def test_an_exception_line_with_no_frame_above_it_is_not_placed(tmp_path):
+    data = triage_json.triage(tmp_path, "step 3\nValueError: bad value\n")
+    assert data["status"] == "unclassified" and "program" not in data
+
+
+def test_the_text_report_says_the_cause_not_unclassified(tmp_path):
+    from ncclgen.triage import run
+
+    log = tmp_path / "job.out"
+    log.write_text(traceback(f"{SITE}/vllm/v1/request.py", "AttributeError: x"))
+    text, code = run.triage([str(log)])
+    assert text.startswith("the program's own exception: ") and code == 1
+    assert "cause: the program failed on its own: AttributeError raised in vllm's code" in text
+    assert "not classified" not in text
