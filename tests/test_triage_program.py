@@ -107,3 +107,15 @@ def test_the_text_report_says_the_cause_not_unclassified(tmp_path):
     assert text.startswith("the program's own exception: ") and code == 1
     assert "cause: the program failed on its own: AttributeError raised in vllm's code" in text
     assert "not classified" not in text
+
+
+def test_frames_a_paste_left_without_indentation_or_with_ray_s_colour_codes(tmp_path):
+    """A paste may drop a frame's indentation (torchtitan#1541) or keep Ray's colour codes around its prefix with
+    or without the escape (SkyRL#1016): the frame still places the exception."""
+    bare = 'File "/app/torchtitan/distributed/utils.py", line 423, in _clip_grad_norm_with_ep\n    ).full_tensor()\n'
+    data = triage_json.triage(tmp_path, bare + "AttributeError: 'Tensor' object has no attribute 'full_tensor'\n")
+    assert data["first"]["raised_in"] == "/app/torchtitan/distributed/utils.py:423 in _clip_grad_norm_with_ep"
+    for esc in ("\x1b", ""):
+        pre = f"{esc}[36m(skyrl_entrypoint pid=3675949){esc}[0m "
+        log = f'{pre}  File "{SITE}/vllm/api_server.py", line 9, in build_app\n{pre}    x\n{pre}AttributeError: no\n'
+        assert triage_json.triage(tmp_path, log)["program"]["owner"] == "vllm"

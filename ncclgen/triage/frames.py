@@ -15,8 +15,11 @@ import re
 from .events import LOG_PREFIX, Event
 from .reader import Line
 
-# (after the log prefix; a paste may wrap the line after 'in', leaving the function name on the next line)
-FRAME = re.compile(r'\s+File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?')
+# (after the log prefix; a paste may wrap the line after 'in', leaving the function name on the next line, or drop
+# the frame's indentation)
+FRAME = re.compile(r'\s*File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?')
+# A terminal's colour codes around Ray's prefix ('\x1b[36m(TaskRunner pid=1)\x1b[0m'), the escape kept or lost in a paste
+COLOUR = re.compile(r"\x1b?\[[\d;]*m")
 SPAN = 5  # lines from the innermost frame to the exception line (source line, carets, a wrapped line)
 MAX_FILES = 64
 # frames of PyTorch itself and of Python's standard library (not site-packages/dist-packages), POSIX or Windows paths
@@ -35,7 +38,7 @@ class Frames:
     def add(self, line: Line) -> None:
         if '", line ' not in line.text or (line.file not in self.last and len(self.last) >= MAX_FILES):
             return
-        if m := FRAME.match(LOG_PREFIX.sub("", line.text, count=1)):
+        if m := FRAME.match(LOG_PREFIX.sub("", COLOUR.sub("", line.text), count=1)):
             func = f" in {m.group('func')}" if m.group("func") else ""
             where = f"{m.group('path')}:{m.group('n')}{func}"
             previous = self.last.get(line.file)
