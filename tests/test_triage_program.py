@@ -93,9 +93,16 @@ def test_a_path_the_job_was_given_that_is_not_there_is_the_program_s(tmp_path):
     assert data["status"] == "program" and data["program"]["type"] == "FileNotFoundError"
 
 
-def test_an_exception_line_with_no_frame_above_it_is_not_placed(tmp_path):
-    data = triage_json.triage(tmp_path, "step 3\nValueError: bad value\n")
-    assert data["status"] == "unclassified" and "program" not in data
+def test_with_no_frame_only_the_types_of_the_program_s_own_logic(tmp_path):
+    """A traceback cut from the excerpt leaves the exception line alone: a KeyError or a ValueError is still the
+    program's, a RuntimeError says nothing of whose it is, and prose that names an exception is no exception line."""
+    data = triage_json.triage(tmp_path, "step 3\n[rank0]: ValueError: bad value\n")
+    assert data["status"] == "program" and data["program"]["raised_in"] is None
+    assert "none of its traceback's frames" in data["cause"] and data["fix"].startswith(
+        "find the exception's traceback"
+    )
+    assert triage_json.triage(tmp_path, "step 3\nRuntimeError: bad value\n")["status"] == "unclassified"
+    assert triage_json.triage(tmp_path, "ERROR: the step raised ValueError: bad\n").get("program") is None
 
 
 def test_the_text_report_says_the_cause_not_unclassified(tmp_path):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from .events import Event
+from .events import LOG_PREFIX, Event
 from .frames import INNER
 
 # The exception's type: dotted, ending as Python's exception names do (Lib/traceback.py: `Type: message`, or the
@@ -39,6 +39,21 @@ FAULT = re.compile(
 )
 # Packages whose RuntimeError reports a runtime fault as often as a wrong argument: PyTorch and its device back ends
 RUNTIMES = re.compile(r"PyTorch$|torch_\w+$|habana\w*$|intel_extension\w*$|triton$")
+# What Python raises for a program's own logic (Python/ceval.c, Objects/): wherever the traceback was cut, the
+# line alone says the program failed on its own
+LOGIC = (
+    "AttributeError",
+    "TypeError",
+    "KeyError",
+    "IndexError",
+    "NameError",
+    "UnboundLocalError",
+    "ZeroDivisionError",
+    "AssertionError",
+    "RecursionError",
+    "NotImplementedError",
+    "ValueError",
+)
 # A path the job was given that is not there (FileNotFoundError and its kin) is its input's problem, not the OS's
 INPUT_OS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "FileExistsError")
 # (an egg's folder first: 'dist-packages/deep_ep-1.2.1+309785a-py3.12-linux-x86_64.egg/deep_ep/buffer.py')
@@ -53,17 +68,20 @@ SOURCES = [
 
 
 def read(ev: Event) -> dict | None:
-    """The exception, its owner and its caller, where ``ev`` is an exception line under a traceback frame and the
-    exception is the program's; else None."""
+    """The exception, its owner and its caller, where ``ev`` is the program's exception line; else None. Under a
+    traceback frame any type that does not report the environment is; with no frame in the logs (a traceback cut
+    from the excerpt), only the types Python raises for the program's own logic, at the start of the line."""
     raised_in = ev.groups.get("raised_in")
-    if ev.sig is not None or not raised_in:
+    if ev.sig is not None:
         return None
-    m = TYPE.search(ev.line.text)
+    m = TYPE.search(ev.line.text) if raised_in else TYPE.match(LOG_PREFIX.sub("", ev.line.text, count=1))
     if m is None:
         return None
     name = m.group("type").rsplit(".", 1)[-1]
     if (ENVIRONMENT.search(m.group(0)) and name not in INPUT_OS) or FAULT.search(ev.line.text):
         return None
+    if not raised_in:
+        return {"type": name, "owner": None, "raised_in": None, "called_from": None} if name in LOGIC else None
     path = raised_in.split(":", 1)[0]
     inner = bool(INNER.search(path))
     if name == "RuntimeError" and RUNTIMES.match(owner(path) or ""):
@@ -91,7 +109,9 @@ def _code(who: str | None, where: str) -> str:
 
 
 def cause(p: dict) -> str:
-    if p["called_from"]:
+    if p["raised_in"] is None:
+        where = "(these lines hold none of its traceback's frames to say whose code raised it)"
+    elif p["called_from"]:
         where = f"raised in {p['raised_in']} on a call from {_code(p['owner'], p['called_from'])}"
     else:
         where = f"raised in {_code(p['owner'], p['raised_in'])}"
@@ -106,6 +126,11 @@ def fix(p: dict) -> str:
         "read the code at that frame with the exception's message: the configuration, data or arguments it was "
         "given, or a bug there"
     )
+    if p["raised_in"] is None:
+        text = (
+            "find the exception's traceback in the process's whole output (its last frame is the code that raised it), then "
+            + text
+        )
     if p["owner"] and p["owner"][0].islower():  # a package of its own, not PyTorch or Python's library
         text += (
             f"; check that the installed {p['owner']} is the release the job's other packages expect, and search its "
