@@ -3,6 +3,10 @@ match is never skipped by the byte-level pre-filter."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from ncclgen.triage import reader
 
 
@@ -45,6 +49,35 @@ def test_a_log_copied_from_a_web_page_reads_its_no_break_spaces_as_spaces(tmp_pa
     for engine in ("python", "grep") if grepscan.available() else ("python",):
         lines = [(ln.lineno, ln.text) for ln in reader.scan([tmp_path / "web.log"], engine=engine)]
         assert lines == [(1, "h:1:2 [0] NCCL WARN Call to connect returned Connection refused")], engine
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_colour_codes_are_taken_off_so_the_program_s_prefix_starts_the_line(tmp_path, engine):
+    """A log captured from a terminal keeps ESC[..m around a line (glog, Ray's prefixes): NCCL's host:pid:tid still
+    names the node."""
+    warn = "gpu1:10:11 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes"
+    log = tmp_path / "colour.log"
+    log.write_text("\x1b[31m" + warn + "\x1b[0m\n")
+    (line,) = reader.scan([log], engine=engine)
+    assert line.text == warn
+
+
+@pytest.mark.parametrize("engine", ["python", "grep"])
+def test_a_node_s_own_copy_of_a_container_s_log(tmp_path, engine):
+    """/var/log/pods (the CRI format: time, stream, F or P) and Docker's json-file driver: the line as the program
+    printed it, with the collector's time."""
+    warn = "gpu1:10:11 [0] misc/shmutils.cc:87 NCCL WARN Error: failed to extend /dev/shm/nccl-x to 9637892 bytes"
+    cri = tmp_path / "0.log"
+    cri.write_text(f"2025-03-01T10:00:00.123456789Z stderr F {warn}\n")
+    docker = tmp_path / "c-json.log"
+    docker.write_text(json.dumps({"log": warn + "\n", "stream": "stderr", "time": "2025-03-01T10:00:00.5Z"}) + "\n")
+    for log in (cri, docker):
+        (line,) = reader.scan([log], engine=engine)
+        assert line.text == warn and line.stamp.startswith("2025-03-01T10:00:00."), log.name
+    cut = tmp_path / "cut-json.log"  # a JSON line the reader's cap cut short is read as it is
+    cut.write_text('{"log":"' + warn + "\n")
+    (line,) = reader.scan([cut], engine=engine)
+    assert line.text.startswith('{"log":"gpu1')
 
 
 def test_a_log_collectors_prefixes_are_taken_off_and_its_time_kept(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import os
 import re
 import sys
@@ -153,20 +154,47 @@ JOINED = re.compile(r"\s(?:[\w.-]+:\d+:\d+ )?\[\d+\] NCCL (?:INFO|WARN) ")
 # an RFC 3339 time (kubernetes pkg/kubelet/kuberuntime/logs: RFC3339Nano), docker compose the container's name and
 # a bar ('worker-1  | ', compose v1 'worker_1  | '). Taken off before any signature reads the line, whose own
 # prefixes (NCCL's host:pid:tid, a logger's) then start it as they do in the program's output; the time is kept.
+# The node's own copy of a container's log (/var/log/pods: the CRI format, kubelet pkg/kubelet/kuberuntime/logs/logs.go)
+# puts the stream and a full or partial tag after the time ('2016-10-06T00:17:09.669794202Z stdout F text').
 COLLECTED = re.compile(
-    r"(?:(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) |[A-Za-z][\w.-]{0,62}[-_]\d{1,4} +\| )"
+    r"(?:(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)) (?:std(?:out|err) [FP] )?"
+    r"|[A-Za-z][\w.-]{0,62}[-_]\d{1,4} +\| )"
 )
+# Docker's json-file driver writes each line as JSON ('{"log":"text\\n","stream":"stderr","time":"RFC 3339"}',
+# moby daemon/logger/jsonfilelog): the text and the time are read out of it.
+DOCKER_JSON = ('{"log":"', '{"log": "')
+
+
+# A terminal's colour and style codes (ECMA-48 SGR: ESC [ params m), kept in a log captured from a terminal or a
+# tool that colours its output (Ray's prefixes, glog, pytest): taken off so the program's own prefixes start the line
+SGR = re.compile(r"\x1b\[[\d;]*m")
 
 
 def collected(name: str, lineno: int, text: str) -> Line:
-    """The line without a log collector's prefixes (COLLECTED; at most two: compose's name, then a time)."""
+    """The line without a log collector's prefixes (COLLECTED; at most two: compose's name, then a time) and
+    without colour codes."""
     stamp = None
+    if text.startswith(DOCKER_JSON):
+        text, stamp = _docker_json(text)
+    if "\x1b[" in text:
+        text = SGR.sub("", text)
     for _ in range(2):
         if not (text[:1].isdigit() or "| " in text[:70]) or not (m := COLLECTED.match(text)):
             break
         stamp = m.group("ts") or stamp
         text = text[m.end() :]
     return Line(name, lineno, text, None, stamp)
+
+
+def _docker_json(text: str) -> tuple[str, str | None]:
+    try:
+        entry = json.loads(text)
+    except ValueError:  # a line cut short (the reader's line cap): read as it is
+        return text, None
+    if not isinstance(entry, dict) or not isinstance(entry.get("log"), str):
+        return text, None
+    stamp = entry.get("time")
+    return entry["log"].rstrip("\r\n"), stamp if isinstance(stamp, str) else None
 
 
 TID_END = re.compile(r"[\w.-]+:\d+:\d+$")  # a 'host:pid:tid' the cut would take from the prefix it belongs to
