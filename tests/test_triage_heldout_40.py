@@ -52,7 +52,6 @@ def test_folly_s_and_glog_s_signal_lines(tmp_path, text, sig):
 @pytest.mark.parametrize(
     "text",
     [
-        "[W610 20:53:05.835803044 socket.cpp:755] [c10d] The server socket has failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).",
         "torch.distributed.DistNetworkError: The server socket has failed to bind. useIpv6: false, code: -99, name: EADDRNOTAVAIL, message: address not available",
         "node1:123:456 [0] misc/socket.cc:445 NCCL WARN Call to bind failed : Cannot assign requested address",
         "[-]E0924 09:15:29.915414 373140 hyperactor/src/channel.rs:620] error:listen: tcp:[2401:db00::1]:0 Cannot assign requested address (os error 99)",
@@ -64,7 +63,89 @@ def test_a_bind_to_an_address_the_host_lacks(tmp_path, text):
     assert "ip -br addr" in data["fix"]
 
 
+C10D_BIND = "[W610 20:53:05.835803044 socket.cpp:755] [c10d] The server socket has failed to bind to [fe80::1]:29500 (errno: {n} - {msg})."
+C10D_LISTEN = "[E610 20:53:05.835903044 socket.cpp:800] [c10d] The server socket has failed to listen on any local network address."
+
+
+def test_c10d_s_bind_warning_is_the_cause_only_when_no_address_could_listen(tmp_path):
+    """c10d warns for each address it cannot bind and tries the next; ssh's port forward tries IPv6 and IPv4
+    loopback: alone, a run that went on (NeMo RL's debugging page calls ssh's line expected)."""
+    bind = C10D_BIND.format(n=99, msg="Cannot assign requested address")
+    assert triage_json.triage(tmp_path, bind + "\n")["status"] == "clean"
+    assert triage_json.triage(tmp_path, "bind [::1]:52640: Cannot assign requested address\n")["status"] == "clean"
+    data = triage_json.triage(tmp_path, f"{bind}\n{C10D_LISTEN}\n")
+    assert data["first"]["signature"] == "bind-address-not-local-try" and data["first"]["where"].endswith(":1")
+    busy = C10D_BIND.format(n=98, msg="Address already in use")
+    assert triage_json.triage(tmp_path, f"{busy}\n{C10D_LISTEN}\n")["first"]["signature"] == "address-in-use"
+    alone = triage_json.triage(tmp_path, C10D_LISTEN + "\n")
+    assert alone["first"]["signature"] == "store-listen-failed" and alone["status"] == "unclassified"
+
+
 def test_a_client_s_connect_with_the_same_errno_is_not_a_bind(tmp_path):
     """connect(2)'s EADDRNOTAVAIL (no local port left, a wildcard peer) is another cause."""
     line = "[W610 20:53:05.835 socket.cpp:755] [c10d] The client socket has failed to connect to [10.0.0.2]:60533 (errno: 99 - Cannot assign requested address)."
     assert triage_json.triage(tmp_path, line + "\n").get("first", {}).get("signature") != "bind-address-not-local"
+
+
+def test_a_run_inside_one_container_dials_its_own_bridge_address(tmp_path):
+    """Ray's memory monitor page: a driver in a container connects to 172.17.0.2 and works; the failure is the OOM
+    kill that follows, not the bridge."""
+    log = (
+        "INFO worker.py:1342 -- Connecting to existing Ray cluster at address: 172.17.0.2:6379...\n"
+        "INFO worker.py:1525 -- Connected to Ray cluster. View the dashboard at http://127.0.0.1:8265\n"
+        "Memory on the node (IP: 172.17.0.2, ID: 3a4b) where the task was running was 32.91GB / 33.28GB (0.988698), "
+        "which exceeds the memory usage threshold of 0.969955. Ray killed this worker (ID: 5c9a) because it was the "
+        "most recently scheduled task\n"
+    )
+    data = triage_json.triage(tmp_path, log)
+    assert data["first"]["signature"] == "ray-oom-kill" and data["first"]["where"].endswith(":3")
+    refused = "failed to connect to 172.17.0.2:6379: Connection refused\n"
+    assert triage_json.triage(tmp_path, refused)["first"]["signature"] == "container-bridge-address"
+
+
+def test_pod_security_admission_refused_the_pods(tmp_path):
+    line = (
+        '2m36s Warning FailedCreate daemonset/mofed-ds Error creating: pods "mofed-ds-rwmgs" is forbidden: violates '
+        'PodSecurity "baseline:latest": host namespaces (hostNetwork=true), privileged (container "mofed" must not '
+        "set securityContext.privileged=true)\n"
+    )
+    data = triage_json.triage(tmp_path, line)
+    assert data["first"]["signature"] == "pod-security-forbidden"
+    assert data["cause"].startswith("the namespace enforces the Pod Security level baseline:latest, which refuses")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "create failed: ... failed to initialize NVML: Driver Not Loaded",
+        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
+    ],
+)
+def test_the_nvidia_driver_not_loaded(tmp_path, text):
+    assert triage_json.triage(tmp_path, text + "\n")["first"]["signature"] == "nvml-driver-not-loaded"
+
+
+def test_libnvidia_container_s_own_line_keeps_its_entry(tmp_path):
+    line = "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown\n"
+    assert triage_json.triage(tmp_path, line)["first"]["signature"] == "nvidia-container-cli-error"
+
+
+def test_spawn_s_message_over_cpython_s_own_lines(tmp_path):
+    """CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines."""
+    log = (
+        "RuntimeError:\n"
+        "        An attempt has been made to start a new process before the\n"
+        "        current process has finished its bootstrapping phase.\n"
+    )
+    data = triage_json.triage(tmp_path, log)
+    assert data["first"]["signature"] == "spawn-main-guard" and data["first"]["where"].endswith(":1")
+
+
+def test_the_exception_that_sums_up_c10d_s_binds_names_the_address_the_host_lacks(tmp_path):
+    line = (
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
+        "failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).\n"
+    )
+    data = triage_json.triage(tmp_path, line)
+    assert data["first"]["signature"] == "bind-address-not-local" and data["status"] == "cause"
