@@ -29,38 +29,59 @@ def test_a_rust_panic_is_a_root_naming_its_location(tmp_path, text, where):
     assert f"panicked at {where}:" in data["cause"]
 
 
-@pytest.mark.parametrize(
-    "text, sig",
-    [
-        # folly's signal handler puts the fault address after the signal's name; glog's puts it after '@'
-        (
-            " *** Signal 11 (SIGSEGV) (0x4) received by PID 656680 (pthread TID 0x7f46) (linux TID 660884) (code: address not mapped to object), stack trace: ***",
-            "process-crash",
-        ),
-        ("*** SIGSEGV (@0x0) received by PID 1234 (TID 0x7f00) from PID 0; stack trace: ***", "process-crash"),
-        (
-            "*** Signal 6 (SIGABRT) (0x3e8000a0a50) received by PID 656 (pthread TID 0x7f46) (linux TID 66), stack trace: ***",
-            "process-abort",
-        ),
-    ],
-)
-def test_folly_s_and_glog_s_signal_lines(tmp_path, text, sig):
-    data = triage_json.triage(tmp_path, text + "\n")
-    assert data["first"]["signature"] == sig
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "torch.distributed.DistNetworkError: The server socket has failed to bind. useIpv6: false, code: -99, name: EADDRNOTAVAIL, message: address not available",
+# one line each, as the sources print them, and the entry that names its cause
+ROOTS = [
+    # folly's signal handler puts the fault address after the signal's name; glog's puts it after '@'
+    (
+        " *** Signal 11 (SIGSEGV) (0x4) received by PID 656680 (pthread TID 0x7f46) (linux TID 660884) (code: address"
+        " not mapped to object), stack trace: ***",
+        "process-crash",
+    ),
+    ("*** SIGSEGV (@0x0) received by PID 1234 (TID 0x7f00) from PID 0; stack trace: ***", "process-crash"),
+    # a bind that ended the program: libuv's TCPStore, NCCL's SYSCHECK, a Rust program's io error
+    (
+        "torch.distributed.DistNetworkError: The server socket has failed to bind. useIpv6: false, code: -99, name:"
+        " EADDRNOTAVAIL, message: address not available",
+        "bind-address-not-local",
+    ),
+    (
         "node1:123:456 [0] misc/socket.cc:445 NCCL WARN Call to bind failed : Cannot assign requested address",
-        "[-]E0924 09:15:29.915414 373140 hyperactor/src/channel.rs:620] error:listen: tcp:[2401:db00::1]:0 Cannot assign requested address (os error 99)",
-    ],
-)
-def test_a_bind_to_an_address_the_host_lacks(tmp_path, text):
+        "bind-address-not-local",
+    ),
+    (
+        "[-]E0924 09:15:29.915414 373140 hyperactor/src/channel.rs:620] error:listen: tcp:[2401:db00::1]:0 Cannot"
+        " assign requested address (os error 99)",
+        "bind-address-not-local",
+    ),
+    (
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has"
+        " failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).",
+        "bind-address-not-local",
+    ),
+    # NVML's 'Driver Not Loaded' as the container runtime, pynvml and nvidia-smi say it; libnvidia-container's own line
+    ("create failed: ... failed to initialize NVML: Driver Not Loaded", "nvml-driver-not-loaded"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "nvml-driver-not-loaded"),
+    (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest"
+        " NVIDIA driver is installed and running.",
+        "nvml-driver-not-loaded",
+    ),
+    (
+        "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+        "nvidia-container-cli-error",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, sig", ROOTS)
+def test_a_root_line_names_its_cause(tmp_path, text, sig):
     data = triage_json.triage(tmp_path, text + "\n")
-    assert data["first"]["signature"] == "bind-address-not-local"
-    assert "ip -br addr" in data["fix"]
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+def test_a_folly_abort_is_a_symptom_of_what_came_before(tmp_path):
+    line = "*** Signal 6 (SIGABRT) (0x3e8000a0a50) received by PID 656 (pthread TID 0x7f46) (linux TID 66), stack trace: ***"
+    assert triage_json.triage(tmp_path, line + "\n")["first"]["signature"] == "process-abort"
 
 
 C10D_BIND = "[W610 20:53:05.835803044 socket.cpp:755] [c10d] The server socket has failed to bind to [fe80::1]:29500 (errno: {n} - {msg})."
@@ -114,23 +135,6 @@ def test_pod_security_admission_refused_the_pods(tmp_path):
     assert data["cause"].startswith("the namespace enforces the Pod Security level baseline:latest, which refuses")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "create failed: ... failed to initialize NVML: Driver Not Loaded",
-        "pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded",
-        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.",
-    ],
-)
-def test_the_nvidia_driver_not_loaded(tmp_path, text):
-    assert triage_json.triage(tmp_path, text + "\n")["first"]["signature"] == "nvml-driver-not-loaded"
-
-
-def test_libnvidia_container_s_own_line_keeps_its_entry(tmp_path):
-    line = "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown\n"
-    assert triage_json.triage(tmp_path, line)["first"]["signature"] == "nvidia-container-cli-error"
-
-
 def test_spawn_s_message_over_cpython_s_own_lines(tmp_path):
     """CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines."""
     log = (
@@ -140,12 +144,3 @@ def test_spawn_s_message_over_cpython_s_own_lines(tmp_path):
     )
     data = triage_json.triage(tmp_path, log)
     assert data["first"]["signature"] == "spawn-main-guard" and data["first"]["where"].endswith(":1")
-
-
-def test_the_exception_that_sums_up_c10d_s_binds_names_the_address_the_host_lacks(tmp_path):
-    line = (
-        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has "
-        "failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).\n"
-    )
-    data = triage_json.triage(tmp_path, line)
-    assert data["first"]["signature"] == "bind-address-not-local" and data["status"] == "cause"
