@@ -144,3 +144,14 @@ def test_spawn_s_message_over_cpython_s_own_lines(tmp_path):
     )
     data = triage_json.triage(tmp_path, log)
     assert data["first"]["signature"] == "spawn-main-guard" and data["first"]["where"].endswith(":1")
+
+
+def test_a_breakpoint_in_a_process_without_a_terminal(tmp_path):
+    """vLLM's troubleshooting page: pdb in its engine's subprocess quits at once; bdb raises BdbQuit with no message."""
+    log = (
+        '  File "/usr/lib/python3.12/bdb.py", line 125, in dispatch_line\n'
+        "    if self.quitting: raise BdbQuit\n"
+        "bdb.BdbQuit\n"
+    )
+    data = triage_json.triage(tmp_path, log)
+    assert data["first"]["signature"] == "debugger-breakpoint" and data["first"]["where"].endswith(":3")
