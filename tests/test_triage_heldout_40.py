@@ -70,6 +70,11 @@ ROOTS = [
         "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
         "nvidia-container-cli-error",
     ),
+    # the loader's message for a program, cut before '(required by' (the GPU Operator's release notes)
+    (
+        "/usr/local/nvidia/mig-manager/nvidia-mig-parted: /lib64/libc.so.6: version `GLIBC_2.32' not found",
+        "shared-library-version-missing",
+    ),
 ]
 
 
