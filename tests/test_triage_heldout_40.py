@@ -160,3 +160,18 @@ def test_a_breakpoint_in_a_process_without_a_terminal(tmp_path):
     )
     data = triage_json.triage(tmp_path, log)
     assert data["first"]["signature"] == "debugger-breakpoint" and data["first"]["where"].endswith(":3")
+
+
+def test_a_task_slurm_killed_after_cancelling_its_step_gives_way_to_the_cancel(tmp_path):
+    """NCSA Delta's preemption page: slurmstepd cancels the step, signals its tasks and kills them after KillWait;
+    srun's 'task 0: Killed' is the cancel's aftermath, not a kill of its own (an OOM kill, a person's kill -9)."""
+    log = (
+        "step 1\n"
+        "slurmstepd: error: *** STEP 608.0 ON gpub003 CANCELLED AT 2023-09-15T12:22:07 ***\n"
+        "The script received SIGTERM\n"
+        "srun: error: gpub003: task 0: Killed\n"
+    )
+    data = triage_json.triage(tmp_path, log)
+    assert data["first"]["signature"] == "slurm-cancelled" and data["first"]["where"].endswith(":2")
+    alone = triage_json.triage(tmp_path, "step 1\nsrun: error: gpub003: task 0: Killed\n")
+    assert alone["first"]["signature"] == "sigkill"

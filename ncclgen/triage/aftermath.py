@@ -1,7 +1,8 @@
 """A native crash right after an error line of the same log is that error's aftermath: NCCL's error path or a
 library preloaded into the process (a GPU-sharing interposer, a net plugin) failed first, and the segmentation
 fault is how the process ended (nccl#1538: a connect error, then SIGSEGV in the error path; HAMi-core#169: the
-interposer's own ERROR line, then 'Segfault encountered'). So the crash gives way to the earliest error line within a
+interposer's own ERROR line, then 'Segfault encountered'). A task Slurm killed after cancelling its step is that
+cancel's aftermath the same way. So the crash gives way to the earliest error line within a
 few lines above it in the same file; NCCL's own WARN or another program's error line before NCCL's bare error traces
 ('file.cc:N -> 2'), which only say an error returned."""
 
@@ -11,7 +12,10 @@ from collections import deque
 
 from .events import Event
 
-CRASHES = ("process-crash",)
+# A crash and what it may follow: a native crash any error line (None), a task Slurm killed only Slurm's cancel of
+# its step (slurmstepd signals the tasks of a cancelled step, then kills those still running after KillWait; srun
+# then reports 'task N: Killed')
+CRASHES: dict[str, tuple[str, ...] | None] = {"process-crash": None, "sigkill": ("slurm-cancelled",)}
 SPAN = 20  # lines above the crash an error of its aftermath is looked for in
 KEEP = 16  # recent error lines remembered per file
 MAX_FILES = 64
@@ -27,7 +31,12 @@ class Aftermath:
         """Remember a symptom or an uncatalogued error; for a crash, the error line it follows."""
         f = ev.line.file
         if ev.sig is not None and ev.sig.id in CRASHES:
-            near = [e for e in self.recent.get(f, ()) if 0 < ev.line.lineno - e.line.lineno <= SPAN]
+            after = CRASHES[ev.sig.id]
+            near = [
+                e
+                for e in self.recent.get(f, ())
+                if 0 < ev.line.lineno - e.line.lineno <= SPAN and (after is None or (e.sig and e.sig.id in after))
+            ]
             said = [e for e in near if e.sig is None or e.sig.id != TRACE] or near
             if said and len(self.before) < MAX_FILES * KEEP:
                 self.before[ev.seq] = min(said, key=lambda e: e.line.lineno)
