@@ -144,3 +144,19 @@ def test_progress_bar_only_on_a_terminal_and_over_100_mb():
         bar.close()
     assert "50%" in big.getvalue() and "100%" in big.getvalue()
     assert small.getvalue() == "" and pipe.getvalue() == ""
+
+
+def test_a_hostile_json_file_line_is_not_parsed_past_its_log_string(tmp_path):
+    """Arrays nested a hundred thousand deep after the "log" string would exhaust json's recursion: only the string is
+    decoded, and an unterminated one leaves the line as it is."""
+    from ncclgen.triage import run
+
+    deep = tmp_path / "deep-json.log"
+    deep.write_text('{"log":"gpu1:10:11 [0] NCCL WARN x\\n","a":' + "[" * 100000 + "]" * 100000 + "}\n")
+    (line,) = reader.scan([deep], engine="python")
+    assert line.text == "gpu1:10:11 [0] NCCL WARN x"
+    run.triage([str(deep)], fmt="json")  # no RecursionError
+    open_string = tmp_path / "open-json.log"
+    open_string.write_text('{"log":"NCCL WARN ' + "\\\\" * 50000 + "\n")
+    (line,) = reader.scan([open_string], engine="python")
+    assert line.text.startswith('{"log":"NCCL WARN')

@@ -163,6 +163,9 @@ COLLECTED = re.compile(
 # Docker's json-file driver writes each line as JSON ('{"log":"text\\n","stream":"stderr","time":"RFC 3339"}',
 # moby daemon/logger/jsonfilelog): the text and the time are read out of it.
 DOCKER_JSON = ('{"log":"', '{"log": "')
+DOCKER_LOG = re.compile(r'\{"log":\s*("(?:[^"\\]|\\.)*")')
+DOCKER_MAX = 1 << 20  # Docker splits a line at 16 KiB into several entries; a longer one is no json-file line
+DOCKER_TIME = re.compile(r'"time":\s*"([^"\\]{1,64})"')
 
 
 # A terminal's colour and style codes (ECMA-48 SGR: ESC [ params m), kept in a log captured from a terminal or a
@@ -174,7 +177,7 @@ def collected(name: str, lineno: int, text: str) -> Line:
     """The line without a log collector's prefixes (COLLECTED; at most two: compose's name, then a time) and
     without colour codes."""
     stamp = None
-    if text.startswith(DOCKER_JSON):
+    if text.startswith(DOCKER_JSON) and len(text) <= DOCKER_MAX:
         text, stamp = _docker_json(text)
     if "\x1b[" in text:
         text = SGR.sub("", text)
@@ -187,14 +190,17 @@ def collected(name: str, lineno: int, text: str) -> Line:
 
 
 def _docker_json(text: str) -> tuple[str, str | None]:
+    """The "log" string and the "time" of a json-file line. Only that string literal is decoded: the rest of a
+    hostile line (arrays nested a hundred thousand deep) is never parsed."""
+    m = DOCKER_LOG.match(text)
+    if m is None:  # a line cut short (the reader's line cap), or not JSON after all: read as it is
+        return text, None
     try:
-        entry = json.loads(text)
-    except ValueError:  # a line cut short (the reader's line cap): read as it is
+        log = json.loads(m.group(1))
+    except ValueError:
         return text, None
-    if not isinstance(entry, dict) or not isinstance(entry.get("log"), str):
-        return text, None
-    stamp = entry.get("time")
-    return entry["log"].rstrip("\r\n"), stamp if isinstance(stamp, str) else None
+    t = DOCKER_TIME.search(text, m.end())
+    return log.rstrip("\r\n"), t.group(1) if t else None
 
 
 TID_END = re.compile(r"[\w.-]+:\d+:\d+$")  # a 'host:pid:tid' the cut would take from the prefix it belongs to
