@@ -175,3 +175,17 @@ def test_a_task_slurm_killed_after_cancelling_its_step_gives_way_to_the_cancel(t
     assert data["first"]["signature"] == "slurm-cancelled" and data["first"]["where"].endswith(":2")
     alone = triage_json.triage(tmp_path, "step 1\nsrun: error: gpub003: task 0: Killed\n")
     assert alone["first"]["signature"] == "sigkill"
+
+
+REVERSE_DNS = (
+    "[W724 18:22:38.909218572 socket.cpp:200] [c10d] The hostname of the client socket cannot be retrieved. err=-3\n"
+)
+
+
+def test_c10d_s_failing_reverse_lookups_are_a_note_and_the_cause_of_a_store_timeout(tmp_path):
+    """pytorch#159007: each failed getnameinfo blocked ten seconds; init crawled but went on."""
+    data = triage_json.triage(tmp_path, REVERSE_DNS * 3)
+    assert data["status"] == "clean" and [n["class"] for n in data["notes"]] == ["reverse-dns-slow"]
+    assert "err=-3; -3 is EAI_AGAIN" in data["notes"][0]["says"]
+    timed_out = triage_json.triage(tmp_path, REVERSE_DNS * 3 + "torch.distributed.DistStoreError: Socket Timeout\n")
+    assert timed_out["first"]["signature"] == "reverse-dns-slow" and timed_out["status"] == "cause"
