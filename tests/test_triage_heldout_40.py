@@ -140,41 +140,42 @@ def test_pod_security_admission_refused_the_pods(tmp_path):
     assert data["cause"].startswith("the namespace enforces the Pod Security level baseline:latest, which refuses")
 
 
-def test_spawn_s_message_over_cpython_s_own_lines(tmp_path):
-    """CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines."""
-    log = (
+# logs of a few lines, the entry that names the cause and the line it names
+FORMS = [
+    # CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines
+    (
         "RuntimeError:\n"
         "        An attempt has been made to start a new process before the\n"
-        "        current process has finished its bootstrapping phase.\n"
-    )
-    data = triage_json.triage(tmp_path, log)
-    assert data["first"]["signature"] == "spawn-main-guard" and data["first"]["where"].endswith(":1")
-
-
-def test_a_breakpoint_in_a_process_without_a_terminal(tmp_path):
-    """vLLM's troubleshooting page: pdb in its engine's subprocess quits at once; bdb raises BdbQuit with no message."""
-    log = (
+        "        current process has finished its bootstrapping phase.\n",
+        "spawn-main-guard",
+        1,
+    ),
+    # vLLM's troubleshooting page: pdb in its engine's subprocess quits at once; bdb raises BdbQuit with no message
+    (
         '  File "/usr/lib/python3.12/bdb.py", line 125, in dispatch_line\n'
         "    if self.quitting: raise BdbQuit\n"
-        "bdb.BdbQuit\n"
-    )
-    data = triage_json.triage(tmp_path, log)
-    assert data["first"]["signature"] == "debugger-breakpoint" and data["first"]["where"].endswith(":3")
-
-
-def test_a_task_slurm_killed_after_cancelling_its_step_gives_way_to_the_cancel(tmp_path):
-    """NCSA Delta's preemption page: slurmstepd cancels the step, signals its tasks and kills them after KillWait;
-    srun's 'task 0: Killed' is the cancel's aftermath, not a kill of its own (an OOM kill, a person's kill -9)."""
-    log = (
+        "bdb.BdbQuit\n",
+        "debugger-breakpoint",
+        3,
+    ),
+    # NCSA Delta's preemption page: slurmstepd cancels the step, signals its tasks and kills them after KillWait;
+    # srun's 'task 0: Killed' is the cancel's aftermath, not a kill of its own (an OOM kill, a person's kill -9)
+    (
         "step 1\n"
         "slurmstepd: error: *** STEP 608.0 ON gpub003 CANCELLED AT 2023-09-15T12:22:07 ***\n"
         "The script received SIGTERM\n"
-        "srun: error: gpub003: task 0: Killed\n"
-    )
+        "srun: error: gpub003: task 0: Killed\n",
+        "slurm-cancelled",
+        2,
+    ),
+    ("step 1\nsrun: error: gpub003: task 0: Killed\n", "sigkill", 2),
+]
+
+
+@pytest.mark.parametrize("log, sig, line", FORMS)
+def test_a_form_of_a_few_lines_names_its_cause_at_its_line(tmp_path, log, sig, line):
     data = triage_json.triage(tmp_path, log)
-    assert data["first"]["signature"] == "slurm-cancelled" and data["first"]["where"].endswith(":2")
-    alone = triage_json.triage(tmp_path, "step 1\nsrun: error: gpub003: task 0: Killed\n")
-    assert alone["first"]["signature"] == "sigkill"
+    assert data["first"]["signature"] == sig and data["first"]["where"].endswith(f":{line}")
 
 
 REVERSE_DNS = (
