@@ -29,61 +29,6 @@ def test_a_rust_panic_is_a_root_naming_its_location(tmp_path, text, where):
     assert f"panicked at {where}:" in data["cause"]
 
 
-# one line each, as the sources print them, and the entry that names its cause
-ROOTS = [
-    # folly's signal handler puts the fault address after the signal's name; glog's puts it after '@'
-    (
-        " *** Signal 11 (SIGSEGV) (0x4) received by PID 656680 (pthread TID 0x7f46) (linux TID 660884) (code: address"
-        " not mapped to object), stack trace: ***",
-        "process-crash",
-    ),
-    ("*** SIGSEGV (@0x0) received by PID 1234 (TID 0x7f00) from PID 0; stack trace: ***", "process-crash"),
-    # a bind that ended the program: libuv's TCPStore, NCCL's SYSCHECK, a Rust program's io error
-    (
-        "torch.distributed.DistNetworkError: The server socket has failed to bind. useIpv6: false, code: -99, name:"
-        " EADDRNOTAVAIL, message: address not available",
-        "bind-address-not-local",
-    ),
-    (
-        "node1:123:456 [0] misc/socket.cc:445 NCCL WARN Call to bind failed : Cannot assign requested address",
-        "bind-address-not-local",
-    ),
-    (
-        "[-]E0924 09:15:29.915414 373140 hyperactor/src/channel.rs:620] error:listen: tcp:[2401:db00::1]:0 Cannot"
-        " assign requested address (os error 99)",
-        "bind-address-not-local",
-    ),
-    (
-        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has"
-        " failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).",
-        "bind-address-not-local",
-    ),
-    # NVML's 'Driver Not Loaded' as the container runtime, pynvml and nvidia-smi say it; libnvidia-container's own line
-    ("create failed: ... failed to initialize NVML: Driver Not Loaded", "nvml-driver-not-loaded"),
-    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "nvml-driver-not-loaded"),
-    (
-        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest"
-        " NVIDIA driver is installed and running.",
-        "nvml-driver-not-loaded",
-    ),
-    (
-        "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
-        "nvidia-container-cli-error",
-    ),
-    # the loader's message for a program, cut before '(required by' (the GPU Operator's release notes)
-    (
-        "/usr/local/nvidia/mig-manager/nvidia-mig-parted: /lib64/libc.so.6: version `GLIBC_2.32' not found",
-        "shared-library-version-missing",
-    ),
-]
-
-
-@pytest.mark.parametrize("text, sig", ROOTS)
-def test_a_root_line_names_its_cause(tmp_path, text, sig):
-    data = triage_json.triage(tmp_path, text + "\n")
-    assert data["status"] == "cause" and data["first"]["signature"] == sig
-
-
 def test_a_folly_abort_is_a_symptom_of_what_came_before(tmp_path):
     line = "*** Signal 6 (SIGABRT) (0x3e8000a0a50) received by PID 656 (pthread TID 0x7f46) (linux TID 66), stack trace: ***"
     assert triage_json.triage(tmp_path, line + "\n")["first"]["signature"] == "process-abort"
@@ -138,44 +83,6 @@ def test_pod_security_admission_refused_the_pods(tmp_path):
     data = triage_json.triage(tmp_path, line)
     assert data["first"]["signature"] == "pod-security-forbidden"
     assert data["cause"].startswith("the namespace enforces the Pod Security level baseline:latest, which refuses")
-
-
-# logs of a few lines, the entry that names the cause and the line it names
-FORMS = [
-    # CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines
-    (
-        "RuntimeError:\n"
-        "        An attempt has been made to start a new process before the\n"
-        "        current process has finished its bootstrapping phase.\n",
-        "spawn-main-guard",
-        1,
-    ),
-    # vLLM's troubleshooting page: pdb in its engine's subprocess quits at once; bdb raises BdbQuit with no message
-    (
-        '  File "/usr/lib/python3.12/bdb.py", line 125, in dispatch_line\n'
-        "    if self.quitting: raise BdbQuit\n"
-        "bdb.BdbQuit\n",
-        "debugger-breakpoint",
-        3,
-    ),
-    # NCSA Delta's preemption page: slurmstepd cancels the step, signals its tasks and kills them after KillWait;
-    # srun's 'task 0: Killed' is the cancel's aftermath, not a kill of its own (an OOM kill, a person's kill -9)
-    (
-        "step 1\n"
-        "slurmstepd: error: *** STEP 608.0 ON gpub003 CANCELLED AT 2023-09-15T12:22:07 ***\n"
-        "The script received SIGTERM\n"
-        "srun: error: gpub003: task 0: Killed\n",
-        "slurm-cancelled",
-        2,
-    ),
-    ("step 1\nsrun: error: gpub003: task 0: Killed\n", "sigkill", 2),
-]
-
-
-@pytest.mark.parametrize("log, sig, line", FORMS)
-def test_a_form_of_a_few_lines_names_its_cause_at_its_line(tmp_path, log, sig, line):
-    data = triage_json.triage(tmp_path, log)
-    assert data["first"]["signature"] == sig and data["first"]["where"].endswith(f":{line}")
 
 
 REVERSE_DNS = (

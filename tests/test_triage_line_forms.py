@@ -1,0 +1,192 @@
+"""Line forms the held-out rounds (sessions 39 and 40) found unread, one table each: a line or a few, as the sources
+print them, and the entry that names its cause (or, for a line that only shares a root's words, the one it is not).
+A rule that regresses makes a row fail."""
+
+from __future__ import annotations
+
+import pytest
+import triage_json
+
+# a root line each, as its source prints it
+ROOTS = [
+    ("RuntimeError: No CUDA GPUs are available", "no-cuda-gpus"),
+    (
+        "ConnectionError: Could not find any running Ray instance. Please specify the one to connect to by setting"
+        " `--address` flag or `RAY_ADDRESS` environment variable.",
+        "ray-no-running-instance",
+    ),
+    (
+        "NotImplementedError: Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could"
+        " be because the operator doesn't exist for this backend",
+        "aten-op-no-backend-kernel",
+    ),
+    ("RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.", "cuda-driver-init-failed"),
+    (
+        "ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by"
+        " /opt/conda/lib/python3.10/site-packages/torch/lib/libtorch_python.so)",
+        "shared-library-version-missing",
+    ),
+    (
+        "ImportError: /opt/conda/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so:"
+        " undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "extension-undefined-symbol",
+    ),
+    (
+        "ImportError: /env/lib/python3.9/site-packages/deep_ep_cpp.cpython-39-x86_64-linux-gnu.so: undefined symbol:"
+        " _ZNSt15__exception_ptr13exception_ptr9_M_addrefEv",
+        "libstdcxx-symbol-missing",
+    ),
+    ("RuntimeError: Tensors must be contiguous", "collective-noncontiguous"),
+    ("ImportError: /x/libtorch_cuda.so: undefined symbol: ncclMemFree", "nccl-symbol-missing"),
+    (
+        "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (8).",
+        "vllm-heads-not-divisible-by-tp",
+    ),
+    (
+        "ValueError: The checkpoint you are trying to load has model type `qwen3` but Transformers does not"
+        " recognize this architecture.",
+        "transformers-model-type-unknown",
+    ),
+    (
+        "ValueError: Model architectures ['Qwen3ForCausalLM'] are not supported for now. Supported architectures:",
+        "vllm-architecture-unsupported",
+    ),
+    ("ray.exceptions.RuntimeEnvSetupError: Failed to set up runtime environment.", "ray-runtime-env-failed"),
+    (
+        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+        "safetensors-bad-header",
+    ),
+    (
+        'error: resource mapping not found for name: "grpo" namespace: "" from "STDIN": no matches for kind'
+        ' "PyTorchJob" in version "kubeflow.org/v1"',
+        "k8s-kind-not-served",
+    ),
+    (
+        'Error from server (BadRequest): error when creating "dcgm-exporter.yaml": DaemonSet in version "v1" cannot'
+        " be handled as a DaemonSet: json: cannot unmarshal bool into Go struct field EnvVar.value of type string",
+        "k8s-apply-refused",
+    ),
+    (
+        "Error response from daemon: client version 1.40 is too new. Maximum supported API version is 1.39",
+        "docker-client-too-new",
+    ),
+    ("enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted", "enroot-capabilities"),
+    ('Error: could not select device driver "" with capabilities: [[gpu]]', "docker-no-gpu-driver"),
+    ("RuntimeError: Error building extension 'fused_adam'", "torch-extension-build-failed"),
+    ("nvcc fatal   : Unsupported gpu architecture 'compute_90'", "nvcc-arch-unsupported"),
+    (
+        "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.",
+        "torch-extension-no-cuda-home",
+    ),
+    (
+        "RuntimeError: The detected CUDA version (12.4) mismatches the version that was used to compile PyTorch (11.8)."
+        " Please make sure to use the same CUDA versions.",
+        "torch-extension-cuda-mismatch",
+    ),
+    ("socket.gaierror: [Errno -2] Name or service not known", "host-unresolved"),
+    ("numactl: This system does not support NUMA policy", "numactl-no-numa-policy"),
+    ("libnuma: Warning: cpu argument 64-127 is out of range", "numactl-cpus-not-allowed"),
+    # folly's signal handler puts the fault address after the signal's name; glog's puts it after '@'
+    (
+        " *** Signal 11 (SIGSEGV) (0x4) received by PID 656680 (pthread TID 0x7f46) (linux TID 660884) (code: address"
+        " not mapped to object), stack trace: ***",
+        "process-crash",
+    ),
+    ("*** SIGSEGV (@0x0) received by PID 1234 (TID 0x7f00) from PID 0; stack trace: ***", "process-crash"),
+    # a bind that ended the program: libuv's TCPStore, NCCL's SYSCHECK, a Rust program's io error
+    (
+        "torch.distributed.DistNetworkError: The server socket has failed to bind. useIpv6: false, code: -99, name:"
+        " EADDRNOTAVAIL, message: address not available",
+        "bind-address-not-local",
+    ),
+    (
+        "node1:123:456 [0] misc/socket.cc:445 NCCL WARN Call to bind failed : Cannot assign requested address",
+        "bind-address-not-local",
+    ),
+    (
+        "[-]E0924 09:15:29.915414 373140 hyperactor/src/channel.rs:620] error:listen: tcp:[2401:db00::1]:0 Cannot"
+        " assign requested address (os error 99)",
+        "bind-address-not-local",
+    ),
+    (
+        "RuntimeError: The server socket has failed to listen on any local network address. The server socket has"
+        " failed to bind to [fe80::1]:29500 (errno: 99 - Cannot assign requested address).",
+        "bind-address-not-local",
+    ),
+    # NVML's 'Driver Not Loaded' as the container runtime, pynvml and nvidia-smi say it; libnvidia-container's own line
+    ("create failed: ... failed to initialize NVML: Driver Not Loaded", "nvml-driver-not-loaded"),
+    ("pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded", "nvml-driver-not-loaded"),
+    (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest"
+        " NVIDIA driver is installed and running.",
+        "nvml-driver-not-loaded",
+    ),
+    (
+        "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown",
+        "nvidia-container-cli-error",
+    ),
+    # the loader's message for a program, cut before '(required by' (the GPU Operator's release notes)
+    (
+        "/usr/local/nvidia/mig-manager/nvidia-mig-parted: /lib64/libc.so.6: version `GLIBC_2.32' not found",
+        "shared-library-version-missing",
+    ),
+]
+
+
+@pytest.mark.parametrize("text, sig", ROOTS)
+def test_a_root_line_names_its_cause(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert data["status"] == "cause" and data["first"]["signature"] == sig
+
+
+# lines that share a root's key words but not its cause: a device feature (not a backend's collective), a store key
+# (not an operator), an object that is not there (not a refused request)
+NOT_ROOTS = [
+    ("RuntimeError: backend 'cuda' does not support precision 'bf16'", "backend-op-unsupported"),
+    ("RuntimeError: key rank3 does not exist in the store", "torch-extension-ops-missing"),
+    ('Error from server (NotFound): pods "grpo-worker-0" not found', "k8s-apply-refused"),
+]
+
+
+@pytest.mark.parametrize("text, sig", NOT_ROOTS)
+def test_a_line_that_shares_a_roots_words_is_not_that_root(tmp_path, text, sig):
+    data = triage_json.triage(tmp_path, text + "\n")
+    assert (data.get("first") or {}).get("signature") != sig
+
+
+# logs of a few lines, the entry that names the cause and the line it names
+FORMS = [
+    # CPython's message is a triple-quoted string: 'RuntimeError:' alone, then the sentence over several lines
+    (
+        "RuntimeError:\n"
+        "        An attempt has been made to start a new process before the\n"
+        "        current process has finished its bootstrapping phase.\n",
+        "spawn-main-guard",
+        1,
+    ),
+    # vLLM's troubleshooting page: pdb in its engine's subprocess quits at once; bdb raises BdbQuit with no message
+    (
+        '  File "/usr/lib/python3.12/bdb.py", line 125, in dispatch_line\n'
+        "    if self.quitting: raise BdbQuit\n"
+        "bdb.BdbQuit\n",
+        "debugger-breakpoint",
+        3,
+    ),
+    # NCSA Delta's preemption page: slurmstepd cancels the step, signals its tasks and kills them after KillWait;
+    # srun's 'task 0: Killed' is the cancel's aftermath, not a kill of its own (an OOM kill, a person's kill -9)
+    (
+        "step 1\n"
+        "slurmstepd: error: *** STEP 608.0 ON gpub003 CANCELLED AT 2023-09-15T12:22:07 ***\n"
+        "The script received SIGTERM\n"
+        "srun: error: gpub003: task 0: Killed\n",
+        "slurm-cancelled",
+        2,
+    ),
+    ("step 1\nsrun: error: gpub003: task 0: Killed\n", "sigkill", 2),
+]
+
+
+@pytest.mark.parametrize("log, sig, line", FORMS)
+def test_a_form_of_a_few_lines_names_its_cause_at_its_line(tmp_path, log, sig, line):
+    data = triage_json.triage(tmp_path, log)
+    assert data["first"]["signature"] == sig and data["first"]["where"].endswith(f":{line}")
