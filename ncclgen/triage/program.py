@@ -23,13 +23,14 @@ from .frames import INNER
 TYPE = re.compile(
     r"(?<![\w.])(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|StopIteration))(?:\([\w.]+\))?(?::|\s*$)"
 )
-# Types that report the environment, not the program: the OS (OSError's family), memory, the network, CUDA and the
-# collective backends, PyTorch's distributed runtime, Ray's own failures, a process stopped by a signal
+# Types that report the environment, not the program: the OS (OSError's family), memory, CUDA and the collective
+# backends, PyTorch's distributed runtime, Ray's own failures, a process stopped by a signal, TLS and HTTP (FAULT below
+# reads the type too: connections, timeouts, sockets, the network, NCCL)
 ENVIRONMENT = re.compile(
-    r"OSError|IOError|EnvironmentError|Connection|Timeout|BrokenPipe|Permission|BlockingIO|ChildProcess|Interrupted"
-    r"|ProcessLookup|Memory|SystemError|Network|[Ss]ocket|\bDist|Backend|NCCL|Nccl|HCCL|Hccl|Gloo|CUDA|Cuda|Accelerator"
-    r"|Ray|ObjectLost|OwnerDied|WorkerCrashed|NodeDied|ActorDied|ActorUnavailable|ChildFailed|Rendezvous|Store"
-    r"|Signal|Killed|Preempt|SSL|Certificate|HTTP|URL|Proxy|Credential|Authentication|Unauthorized"
+    r"OSError|IOError|EnvironmentError|BrokenPipe|Permission|BlockingIO|ChildProcess|Interrupted|ProcessLookup|Memory"
+    r"|SystemError|\bDist|Backend|HCCL|Hccl|Gloo|CUDA|Cuda|Accelerator|Ray|ObjectLost|OwnerDied|WorkerCrashed|NodeDied"
+    r"|ActorDied|ActorUnavailable|ChildFailed|Rendezvous|Store|Signal|Preempt|SSL|Certificate|HTTP|URL|Proxy"
+    r"|Credential|Authentication|Unauthorized"
 )
 # A message that reports a fault of the fabric, the device or the run's state whatever the exception's type (DeepEP's
 # 'RuntimeError: DeepEP error: timeout', an accelerator runtime's 'NPU function error ... error code is 507011')
@@ -60,6 +61,8 @@ INPUT_OS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "Fil
 SITE = re.compile(
     r"[/\\](?:site|dist)-packages[/\\](?:[^/\\]+\.egg[/\\])?(?P<pkg>[A-Za-z_][\w.-]*?)(?:\.py)?(?:[/\\]|$)"
 )
+PYTORCH, STDLIB = "PyTorch", "Python's standard library"
+LIBRARIES = (PYTORCH, STDLIB)  # owners named as they are, not as "NAME's code", and whose release is not the advice
 SOURCES = [
     "https://docs.python.org/3/library/traceback.html (a traceback's frames, outermost first; the last frame is the "
     "code that raised the exception)",
@@ -82,12 +85,11 @@ def read(ev: Event) -> dict | None:
         return None
     if not raised_in:
         return {"type": name, "owner": None, "raised_in": None, "called_from": None} if name in LOGIC else None
-    path = raised_in.split(":", 1)[0]
-    inner = bool(INNER.search(path))
-    if name == "RuntimeError" and RUNTIMES.match(owner(path) or ""):
+    raiser = owner(raised_in)
+    if name == "RuntimeError" and RUNTIMES.match(raiser or ""):
         return None
-    caller = ev.groups.get("called_from") if inner else None
-    return {"type": name, "owner": owner(caller or path), "raised_in": raised_in, "called_from": caller}
+    caller = ev.groups.get("called_from") if INNER.search(raised_in.split(":", 1)[0]) else None
+    return {"type": name, "owner": owner(caller) if caller else raiser, "raised_in": raised_in, "called_from": caller}
 
 
 def owner(where: str) -> str | None:
@@ -96,16 +98,22 @@ def owner(where: str) -> str | None:
     path = where.split(":", 1)[0]
     if m := SITE.search(path):
         pkg = m.group("pkg")
-        return "PyTorch" if pkg == "torch" else pkg
+        return PYTORCH if pkg == "torch" else pkg
     if INNER.search(path):
-        return "Python's standard library"
+        return STDLIB
     return None
+
+
+def _package(who: str | None) -> bool:
+    """A package of its own under site-packages, not PyTorch or Python's library (nor a path with no owner)."""
+    return who is not None and who not in LIBRARIES
 
 
 def _code(who: str | None, where: str) -> str:
     if who is None:
         return where
-    return f"{who if who[0].isupper() else who + chr(39) + 's code'} ({where})"
+    named = who if who in LIBRARIES else f"{who}'s code"
+    return f"{named} ({where})"
 
 
 def cause(p: dict) -> str:
@@ -131,7 +139,7 @@ def fix(p: dict) -> str:
             "find the exception's traceback in the process's whole output (its last frame is the code that raised it), then "
             + text
         )
-    if p["owner"] and p["owner"][0].islower():  # a package of its own, not PyTorch or Python's library
+    if _package(p["owner"]):
         text += (
             f"; check that the installed {p['owner']} is the release the job's other packages expect, and search its "
             "issues for the message"
