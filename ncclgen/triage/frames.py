@@ -18,8 +18,9 @@ from .reader import Line
 # (after the log prefix; a paste may wrap the line after 'in', leaving the function name on the next line, or drop
 # the frame's indentation)
 FRAME = re.compile(r'\s*File "(?P<path>[^"]+)", line (?P<n>\d+)(?:, in (?P<func>[^\s(]+))?')
-# A terminal's colour codes around Ray's prefix ('\x1b[36m(TaskRunner pid=1)\x1b[0m'), the escape kept or lost in a paste
-COLOUR = re.compile(r"\x1b?\[[\d;]*m")
+# A terminal's colour codes around Ray's prefix whose escape a paste lost ('[36m(TaskRunner pid=1)[0m'); the reader
+# takes off those that kept it (reader.SGR)
+COLOUR = re.compile(r"\[[\d;]*m")
 SPAN = 5  # lines from the innermost frame to the exception line (source line, carets, a wrapped line)
 MAX_FILES = 64
 # frames of PyTorch itself and of Python's standard library (not site-packages/dist-packages), POSIX or Windows paths

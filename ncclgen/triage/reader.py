@@ -162,7 +162,7 @@ COLLECTED = re.compile(
 )
 # Docker's json-file driver writes each line as JSON ('{"log":"text\\n","stream":"stderr","time":"RFC 3339"}',
 # moby daemon/logger/jsonfilelog): the text and the time are read out of it.
-DOCKER_JSON = ('{"log":"', '{"log": "')
+DOCKER_JSON = '{"log":'
 DOCKER_LOG = re.compile(r'\{"log":\s*("(?:[^"\\]|\\.)*")')
 DOCKER_MAX = 1 << 20  # Docker splits a line at 16 KiB into several entries; a longer one is no json-file line
 DOCKER_TIME = re.compile(r'"time":\s*"([^"\\]{1,64})"')
