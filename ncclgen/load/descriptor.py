@@ -238,7 +238,7 @@ class Slurm:
     dump_dir: str | None = field(
         None,
         doc="a folder on a filesystem every node mounts (Lustre, GPFS, NFS): each job's PyTorch flight-recorder "
-        "dumps go to DUMP_DIR/<job id>/; default: /tmp/ncclgen-fr/<job id> on each node",
+        "dumps go to DUMP_DIR/<job id>/; default: /tmp/ncclgen-fr-<job id> on each node",
         pattern=r"/[A-Za-z0-9._/-]{0,200}",
         pattern_doc="an absolute path of letters, digits and . _ / -",
     )
