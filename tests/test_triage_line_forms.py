@@ -1,4 +1,4 @@
-"""Line forms the held-out rounds (sessions 39 and 40) found unread, one table each: a line or a few, as the sources
+"""Line forms the held-out rounds (sessions 39 to 41) found unread, one table each: a line or a few, as the sources
 print them, and the entry that names its cause (or, for a line that only shares a root's words, the one it is not).
 A rule that regresses makes a row fail."""
 
@@ -130,6 +130,28 @@ ROOTS = [
         "/usr/local/nvidia/mig-manager/nvidia-mig-parted: /lib64/libc.so.6: version `GLIBC_2.32' not found",
         "shared-library-version-missing",
     ),
+    # session 41: a CUDA math library's status in its caller's words (CSCS's CP2K page), cudaGetErrorString's text
+    # in the CUDA samples' check (CSCS's container-engine page), Kueue's reason a Workload holds no quota
+    (
+        "created exception: cuSOLVER function returned error code 7 (CUSOLVER_STATUS_INTERNAL_ERROR):"
+        " pika(bad_function_call)",
+        "cuda-library-status",
+    ),
+    (
+        "RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED. This error may appear if you passed in a non-contiguous input.",
+        "cuda-library-status",
+    ),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "gpu-oom"),
+    (
+        "Failed to allocate device vector A (error code CUDA-capable device(s) is/are busy or unavailable)!",
+        "gpu-unavailable",
+    ),
+    ("GPU kernel failed: an illegal memory access was encountered", "cuda-kernel-launch"),
+    (
+        "  Message:               couldn't assign flavors to pod set main: insufficient unused quota for memory in"
+        " flavor default-flavor, 4396Mi more needed",
+        "kueue-quota-pending",
+    ),
 ]
 
 
@@ -145,6 +167,9 @@ NOT_ROOTS = [
     ("RuntimeError: backend 'cuda' does not support precision 'bf16'", "backend-op-unsupported"),
     ("RuntimeError: key rank3 does not exist in the store", "torch-extension-ops-missing"),
     ('Error from server (NotFound): pods "grpo-worker-0" not found', "k8s-apply-refused"),
+    # a status that reports success, a CUDA error text in a run's own report of what it checks for
+    ("cublas returned CUBLAS_STATUS_SUCCESS", "cuda-library-status"),
+    ("checking that no illegal memory access was encountered", "cuda-error-text"),
 ]
 
 
