@@ -97,3 +97,27 @@ def test_c10d_s_failing_reverse_lookups_are_a_note_and_the_cause_of_a_store_time
     assert "err=-3; -3 is EAI_AGAIN" in data["notes"][0]["says"]
     timed_out = triage_json.triage(tmp_path, REVERSE_DNS * 3 + "torch.distributed.DistStoreError: Socket Timeout\n")
     assert timed_out["first"]["signature"] == "reverse-dns-slow" and timed_out["status"] == "cause"
+
+
+def lookup(clock: str, err: str = "-3") -> str:
+    return f"[W724 {clock}.909218572 socket.cpp:200] [c10d] The hostname of the client socket cannot be retrieved. err={err}\n"
+
+
+def test_timed_out_lookups_ten_seconds_apart_are_a_slow_set_up_and_quick_failures_are_not(tmp_path):
+    """With their lines' times, three resolver timeouts (err=-3) in a row, each one resolver timeout after the one
+    before, are the set-up's slowness (status slow, exit 0, the span measured); failures that came at once (err=-2),
+    lines closer than a resolver timeout, or two lookups half a minute apart (torchrun's agent's store, then the
+    ranks', torchtitan#3393's healthy run) stay a note, and a timeout after them is still the cause."""
+    spaced = lookup("18:22:38") + lookup("18:22:48") + lookup("18:22:58") + "step 1 loss 2.3\n"
+    data = triage_json.triage(tmp_path, spaced)
+    assert data["status"] == "slow" and data["_code"] == 0
+    assert data["first"]["signature"] == "reverse-dns-slowed" and data["first"]["where"].endswith(":1")
+    assert "3 lookups in a row failed only after the resolver's timeout" in data["cause"]
+    assert "20 s from first to last" in data["cause"]
+    quick = lookup("18:22:38", "-2") + lookup("18:22:48", "-2") + lookup("18:22:58", "-2")
+    close = lookup("18:22:38") + lookup("18:22:39") + lookup("18:22:40")
+    two_stores = lookup("18:22:38") + lookup("18:23:09")
+    for log in (quick, close, two_stores):
+        assert triage_json.triage(tmp_path, log)["status"] == "clean", log
+    failed = triage_json.triage(tmp_path, spaced + "torch.distributed.DistStoreError: Socket Timeout\n")
+    assert failed["status"] == "cause" and failed["first"]["signature"] == "reverse-dns-slow"

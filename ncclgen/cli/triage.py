@@ -23,7 +23,8 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     With --cluster/--tier/--workload, or a job script's Regenerate: line among the inputs, the cause is
     checked against the plan. Exit status: 0 a cause was found, a slow run (network channels without
     GDRDMA where GPUDirect is expected, NCCL's traffic on TCP sockets where InfiniBand or EFA is there
-    or planned, GPUs without peer access, HCAs of two link layers), nodes whose NCCL release, net or
+    or planned, GPUs without peer access, HCAs of two link layers, c10d's reverse lookups of its
+    clients timing out for 10 s or more), nodes whose NCCL release, net or
     net plugin differ in a log with no error line, no failure was found (it says so, and whether the
     logs show the run's end), or a log with no error line that ends in NCCL's init with no rank
     complete, at the line where a framework's distributed setup begins, or while a launcher still

@@ -20,6 +20,7 @@ from . import (
     frames,
     handled,
     lastline,
+    lookups,
     nodes,
     progress,
     raypg,
@@ -413,7 +414,7 @@ class Accumulator:
         other's. (A finding of a root class is a root already: add_finding.)"""
         if status != "clean":
             return status, first
-        if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None):
+        if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None) or lookups.slowed(self.suspects):
             return "slow", slow
         if not self.facts.success and (odd := next((f for f in findings if self._mismatch(f)), None)):
             return "mismatch", odd

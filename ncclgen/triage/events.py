@@ -170,6 +170,14 @@ def timestamp(text: str) -> str | None:
     return f"{int(m.group('mo')):02d}-{m.group('d')} {whole}.{(frac + '000000')[:6]}"
 
 
+def seconds(t: str) -> float:
+    """A time of timestamp()'s form as seconds (months as 31 days: only differences of hours matter here)."""
+    day, clock = t.split(" ")
+    month, mday = day.split("-")
+    h, m, s = clock.split(":")
+    return ((int(month) * 31 + int(mday)) * 24 + int(h)) * 3600 + int(m) * 60 + float(s)
+
+
 def locate(text: str, groups: dict[str, str]) -> tuple[str | None, str | None]:
     """(node, rank) named by the line's prefixes or the signature's own groups."""
     node = groups.get("node")

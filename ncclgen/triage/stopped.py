@@ -10,7 +10,7 @@ under rank_zero_only). Times are the lines' own (events.timestamp: month, day, t
 
 from __future__ import annotations
 
-from . import catalogue
+from . import catalogue, events
 from .absent import Timeouts
 from .events import Event
 
@@ -22,21 +22,13 @@ def finding(stop: Event | None, timeouts: Timeouts) -> Event | None:
     """The stop line as a suspect that explains the timeouts, where their times say it; else None."""
     if stop is None or stop.time is None:
         return None
-    start = _seconds(stop.time)
+    start = events.seconds(stop.time)
     for work in timeouts.works.values():
         first = work.first
         if first.time is None or not work.ms:
             continue
-        waited = _seconds(first.time) - start
+        waited = events.seconds(first.time) - start
         if abs(waited - int(work.ms) / 1000) <= SLACK_S:
             sig = catalogue.as_role(stop.sig, "suspect")  # type: ignore[arg-type]
             return Event(stop.line, sig, stop.groups, stop.time, stop.node, stop.rank, stop.seq)
     return None
-
-
-def _seconds(t: str) -> float:
-    """'MM-DD HH:MM:SS.ffffff' as seconds (months as 31 days: only differences of hours matter here)."""
-    day, clock = t.split(" ")
-    month, mday = day.split("-")
-    h, m, s = clock.split(":")
-    return ((int(month) * 31 + int(mday)) * 24 + int(h)) * 3600 + int(m) * 60 + float(s)
