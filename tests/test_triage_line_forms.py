@@ -152,6 +152,7 @@ ROOTS = [
         " flavor default-flavor, 4396Mi more needed",
         "kueue-quota-pending",
     ),
+    ("content-sqlite.err[0]: store: executing stmt: database or disk is full(13)", "no-space-left"),
 ]
 
 
@@ -208,7 +209,31 @@ FORMS = [
         2,
     ),
     ("step 1\nsrun: error: gpub003: task 0: Killed\n", "sigkill", 2),
+    # NCCL's INFO line that the ranks' NIC counts differ comes before the WARN it leads to (v2.30.7-1 init.cc:1319)
+    (
+        "n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 1 max 2\n"
+        "n1:1:1 [0] NCCL INFO Rank 1 has 1 local Net devices (max 2).\n"
+        "n1:1:1 [0] init.cc:1339 NCCL WARN Detected mixed local Net device counts across ranks (min 1, max 2). Set"
+        " NCCL_IGNORE_NET_MISMATCH=1 to continue.\n",
+        "nccl-net-counts-differ",
+        1,
+    ),
 ]
+
+
+# suspects that are only a note on a run that went on: equal counts are no note at all
+@pytest.mark.parametrize(
+    "log, note",
+    [
+        ("n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 1 max 2\n", "nccl-net-counts-differ"),
+        ("srun: Job step creation still disabled, retrying\nsrun: Job step created\n", "slurm-step-waits"),
+        ("n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 2 max 2\n", None),
+    ],
+)
+def test_a_suspect_alone_is_a_note(tmp_path, log, note):
+    data = triage_json.triage(tmp_path, log)
+    assert data["status"] == "clean"
+    assert [n["class"] for n in data["notes"]] == ([note] if note else [])
 
 
 @pytest.mark.parametrize("log, sig, line", FORMS)
