@@ -153,6 +153,12 @@ ROOTS = [
         "kueue-quota-pending",
     ),
     ("content-sqlite.err[0]: store: executing stmt: database or disk is full(13)", "no-space-left"),
+    (
+        "ray.exceptions.RaySystemError: System error: Attempting to deserialize object on a CUDA device but"
+        " torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with"
+        " map_location=torch.device('cpu') to map your storages to the CPU.",
+        "cuda-object-in-cpu-process",
+    ),
 ]
 
 
