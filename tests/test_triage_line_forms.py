@@ -159,6 +159,13 @@ ROOTS = [
         " map_location=torch.device('cpu') to map your storages to the CPU.",
         "cuda-object-in-cpu-process",
     ),
+    # GPU health reports (stas00/ml-engineering's debug page): nvidia-smi -q's counts, dcgmi diag's table
+    ("        SRAM Uncorrectable            : 1", "gpu-ecc-uncorrectable-count"),
+    ("        Pending                           : Yes", "gpu-ecc-uncorrectable-count"),
+    ("        Remapping Failure Occurred        : Yes", "gpu-ecc-uncorrectable-count"),
+    ("|                           | Fail - GPU: 0                                  |", "dcgm-diag-failed"),
+    ("| Error                     | GPU 3 has uncorrectable memory errors and row  |", "dcgm-diag-error"),
+    ("    message: 'couldn''t assign flavors to pod set main: insufficient quota for cpu", "kueue-quota-pending"),
 ]
 
 
@@ -177,6 +184,11 @@ NOT_ROOTS = [
     # a status that reports success, a CUDA error text in a run's own report of what it checks for
     ("cublas returned CUBLAS_STATUS_SUCCESS", "cuda-library-status"),
     ("checking that no illegal memory access was encountered", "cuda-error-text"),
+    # a healthy GPU's report: zero counts, nothing pending
+    ("        DRAM Uncorrectable            : 0", "gpu-ecc-uncorrectable-count"),
+    ("        Pending                           : No", "gpu-ecc-uncorrectable-count"),
+    ("        Remapping Failure Occurred        : No", "gpu-ecc-uncorrectable-count"),
+    ("| GPU Memory                | Pass - GPUs: 0, 1, 2, 3                        |", "dcgm-diag-failed"),
 ]
 
 

@@ -111,6 +111,9 @@ ERROR_LINE = re.compile(
     r"|\b(?:[Ee]xit(?:ed)?(?: with)?(?: error| exit)? (?:[Cc]ode|status)|exit_code)[:=]? ?[1-9]\d*\b"
     # Ray's C++ components (raylet, gcs_server, core workers) log glog-style: '[2025-10-31 17:10:05,847 E 24507 24507]'
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [EC] \d+ \d+\]"
+    # glog's FATAL severity ('F0824 16:36:33.027580 163127 server_impl.cc:172] ...': LOG(FATAL) aborts the process
+    # after it; glog's E lines are not errors by themselves: libraries log benign ones at start-up)
+    r"|(?:^|\]:?\s*|^\s*\[)F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\]"
 )
 # Fatal words of programs that follow none of the forms above (NVSHMEM's 'init.cu:1080: nvshmem initialization failed,
 # exiting', 'non-zero status: 7', a library's 'Ctran initialization failed', UCX's 'Caught signal 11'); never on an
