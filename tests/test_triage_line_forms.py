@@ -159,6 +159,13 @@ ROOTS = [
         " map_location=torch.device('cpu') to map your storages to the CPU.",
         "cuda-object-in-cpu-process",
     ),
+    # PyTorch's expandable segments shared over CUDA IPC: no pidfd_getfd in the kernel, or no ptrace access to it
+    (
+        "RuntimeError: The kernel on this machine does not support the pidfd_getfd syscall needed to use IPC for CUDA"
+        " tensors when expandable_segments:True is set.",
+        "cuda-ipc-pidfd",
+    ),
+    ("(MegatronPolicyWorkerBase pid=51155) RuntimeError: pidfd_getfd: Operation not permitted", "cuda-ipc-pidfd"),
     # GPU health reports (stas00/ml-engineering's debug page): nvidia-smi -q's counts, dcgmi diag's table
     ("        SRAM Uncorrectable            : 1", "gpu-ecc-uncorrectable-count"),
     ("        Pending                           : Yes", "gpu-ecc-uncorrectable-count"),
