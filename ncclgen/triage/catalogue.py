@@ -198,29 +198,23 @@ def fill(template: str, groups: dict[str, str]) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: groups.get(m.group(1)) or "?", template)
 
 
+def _three_columns(name: str) -> tuple[tuple[str, str, str], ...]:
+    """The first three columns of each row of a generated TSV table (its # comments and header line skipped)."""
+    rows = [line.split("\t") for line in (DATA / name).read_text().splitlines() if not line.startswith("#")]
+    return tuple((r[0], r[1], r[2]) for r in rows[1:])  # rows[0]: the header
+
+
 @functools.cache
 def nccl_rows() -> tuple[tuple[str, str, str], ...]:
     """(level, format, where) for each row of nccl-warn.tsv."""
-    rows = []
-    for line in (DATA / "nccl-warn.tsv").read_text().splitlines():
-        if line.startswith("#") or line.startswith("level\t"):
-            continue
-        level, fmt, where = line.split("\t")[:3]
-        rows.append((level, fmt, where))
-    return tuple(rows)
+    return _three_columns("nccl-warn.tsv")
 
 
 @functools.cache
 def release_strings() -> tuple[tuple[str, str, str], ...]:
     """(kind, text, first release) of nccl-release-strings.tsv: the source files ('file') and failure texts
     ('format') of the releases with no source tag, read from their libnccl.so.2 (tools/nccl_release_strings.py)."""
-    rows = []
-    for line in (DATA / "nccl-release-strings.tsv").read_text().splitlines():
-        if line.startswith("#") or line.startswith("kind\t"):
-            continue
-        kind, text, first = line.split("\t")[:3]
-        rows.append((kind, text, first))
-    return tuple(rows)
+    return _three_columns("nccl-release-strings.tsv")
 
 
 @functools.cache
