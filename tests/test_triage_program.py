@@ -31,6 +31,7 @@ def test_a_library_s_exception_names_the_library_and_what_to_check(tmp_path):
         "owner": "vllm",
         "raised_in": f"{SITE}/vllm/v1/request.py:12 in step",
         "called_from": None,
+        "named_by": "type",
     }
     assert data["cause"].startswith(f"the program failed on its own: AttributeError raised in vllm's code ({SITE}/")
     assert "the installed vllm is the release" in data["fix"]
@@ -126,3 +127,35 @@ def test_frames_a_paste_left_without_indentation_or_with_ray_s_colour_codes(tmp_
         pre = f"{esc}[36m(skyrl_entrypoint pid=3675949){esc}[0m "
         log = f'{pre}  File "{SITE}/vllm/api_server.py", line 9, in build_app\n{pre}    x\n{pre}AttributeError: no\n'
         assert triage_json.triage(tmp_path, log)["program"]["owner"] == "vllm"
+
+
+@pytest.mark.parametrize(
+    "line, exc",
+    [
+        # verl#3891: a tool's failure logged as str(exc), the type left out (Python 3.10's wording, then 3.11's)
+        (
+            "ERROR:2025-10-23 06:22:11,371:[MCPBaseTool] Execution failed: local variable 'call_tool_result'"
+            " referenced before assignment",
+            "UnboundLocalError",
+        ),
+        (
+            "ERROR tool failed: cannot access local variable 'result' where it is not associated with a value",
+            "UnboundLocalError",
+        ),
+        ("ERROR worker step failed: 'NoneType' object has no attribute 'generate'", "AttributeError"),
+        ("ERROR reward failed: name 'np' is not defined", "NameError"),
+        ("ERROR rollout failed: generate() got an unexpected keyword argument 'sampling_params'", "TypeError"),
+    ],
+)
+def test_an_error_line_with_cpython_s_message_but_not_its_type_is_the_program_s(tmp_path, line, exc):
+    data = triage_json.triage(tmp_path, line + "\n")
+    assert data["status"] == "program" and data["program"]["type"] == exc
+    assert data["program"]["named_by"] == "message" and "named by its message" in data["cause"]
+    assert any("Python/ceval.c" in s for s in data["sources"])
+
+
+def test_a_message_form_is_no_failure_alone_and_no_program_s_in_a_fault(tmp_path):
+    """An INFO line quoting the message is no error line; an error about a connection stays unclassified."""
+    assert triage_json.triage(tmp_path, "INFO retrying: name 'np' is not defined\n")["status"] == "clean"
+    fault = "ERROR connection to peer failed: 'NoneType' object has no attribute 'recv'\n"
+    assert triage_json.triage(tmp_path, fault)["status"] == "unclassified"

@@ -55,6 +55,21 @@ LOGIC = (
     "NotImplementedError",
     "ValueError",
 )
+# CPython's own messages for those types, where a logger printed str(exc) without the type ('[MCPBaseTool] Execution
+# failed: local variable 'x' referenced before assignment'): the message names the type
+MESSAGES = (
+    # Python/ceval.c: <= 3.10, and 3.11's UNBOUNDLOCAL_ERROR_MSG
+    (r"local variable '\w+' referenced before assignment", "UnboundLocalError"),
+    (r"cannot access local variable '\w+' where it is not associated with a value", "UnboundLocalError"),
+    (r"(?<!\w)name '\w+' is not defined", "NameError"),  # Python/ceval.c NAME_ERROR_MSG
+    (r"'[\w.]+' object has no attribute '\w+'", "AttributeError"),  # Objects/object.c
+    # Python/ceval.c and Python/getargs.c: a call that does not fit the function's parameters
+    (
+        r"\w\(\) (?:got an unexpected keyword argument '\w+'|missing \d+ required (?:positional|keyword-only) argument)",
+        "TypeError",
+    ),
+)
+BY_MESSAGE = [(re.compile(rx), name) for rx, name in MESSAGES]
 # A path the job was given that is not there (FileNotFoundError and its kin) is its input's problem, not the OS's
 INPUT_OS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "FileExistsError")
 # (an egg's folder first: 'dist-packages/deep_ep-1.2.1+309785a-py3.12-linux-x86_64.egg/deep_ep/buffer.py')
@@ -79,17 +94,47 @@ def read(ev: Event) -> dict | None:
         return None
     m = TYPE.search(ev.line.text) if raised_in else TYPE.match(LOG_PREFIX.sub("", ev.line.text, count=1))
     if m is None:
-        return None
+        named = None if raised_in or FAULT.search(ev.line.text) else by_message(ev.line.text)
+        if named is None:
+            return None
+        by = "type" if f"{named}: " in ev.line.text else "message"  # the type stood after a prefix TYPE does not take
+        return {"type": named, "owner": None, "raised_in": None, "called_from": None, "named_by": by}
     name = m.group("type").rsplit(".", 1)[-1]
     if (ENVIRONMENT.search(m.group(0)) and name not in INPUT_OS) or FAULT.search(ev.line.text):
         return None
     if not raised_in:
-        return {"type": name, "owner": None, "raised_in": None, "called_from": None} if name in LOGIC else None
+        return (
+            {"type": name, "owner": None, "raised_in": None, "called_from": None, "named_by": "type"}
+            if name in LOGIC
+            else None
+        )
     raiser = owner(raised_in)
     if name == "RuntimeError" and RUNTIMES.match(raiser or ""):
         return None
     caller = ev.groups.get("called_from") if INNER.search(raised_in.split(":", 1)[0]) else None
-    return {"type": name, "owner": owner(caller) if caller else raiser, "raised_in": raised_in, "called_from": caller}
+    return {
+        "type": name,
+        "owner": owner(caller) if caller else raiser,
+        "raised_in": raised_in,
+        "called_from": caller,
+        "named_by": "type",
+    }
+
+
+MESSAGE_SOURCE = (
+    "python/cpython v3.11.7 Python/ceval.c (NAME_ERROR_MSG, UNBOUNDLOCAL_ERROR_MSG; 'got an unexpected keyword "
+    "argument', 'missing %i required positional argument'), Objects/object.c (\"'%.100s' object has no attribute "
+    "'%U'\"); v3.10 Python/ceval.c (\"local variable '%.200s' referenced before assignment\")"
+)
+
+
+def sources(p: dict) -> list[str]:
+    return [*SOURCES, MESSAGE_SOURCE] if p["named_by"] == "message" else list(SOURCES)
+
+
+def by_message(text: str) -> str | None:
+    """The type whose CPython message the line holds without the type's name, or None."""
+    return next((name for rx, name in BY_MESSAGE if rx.search(text)), None)
 
 
 def owner(where: str) -> str | None:
@@ -119,6 +164,8 @@ def _code(who: str | None, where: str) -> str:
 def cause(p: dict) -> str:
     if p["raised_in"] is None:
         where = "(these lines hold none of its traceback's frames to say whose code raised it)"
+        if p["named_by"] == "message":
+            where = "(named by its message, which CPython gives no other type; " + where[1:]
     elif p["called_from"]:
         where = f"raised in {p['raised_in']} on a call from {_code(p['owner'], p['called_from'])}"
     else:

@@ -250,7 +250,7 @@ def _first(result: Result, hang: dict | None, fabric: str | None) -> dict:
         data["symptom"] = {"says": says, "collect_next": None if hang else sig.fix}
     elif result.status == "unclassified" and (own := program.read(ev)) is not None:
         data.update(status="program", program=own, cause=program.cause(own), fix=program.fix(own))
-        data["sources"] = program.SOURCES
+        data["sources"] = program.sources(own)
     return data
 
 
