@@ -88,7 +88,8 @@ SOURCES = [
 def read(ev: Event) -> dict | None:
     """The exception, its owner and its caller, where ``ev`` is the program's exception line; else None. Under a
     traceback frame any type that does not report the environment is; with no frame in the logs (a traceback cut
-    from the excerpt), only the types Python raises for the program's own logic, at the start of the line."""
+    from the excerpt), only the types Python raises for the program's own logic, at the start of the line or named by
+    CPython's message for them (MESSAGES)."""
     raised_in = ev.groups.get("raised_in")
     if ev.sig is not None:
         return None
