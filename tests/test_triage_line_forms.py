@@ -265,3 +265,14 @@ def test_a_suspect_alone_is_a_note(tmp_path, log, note):
 def test_a_form_of_a_few_lines_names_its_cause_at_its_line(tmp_path, log, sig, line):
     data = triage_json.triage(tmp_path, log)
     assert data["first"]["signature"] == sig and data["first"]["where"].endswith(f":{line}")
+
+
+def test_a_log_that_ends_while_a_pytorch_extension_waits_for_its_lock(tmp_path):
+    """MindSpeed's FAQ: every rank's last line is cpp_extension's 'Using ... as PyTorch extensions root...' (a stale
+    lock left by a killed build); a run that goes on to build or load the extension is clean."""
+    using = "Using /root/.cache/torch_extensions/py310_cu121 as PyTorch extensions root...\n"
+    data = triage_json.triage(tmp_path, "step 0\n" + using * 4)
+    assert data["status"] == "unfinished" and data["first"]["signature"] == "torch-extension-lock-wait"
+    assert "/root/.cache/torch_extensions/py310_cu121" in data["cause"] and "TORCH_EXTENSIONS_DIR" in data["fix"]
+    went_on = using + "Loading extension module fused_adam...\nstep 1 loss 2.0\n"
+    assert triage_json.triage(tmp_path, went_on)["status"] == "clean"

@@ -26,6 +26,7 @@ WAITS = {
     "store-name-not-yet-resolved": "store-unresolved-at-end",
     "paddle-endpoints-not-ready": "paddle-peers-not-listening",
     "launcher-peer-wait": "launcher-peer-wait-at-end",
+    "torch-extensions-root": "torch-extension-lock-wait",
 }
 # suspects that can stall NCCL without an error line of their own: a connection that was not NCCL's on its listening
 # socket; a link-local bootstrap or socket interface, whose address other hosts cannot reach (NCCL's connect to it
