@@ -166,6 +166,17 @@ ROOTS = [
         "cuda-ipc-pidfd",
     ),
     ("(MegatronPolicyWorkerBase pid=51155) RuntimeError: pidfd_getfd: Operation not permitted", "cuda-ipc-pidfd"),
+    # NCCL 2.32's RAS diagnostics (texts of its released libnccl.so.2, values filled in)
+    (
+        "n1:1234 NCCL DIAG Xid 79 detected on GPU 0000:18:00.0 on host n1. The NVIDIA Xid catalog recommends"
+        " resetting the affected GPU.",
+        "gpu-hardware",
+    ),
+    (
+        "n1:1234 NCCL DIAG ECC: uncorrected volatile errors on rank(s) 5 (worst=2) across 8 ranks in comm 0x1",
+        "gpu-hardware",
+    ),
+    ("n1:1234 NCCL DIAG NVLink: inactive link(s) on rank(s) 3 across 8 ranks in comm 0x1", "fabric-manager"),
     # GPU health reports (stas00/ml-engineering's debug page): nvidia-smi -q's counts, dcgmi diag's table
     ("        SRAM Uncorrectable            : 1", "gpu-ecc-uncorrectable-count"),
     ("        Pending                           : Yes", "gpu-ecc-uncorrectable-count"),
@@ -191,6 +202,16 @@ NOT_ROOTS = [
     # a status that reports success, a CUDA error text in a run's own report of what it checks for
     ("cublas returned CUBLAS_STATUS_SUCCESS", "cuda-library-status"),
     ("checking that no illegal memory access was encountered", "cuda-error-text"),
+    # the diagnostics' healthy reports
+    (
+        "n1:1234 NCCL DIAG Xid 43 detected on GPU 0000:18:00.0 on host n1. No user action or further investigation is"
+        " required for this Xid.",
+        "gpu-hardware",
+    ),
+    (
+        "n1:1:1 [0] NCCL INFO NVLink: 18 links per GPU, all active at consistent speed across 8 ranks in comm 0x1",
+        "fabric-manager",
+    ),
     # a healthy GPU's report: zero counts, nothing pending
     ("        DRAM Uncorrectable            : 0", "gpu-ecc-uncorrectable-count"),
     ("        Pending                           : No", "gpu-ecc-uncorrectable-count"),
