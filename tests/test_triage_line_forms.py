@@ -217,6 +217,7 @@ NOT_ROOTS = [
     ("        Pending                           : No", "gpu-ecc-uncorrectable-count"),
     ("        Remapping Failure Occurred        : No", "gpu-ecc-uncorrectable-count"),
     ("| GPU Memory                | Pass - GPUs: 0, 1, 2, 3                        |", "dcgm-diag-failed"),
+    ("| Error          | 0              |", "dcgm-diag-error"),  # another tool's table of counts
 ]
 
 
