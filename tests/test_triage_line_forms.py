@@ -177,6 +177,27 @@ ROOTS = [
         "gpu-hardware",
     ),
     ("n1:1234 NCCL DIAG NVLink: inactive link(s) on rank(s) 3 across 8 ranks in comm 0x1", "fabric-manager"),
+    # Ascend's HCCL at communicator set-up (hicann/hccl's fault-diagnosis pages)
+    (
+        "[ERROR] HCCL(925892,alltoall_test):2025-10-28-16:34:59.634.432 [sal.cc:501] [925892][InitGroupStage][EnvConfig]"
+        "set ifname to [abc] by HCCL_SOCKET_IFNAME, but not found in the environment, ifnames in the environment is as follows",
+        "hccl-ifname-missing",
+    ),
+    (
+        "[ERROR] HCCL(3626636,t):2025-11-21-13:18:47.639.860 [hccl_socket.cc:110] [3626636][InitChannelStage][RanktableDetect]"
+        " socket type[2], listen on ip[192.168.1.100%enp53s0f2] and specific port[60000] fail.",
+        "hccl-root-port-bind",
+    ),
+    (
+        "[ERROR] HCCL(1041081,t):2025-11-21-01:20:01.624.966 [topoinfo_exchange_server.cc:314] [1041362][InitGroupStage]"
+        "[RanktableDetect]topo exchange server get socket timeout! timeout[120 s]",
+        "hccl-ranks-missing-at-init",
+    ),
+    (
+        "EI0005: 2024-04-24-06:32:27.781.599 The arguments for collective communication are inconsistent between"
+        " ranks:parameter count, local end 16512, remote end 8320",
+        "hccl-arguments-differ",
+    ),
     # GPU health reports (stas00/ml-engineering's debug page): nvidia-smi -q's counts, dcgmi diag's table
     ("        SRAM Uncorrectable            : 1", "gpu-ecc-uncorrectable-count"),
     ("        Pending                           : Yes", "gpu-ecc-uncorrectable-count"),
