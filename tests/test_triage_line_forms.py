@@ -277,6 +277,17 @@ FORMS = [
         2,
     ),
     ("step 1\nsrun: error: gpub003: task 0: Killed\n", "sigkill", 2),
+    # vLLM's engine died, then its client failed on what it left (an empty progress bar): the engine is the cause
+    (
+        "ERROR 05-12 11:36:01 [core_client.py:704] Engine core proc EngineCore_DP0 died unexpectedly, shutting down"
+        " client.\n"
+        "Traceback (most recent call last):\n"
+        '  File "/home/u/run.py", line 9, in <module>\n'
+        "    llm.generate(p)\n"
+        "ZeroDivisionError: division by zero\n",
+        "vllm-engine-core-died",
+        1,
+    ),
     # NCCL's INFO line that the ranks' NIC counts differ comes before the WARN it leads to (v2.30.7-1 init.cc:1319)
     (
         "n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 1 max 2\n"
@@ -295,6 +306,13 @@ FORMS = [
     [
         ("n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 1 max 2\n", "nccl-net-counts-differ"),
         ("srun: Job step creation still disabled, retrying\nsrun: Job step created\n", "slurm-step-waits"),
+        # vllm-ascend's install page: the engine's own shutdown, then its client's line, after a run that worked
+        (
+            "(EngineCore pid=970) INFO 05-12 11:36:00 [core.py:1224] Shutdown complete\n"
+            "ERROR 05-12 11:36:01 [core_client.py:704] Engine core proc EngineCore died unexpectedly, shutting down"
+            " client.\n",
+            "vllm-engine-core-died",
+        ),
         ("n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 2 max 2\n", None),
     ],
 )
