@@ -198,6 +198,7 @@ ROOTS = [
         " ranks:parameter count, local end 16512, remote end 8320",
         "hccl-arguments-differ",
     ),
+    ("CSAN detected a possible data race on tensor with data pointer 139719969079296", "cuda-stream-data-race"),
     # GPU health reports (stas00/ml-engineering's debug page): nvidia-smi -q's counts, dcgmi diag's table
     ("        SRAM Uncorrectable            : 1", "gpu-ecc-uncorrectable-count"),
     ("        Pending                           : Yes", "gpu-ecc-uncorrectable-count"),
@@ -306,6 +307,10 @@ FORMS = [
     [
         ("n1:1:1 [0] NCCL INFO Local Net device counts across ranks: min 1 max 2\n", "nccl-net-counts-differ"),
         ("srun: Job step creation still disabled, retrying\nsrun: Job step created\n", "slurm-step-waits"),
+        (
+            "Demands:\n {'CPU': 1.0} * 1, {'GPU': 2.0} * 1 (PACK): 1+ pending placement groups\n",
+            "ray-status-pending-pg",
+        ),
         # vllm-ascend's install page: the engine's own shutdown, then its client's line, after a run that worked
         (
             "(EngineCore pid=970) INFO 05-12 11:36:00 [core.py:1224] Shutdown complete\n"
