@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclgen.triage import analyse, catalogue, lastline, run
+from ncclgen.triage import analyse, catalogue, lastline, run, slow
 
 DATA = Path(__file__).parent / "data" / "triage"
 FILES = sorted(DATA.glob("*.log"))
@@ -68,9 +68,9 @@ def test_cause_and_root_line(f):
         explains = cls in catalogue.classes() and catalogue.classes()[cls].explains
         want = (
             ("slow", "cause")
-            if cls in analyse.SLOW and explains
+            if cls in slow.FINDINGS and explains
             else ("slow",)
-            if cls in analyse.SLOW
+            if cls in (*slow.FINDINGS, *slow.LINES, "reverse-dns-slowed")
             else ("unfinished",)
             if cls in (*lastline.WAITS.values(), *(lastline.STALLS - lastline.ACROSS_HOSTS))
             # a link-local interface: the cause of the failure that follows it, or where a log that ends early stalled

@@ -342,3 +342,16 @@ def test_a_log_that_ends_while_a_pytorch_extension_waits_for_its_lock(tmp_path):
     assert "/root/.cache/torch_extensions/py310_cu121" in data["cause"] and "TORCH_EXTENSIONS_DIR" in data["fix"]
     went_on = using + "Loading extension module fused_adam...\nstep 1 loss 2.0\n"
     assert triage_json.triage(tmp_path, went_on)["status"] == "clean"
+
+
+def test_an_openmp_runtime_s_oversubscription_warning_is_a_slow_run(tmp_path):
+    """OLCF's Crusher guide: two OpenMP threads per rank on srun's default one CPU per task; no error, a slow run."""
+    warn = (
+        "WARNING: Requested total thread count and/or thread affinity may result in\n"
+        "oversubscription of available CPU resources!  Performance may be degraded.\n"
+        "Explicitly set OMP_WAIT_POLICY=PASSIVE or ACTIVE to suppress this message.\n"
+    )
+    data = triage_json.triage(tmp_path, "$ srun -N1 -n2 ./hello_mpi_omp\n" + warn + "MPI 000 - OMP 000 - HWT 001\n")
+    assert data["status"] == "slow" and data["_code"] == 0
+    assert data["first"]["signature"] == "cpu-oversubscribed" and data["first"]["where"].endswith(":2")
+    assert "--cpus-per-task" in data["fix"]

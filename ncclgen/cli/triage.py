@@ -24,7 +24,7 @@ def triage(ctx, cluster, tier, workload, fmt, paths):
     checked against the plan. Exit status: 0 a cause was found, a slow run (network channels without
     GDRDMA where GPUDirect is expected, NCCL's traffic on TCP sockets where InfiniBand or EFA is there
     or planned, GPUs without peer access, HCAs of two link layers, c10d's reverse lookups of its
-    clients timing out for 10 s or more), nodes whose NCCL release, net or
+    clients timing out for 10 s or more, a task's threads oversubscribing its CPUs), nodes whose NCCL release, net or
     net plugin differ in a log with no error line, no failure was found (it says so, and whether the
     logs show the run's end), or a log with no error line that ends in NCCL's init with no rank
     complete, at the line where a framework's distributed setup begins, or while a launcher still

@@ -20,10 +20,10 @@ from . import (
     frames,
     handled,
     lastline,
-    lookups,
     nodes,
     progress,
     raypg,
+    slow,
     stopped,
     torchtable,
     wrapped,
@@ -47,8 +47,6 @@ FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Dest
 # torchrun's own log lines carry after their time stamp ('E1205 21:10:13.384000 29895 torch/...')
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
 GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
-# findings that mean a run slower than its fabric allows: traffic staged through host memory, or TCP sockets on IB/RoCE
-SLOW = ("no-gdrdma", "net-socket-fallback", "plan-net", "p2p-disabled", "p2p-unavailable", "hca-mixed-links")
 # Node differences that stop NCCL's ranks from talking to each other, or an environment that reached some nodes
 # only: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")
@@ -414,8 +412,8 @@ class Accumulator:
         other's. (A finding of a root class is a root already: add_finding.)"""
         if status != "clean":
             return status, first
-        if slow := next((f for f in findings if f.sig and f.sig.id in SLOW), None) or lookups.slowed(self.suspects):
-            return "slow", slow
+        if sign := slow.first(findings, self.suspects, self.contexts):
+            return "slow", sign
         if not self.facts.success and (odd := next((f for f in findings if self._mismatch(f)), None)):
             return "mismatch", odd
         return status, first
