@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclgen.triage import analyse, catalogue, lastline, run, slow
+from ncclgen.triage import analyse, catalogue, lastline, lookups, run, slow
 
 DATA = Path(__file__).parent / "data" / "triage"
 FILES = sorted(DATA.glob("*.log"))
@@ -70,7 +70,7 @@ def test_cause_and_root_line(f):
             ("slow", "cause")
             if cls in slow.FINDINGS and explains
             else ("slow",)
-            if cls in (*slow.FINDINGS, *slow.LINES, "reverse-dns-slowed")
+            if cls in (*slow.FINDINGS, *slow.LINES, lookups.SLOWED)
             else ("unfinished",)
             if cls in (*lastline.WAITS.values(), *(lastline.STALLS - lastline.ACROSS_HOSTS))
             # a link-local interface: the cause of the failure that follows it, or where a log that ends early stalled

@@ -31,11 +31,13 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nccl_wheel_names as wheels  # the ELF reader and the wheel opener
 from nccl_warn_strings import INFO_FAILURE  # the words of a text that reports a failure
 
-TABLE = Path(__file__).resolve().parent.parent / "ncclgen" / "data" / "triage" / "nccl-warn.tsv"
+from ncclgen.triage import catalogue  # nccl-warn.tsv's reader
+
 STRING = re.compile(rb"[\t\n\x20-\x7e]{4,}(?=\0)")
 PATH = re.compile(r"[a-z][a-z0-9_]*(?:/[a-z0-9_]+)*\.(?:cc|cu|cpp|c|h)$")
 # A message: two words, a space between them, and no path or identifier shape alone
@@ -76,8 +78,8 @@ def messages(found: set[str]) -> set[str]:
 
 
 def known_formats() -> set[str]:
-    rows = [line.split("\t") for line in TABLE.read_text().splitlines() if not line.startswith(("#", "level\t"))]
-    return {r[1] for r in rows}
+    """The formats nccl-warn.tsv holds already (read from the tagged sources)."""
+    return {fmt for _level, fmt, _where in catalogue.nccl_rows()}
 
 
 def version_key(version: str) -> tuple[int, ...]:

@@ -57,19 +57,21 @@ LOGIC = (
 )
 # CPython's own messages for those types, where a logger printed str(exc) without the type ('[MCPBaseTool] Execution
 # failed: local variable 'x' referenced before assignment'): the message names the type
-MESSAGES = (
-    # Python/ceval.c: <= 3.10, and 3.11's UNBOUNDLOCAL_ERROR_MSG
-    (r"local variable '\w+' referenced before assignment", "UnboundLocalError"),
-    (r"cannot access local variable '\w+' where it is not associated with a value", "UnboundLocalError"),
-    (r"(?<!\w)name '\w+' is not defined", "NameError"),  # Python/ceval.c NAME_ERROR_MSG
-    (r"'[\w.]+' object has no attribute '\w+'", "AttributeError"),  # Objects/object.c
-    # Python/ceval.c and Python/getargs.c: a call that does not fit the function's parameters
-    (
-        r"\w\(\) (?:got an unexpected keyword argument '\w+'|missing \d+ required (?:positional|keyword-only) argument)",
-        "TypeError",
-    ),
+MESSAGES = tuple(
+    (re.compile(rx), name)
+    for rx, name in (
+        # Python/ceval.c: <= 3.10, and 3.11's UNBOUNDLOCAL_ERROR_MSG
+        (r"local variable '\w+' referenced before assignment", "UnboundLocalError"),
+        (r"cannot access local variable '\w+' where it is not associated with a value", "UnboundLocalError"),
+        (r"(?<!\w)name '\w+' is not defined", "NameError"),  # Python/ceval.c NAME_ERROR_MSG
+        (r"'[\w.]+' object has no attribute '\w+'", "AttributeError"),  # Objects/object.c
+        # Python/ceval.c and Python/getargs.c: a call that does not fit the function's parameters
+        (
+            r"\w\(\) (?:got an unexpected keyword argument '\w+'|missing \d+ required (?:positional|keyword-only) argument)",
+            "TypeError",
+        ),
+    )
 )
-BY_MESSAGE = [(re.compile(rx), name) for rx, name in MESSAGES]
 # A path the job was given that is not there (FileNotFoundError and its kin) is its input's problem, not the OS's
 INPUT_OS = ("FileNotFoundError", "IsADirectoryError", "NotADirectoryError", "FileExistsError")
 # (an egg's folder first: 'dist-packages/deep_ep-1.2.1+309785a-py3.12-linux-x86_64.egg/deep_ep/buffer.py')
@@ -135,7 +137,7 @@ def sources(p: dict) -> list[str]:
 
 def by_message(text: str) -> str | None:
     """The type whose CPython message the line holds without the type's name, or None."""
-    return next((name for rx, name in BY_MESSAGE if rx.search(text)), None)
+    return next((name for rx, name in MESSAGES if rx.search(text)), None)
 
 
 def owner(where: str) -> str | None:
