@@ -28,7 +28,7 @@ from . import (
     torchtable,
     wrapped,
 )
-from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, before, classify, order
+from .events import NCCL_PREFIX, REGENERATE, TRACEBACK, Event, before, classify, glog_head, order
 from .reader import Line
 
 MAX_KEYS = 64  # distinct ranks remembered per group (the count goes on)
@@ -46,7 +46,7 @@ FACT_ONLY = ("Init COMPLETE", "Init START", "Init timings - ", "via NET/", "Dest
 # ncclgen's launch (jobside/node.sh, transport_entry.sh) names the node of each torchrun agent's pid, which
 # torchrun's own log lines carry after their time stamp ('E1205 21:10:13.384000 29895 torch/...')
 PID_LINE = re.compile(r"ncclgen: torchrun on node (?P<node>\S+) is pid (?P<pid>\d+)")
-GLOG_PID = re.compile(r"(?:^|[\s\]])[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ (?P<pid>\d+) ")
+GLOG_PID = re.compile(r"(?:^|[\s\]])" + glog_head())
 # Node differences that stop NCCL's ranks from talking to each other, or an environment that reached some nodes
 # only: named even with no error line.
 MISMATCH = ("nodes-differ-version", "nodes-differ-net", "nodes-differ-plugin", "env-not-forwarded")

@@ -36,6 +36,14 @@ NODE_WORD = re.compile(
 # torchrun's failure table "host      : NAME", not a host:port ("fake-host:1234")
 HOST_FIELD = re.compile(r"(?:^|(?<=[\s\[(,]))host\s*:\s*(?P<node>[A-Za-z0-9][\w.-]*)")
 ISO = re.compile(r"(?P<y>\d{4})-(?P<mo>\d\d)-(?P<d>\d\d)[T ](?P<t>\d\d:\d\d:\d\d(?:[.,]\d+)?)")
+
+
+def glog_head(levels: str = "IWEF") -> str:
+    """glog's line prefix as regex text, 'W0825 11:10:33.595331   331 util_rdma.h:547]' (glog's LogMessage: severity
+    of ``levels``, month and day, a year before them since glog 0.7, time, thread id as group 'pid', file:line)."""
+    return rf"[{levels}](?:\d{{4}})?\d{{4}} \d\d:\d\d:\d\d\.\d+ +(?P<pid>\d+) [\w./-]+:\d+\]"
+
+
 # glog/c10 form: [E321 02:07:08.408271257 ...] is March 21 (month without a leading zero), E1021 October 21
 GLOG = re.compile(r"\[?[IWEF](?P<mo>[01]?\d)(?P<d>[0-3]\d) (?P<t>\d\d:\d\d:\d\d(?:\.\d+)?)")
 # dmesg -T: "[Sun Jul 28 09:15:27 2024]" (the kernel's Xid and NVRM lines)
@@ -72,7 +80,7 @@ LOG_PREFIX = re.compile(r"^(?:\s*\[[^\]]*\]:?\s?|\s*\([^)]*\)\s?)*")
 BARE_PREFIX = re.compile(
     r"^(?:\s*(?:\(\w[\w/.:-]* pid=\d+[^)]*\)|\[rank\d+\]:|\[\d+,\d+\]<std\w+>:|\d+:"
     # a glog prefix ('W20250825 11:10:33.595331   331 util_rdma.h:547] '): a library reusing NCCL's code and words
-    r"|[IWEF]\d{8} \d\d:\d\d:\d\d\.\d+\s+\d+ [\w./-]+:\d+\]))*\s*(?:WARN\s+)?"
+    rf"|{glog_head()}))*\s*(?:WARN\s+)?"
 )
 # Net plugins' own tags on the lines they print through NCCL's logger, and where each plugin's source is
 PLUGIN_REPOS = {
@@ -113,7 +121,7 @@ ERROR_LINE = re.compile(
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [EC] \d+ \d+\]"
     # glog's FATAL severity ('F0824 16:36:33.027580 163127 server_impl.cc:172] ...': LOG(FATAL) aborts the process
     # after it; glog's E lines are not errors by themselves: libraries log benign ones at start-up)
-    r"|(?:^|\]:?\s*|^\s*\[)F\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\]"
+    rf"|(?:^|\]:?\s*|^\s*\[){glog_head('F')}"
 )
 # Fatal words of programs that follow none of the forms above (NVSHMEM's 'init.cu:1080: nvshmem initialization failed,
 # exiting', 'non-zero status: 7', a library's 'Ctran initialization failed', UCX's 'Caught signal 11'); never on an
