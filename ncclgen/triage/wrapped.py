@@ -15,7 +15,10 @@ from .reader import Line
 
 HEADER = re.compile(
     r"(?:^|[\s:\]])(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception):(?: \S.*[^\s.:)\]'\"])?\s*$"
-)  # (or the class alone, its message wrapped whole onto the next line)
+    # (or the class alone, its message wrapped whole onto the next line; or a c10 or gloo enforce's place,
+    # '[enforce fail at FILE:LINE]', its failed condition on the next line)
+    r"|\[enforce fail at [^\]]+\]\s*$"
+)
 
 
 def continues(header: Line, line: Line) -> bool:
