@@ -1,7 +1,8 @@
 """A native crash right after an error line of the same log is that error's aftermath: NCCL's error path or a
 library preloaded into the process (a GPU-sharing interposer, a net plugin) failed first, and the segmentation
 fault is how the process ended (nccl#1538: a connect error, then SIGSEGV in the error path; HAMi-core#169: the
-interposer's own ERROR line, then 'Segfault encountered'). A task Slurm killed after cancelling its step is that
+interposer's own ERROR line, then 'Segfault encountered'; glibc's heap-corruption abort while a failed
+process tears down: MindSpore's 'malloc_consolidate(): invalid chunk size' after an HCCL timeout). A task Slurm killed after cancelling its step is that
 cancel's aftermath the same way. So the crash gives way to the earliest error line within a
 few lines above it in the same file; NCCL's own WARN or another program's error line before NCCL's bare error traces
 ('file.cc:N -> 2'), which only say an error returned."""
@@ -15,7 +16,11 @@ from .events import Event
 # A crash and what it may follow: a native crash any error line (None), a task Slurm killed only Slurm's cancel of
 # its step (slurmstepd signals the tasks of a cancelled step, then kills those still running after KillWait; srun
 # then reports 'task N: Killed')
-CRASHES: dict[str, tuple[str, ...] | None] = {"process-crash": None, "sigkill": ("slurm-cancelled",)}
+CRASHES: dict[str, tuple[str, ...] | None] = {
+    "process-crash": None,
+    "heap-corruption": None,
+    "sigkill": ("slurm-cancelled",),
+}
 SPAN = 20  # lines above the crash an error of its aftermath is looked for in
 KEEP = 16  # recent error lines remembered per file
 MAX_FILES = 64

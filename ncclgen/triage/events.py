@@ -99,7 +99,7 @@ ERROR_LINE = re.compile(
     # a traceback's last line for an exception raised without a message ('[rank2]: EOFError', Lib/traceback.py
     # prints the type alone), alone on its line or after a log prefix (Ray's and vLLM's '(EngineCore_DP3 pid=34912) ')
     r"|(?:^|\]:?\s|^\s*|\bpid=\d+[^)]{0,80}\)\s+)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
-    r"|(?:srun|sbatch|salloc): error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|Check failed: |terminate called after throwing"
+    r"|(?:srun|sbatch|salloc): error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|\bCRITICAL\b|\[EXCEPTION\]|Check failed: |terminate called after throwing"
     # a compiler's error on a source line (gcc, clang, nvcc: 'FILE.cu:42:5: error: ...'), nvcc's own fatal line: an
     # extension a job builds at run time (DeepSpeed's JIT ops, torch.utils.cpp_extension)
     r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error: |^nvcc fatal\s*: "
@@ -124,6 +124,8 @@ ERROR_LINE = re.compile(
     # glog's FATAL severity ('F0824 16:36:33.027580 163127 server_impl.cc:172] ...': LOG(FATAL) aborts the process
     # after it; glog's E lines are not errors by themselves: libraries log benign ones at start-up)
     rf"|(?:^|\]:?\s*|^\s*\[){glog_head('F')}"
+    # c10's own FATAL form, without the thread id ('[rank2]:[F205 18:19:06.383067836 ProcessGroupNCCL.cpp:1614]')
+    r"|\[F\d{3,4} \d\d:\d\d:\d\d\.\d+ [\w./-]+:\d+\]"
     # Go's logrus (container runtimes, NVIDIA's container toolkit and MIG tools): its text form on a terminal,
     # 'ERRO[0000] ...' (level, seconds since start), and an error or fatal record in logfmt ('level=error msg=...')
     r"|^\s*(?:ERRO|FATA)\[\d{4,}\] |\blevel=(?:error|fatal)\b"
