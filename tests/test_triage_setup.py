@@ -261,8 +261,9 @@ def test_a_wrapped_exception_message_is_reported_at_its_header(tmp_path):
     assert data["first"]["signature"] == "address-in-use" and data["first"]["where"].endswith(":1")
     assert "DistNetworkError" in data["first"]["line"]
     assert not any("more error line" in g.get("says", "") for g in data.get("then", []))
-    ended = WRAPPED.replace("listen on any\n", "listen on any.\n", 1)  # a finished sentence: two messages
-    assert triage(tmp_path, ended)["first"]["where"].endswith(":2")
+    ended = WRAPPED.replace("listen on any\n", "listen on any.\n", 1)  # a finished sentence: two messages,
+    data = triage(tmp_path, ended)  # one block of error lines, reported where it starts (aftermath.lead)
+    assert data["first"]["where"].endswith(":1") and data["first"]["signature"] == "address-in-use"
     apart = WRAPPED.replace("\n", "\n\n", 1)  # not the next line
     assert triage(tmp_path, apart)["first"]["where"].endswith(":3")
 

@@ -22,6 +22,10 @@ CRASHES: dict[str, tuple[str, ...] | None] = {
     "sigkill": ("slurm-cancelled",),
 }
 SPAN = 20  # lines above the crash an error of its aftermath is looked for in
+LEAD_SPAN = 3  # lines above a root its message block may start
+# Lines that head the report below them, which is the error's own line: PyTorch's 'Last error:' over the NCCL
+# text it quotes (analyse.quotes), libstdc++'s 'terminate called after throwing an instance of' over what()
+HEADS = ("Last error:", "terminate called after throwing")
 KEEP = 16  # recent error lines remembered per file
 MAX_FILES = 64
 TRACE = "nccl-error-trace"
@@ -52,3 +56,17 @@ class Aftermath:
     def first(self, crash: Event) -> Event | None:
         """The error line ``crash`` followed, or None."""
         return self.before.get(crash.seq)
+
+    def lead(self, root: Event) -> Event:
+        """``root`` at the line its message block starts: the error lines right above it in its file, one after
+        the other with nothing between, are the same report (torch_npu's 'RuntimeError: ... call aclnn... failed',
+        then CANN's 'EZ9999: Inner Error!', then the line that says why), and the first of them is where it starts."""
+        n, start = root.line.lineno, None
+        for e in reversed(self.recent.get(root.line.file, ())):
+            near = e.line.lineno == n - 1 and root.line.lineno - e.line.lineno <= LEAD_SPAN
+            if not near or e.sig is not None or any(h in e.line.text for h in HEADS):
+                break
+            n, start = e.line.lineno, e
+        if start is None:
+            return root
+        return Event(start.line, root.sig, root.groups, root.time or start.time, root.node, root.rank, start.seq)

@@ -300,7 +300,7 @@ class Accumulator:
         hw = self.hardware
         if root.sig.refine_cuda and hw is not None and hw is not root:  # type: ignore[union-attr]
             return "cause", Event(root.line, hw.sig, hw.groups, root.time, root.node or hw.node, root.rank, root.seq)
-        return "cause", root
+        return "cause", self.crashes.lead(root)
 
     def _earliest_alike(self, ev: Event) -> Event:
         """The first line of ``ev``'s signature in its file: a crash's aftermath window may start at a second copy of

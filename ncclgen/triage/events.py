@@ -109,6 +109,9 @@ ERROR_LINE = re.compile(
     r"|\bError \d{1,6}: "
     # c10::Error's stack header (c10/util/Exception.cpp): a C++ exception PyTorch raised, its message lines cut off
     r"|Exception raised from \w+ at "
+    # Ascend CANN's error-code lines ('EZ9999: Inner Error!', 'EZ9999[PID: 25038] 2026-03-17-08:21:12.001.372
+    # (EZ9999): ...'), alone or after a launcher's prefix
+    r"|(?:^|\)\s|\]:?\s?)\s*E[A-Z]\d{4}(?:\[PID: \d+\]|: )"
     # c10's and gloo's ENFORCE macros ('[enforce fail at gloo/transport/tcp/pair.cc:446] op.preamble.length <= ...')
     r"|\[enforce fail at "
     # a CUDA error in any case (a log or a paste that lowered it: 'runtimeerror: cuda error: invalid device ordinal')
