@@ -103,6 +103,13 @@ ERROR_LINE = re.compile(
     # a compiler's error on a source line (gcc, clang, nvcc: 'FILE.cu:42:5: error: ...'), nvcc's own fatal line: an
     # extension a job builds at run time (DeepSpeed's JIT ops, torch.utils.cpp_extension)
     r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error: |^nvcc fatal\s*: "
+    # (or in a header without an extension, the C++ library's own: '/usr/include/c++/6/tuple:502:1: error: ...')
+    r"|/[\w.+-]+:\d+:\d+: (?:fatal )?error: "
+    # autoconf's fatal check ('configure: error: no OFED nor kernel OpenIB gen2 headers present'): a build the job
+    # or its image runs (a DKMS module, an extension)
+    r"|^configure: error: "
+    # nccl-tests' and vLLM's check macros, their quoted text wrapped onto the next line by a paste
+    r"|\bFailed: (?:NCCL|Cuda) error [\w./-]+:\d+"
     # Python's lower-case socket exceptions (socket.gaierror, socket.herror, socket.timeout)
     r"|\bsocket\.(?:gaierror|herror|timeout): "
     # a library's numbered error ('Error 4126: Unresponsive receiver ...', libfabric's EFA provider)
