@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from .events import Event
+from .events import LOG_PREFIX, Event
+from .handled import EXCEPTION
 
 # A crash and what it may follow: a native crash any error line (None), a task Slurm killed only Slurm's cancel of
 # its step (slurmstepd signals the tasks of a cancelled step, then kills those still running after KillWait; srun
@@ -23,6 +24,7 @@ CRASHES: dict[str, tuple[str, ...] | None] = {
 }
 SPAN = 20  # lines above the crash an error of its aftermath is looked for in
 LEAD_SPAN = 3  # lines above a root its message block may start
+BELOW_SPAN = 60  # lines of a traceback under a wrapper line
 # Lines that head the report below them, which is the error's own line: PyTorch's 'Last error:' over the NCCL
 # text it quotes (analyse.quotes), libstdc++'s 'terminate called after throwing an instance of' over what()
 HEADS = ("Last error:", "terminate called after throwing")
@@ -70,3 +72,15 @@ class Aftermath:
         if start is None:
             return root
         return Event(start.line, root.sig, root.groups, root.time or start.time, root.node, root.rank, start.seq)
+
+    def below(self, wrapper: Event) -> Event | None:
+        """For a wrapper that says its cause is printed under it (Ray's 'The actor died because of an error raised in
+        its creation task'): the exception line its traceback ends with, within BELOW_SPAN lines in its file."""
+        if wrapper.sig is None or not wrapper.sig.told_below:
+            return None
+        n = wrapper.line.lineno
+        for e in self.recent.get(wrapper.line.file, ()):
+            near = n < e.line.lineno <= n + BELOW_SPAN and e.sig is None
+            if near and EXCEPTION.match(LOG_PREFIX.sub("", e.line.text, count=1)):
+                return e
+        return None

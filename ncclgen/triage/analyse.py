@@ -326,7 +326,7 @@ class Accumulator:
         told = [self.best[r] for r in ("symptom", "error") if r in self.best]
         first = min(told or [self.best["traceback"]], key=order)
         if first.sig is not None:
-            first = self._why(first) or self.unwrapped.get(first.seq) or first
+            first = self._why(first) or self.unwrapped.get(first.seq) or self.crashes.below(first) or first
         quote = self.quote
         if first.sig is not None and first.sig.id in WATCHDOG_TIMEOUTS:
             return self.timeouts.finding() or first  # the ranks the others waited for

@@ -64,6 +64,7 @@ class Signature:
     refine_cuda: bool = False  # a generic CUDA error line: the CUDA error text names the class (refine)
     explains: tuple[str, ...] = field(default=())  # a suspect that explains only these roots (empty: its area's)
     refined_by: tuple[str, ...] = field(default=())  # roots that, a few lines below in one message, say why
+    told_below: bool = False  # a wrapper whose cause is the exception its traceback, printed under it, ends with
 
 
 def _signature(raw: dict, sid: str) -> Signature:
@@ -89,6 +90,7 @@ def _signature(raw: dict, sid: str) -> Signature:
         refine_cuda=bool(raw.get("refine_cuda", False)),
         explains=tuple(raw.get("explains", ())),
         refined_by=tuple(raw.get("refined_by", ())),
+        told_below=bool(raw.get("told_below", False)),
     )
 
 
