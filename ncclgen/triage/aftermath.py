@@ -1,11 +1,16 @@
-"""A native crash right after an error line of the same log is that error's aftermath: NCCL's error path or a
+"""The error lines each log printed last, and what they say about the line that reports the failure.
+
+A native crash right after an error line of the same log is that error's aftermath: NCCL's error path or a
 library preloaded into the process (a GPU-sharing interposer, a net plugin) failed first, and the segmentation
 fault is how the process ended (nccl#1538: a connect error, then SIGSEGV in the error path; HAMi-core#169: the
-interposer's own ERROR line, then 'Segfault encountered'; glibc's heap-corruption abort while a failed
-process tears down: MindSpore's 'malloc_consolidate(): invalid chunk size' after an HCCL timeout). A task Slurm killed after cancelling its step is that
-cancel's aftermath the same way. So the crash gives way to the earliest error line within a
-few lines above it in the same file; NCCL's own WARN or another program's error line before NCCL's bare error traces
-('file.cc:N -> 2'), which only say an error returned."""
+interposer's own ERROR line, then 'Segfault encountered'; glibc's heap-corruption abort while a failed process
+tears down: MindSpore's 'malloc_consolidate(): invalid chunk size' after an HCCL timeout). A task Slurm killed
+after cancelling its step is that cancel's aftermath the same way. So the crash gives way to the earliest error
+line within a few lines above it in the same file; NCCL's own WARN or another program's error line before NCCL's
+bare error traces ('file.cc:N -> 2'), which only say an error returned.
+
+The same lines place a root at the start of its block of error lines (lead) and a wrapper that says its cause is
+printed under it at the exception its traceback ends with (below)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,9 @@ ERROR_LINE = re.compile(
     # a traceback's last line for an exception raised without a message ('[rank2]: EOFError', Lib/traceback.py
     # prints the type alone), alone on its line or after a log prefix (Ray's and vLLM's '(EngineCore_DP3 pid=34912) ')
     r"|(?:^|\]:?\s|^\s*|\bpid=\d+[^)]{0,80}\)\s+)(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\s*$"
-    r"|(?:srun|sbatch|salloc): error:|slurmstepd: error:|\bFATAL\b|\bERROR\b|\bCRITICAL\b|\[EXCEPTION\]|Check failed: |terminate called after throwing"
+    r"|(?:srun|sbatch|salloc): error:|slurmstepd: error:|Check failed: |terminate called after throwing"
+    # a log level's word (MindSpore's '[CRITICAL]' and '[EXCEPTION]' above its ERROR)
+    r"|\bFATAL\b|\bERROR\b|\bCRITICAL\b|\[EXCEPTION\]"
     # a compiler's error on a source line (gcc, clang, nvcc: 'FILE.cu:42:5: error: ...'), nvcc's own fatal line: an
     # extension a job builds at run time (DeepSpeed's JIT ops, torch.utils.cpp_extension)
     r"|\.(?:c|cc|cpp|cxx|cu|cuh|h|hpp)(?::\d+){1,2}: (?:fatal )?error: |^nvcc fatal\s*: "
