@@ -160,6 +160,9 @@ LOGGED_FRAME = re.compile(r"\bERROR\b[^\]]{0,80}\] {3,}\S")
 # A string literal alone on an indented line: a source line a traceback quotes (pytest shows the code around the
 # failing line; a message split over several literals), not a program's output
 SOURCE_LITERAL = re.compile(r"""^\s+[rbfu]{0,2}(?:"[^"]*"|'[^']*')\s*[,)]?\s*$""")
+# A traceback's quoted `raise` statement ('    raise ValueError("No available memory for the cache blocks. "'):
+# its message is the exception line's, a line below (Lib/traceback.py prints the source line under each frame)
+QUOTED_RAISE = re.compile(r"^\s+raise\s+[A-Za-z_][\w.]*\(")
 # An INFO line is looked up in the table only when it says something failed (the tool's own filter).
 INFO_FAILURE = re.compile(
     r"(?i)fail|error|unable|cannot|could not|couldn't|not found|no device|no usable|not supported|no eligible"
@@ -311,6 +314,8 @@ def classify(line: Line, seq: int) -> Event | None:
 
 
 def _classify(line: Line, text: str, seq: int) -> Event | None:
+    if QUOTED_RAISE.match(LOG_PREFIX.sub("", text, count=1)):
+        return None  # the source line a traceback quotes holds the message it raises, not the failure
     if (ev := _by_signature(line, text, seq)) is not None:
         return ev
     if (found := _nccl_text(text)) is not None:
