@@ -61,3 +61,16 @@ def test_a_root_is_reported_where_its_block_of_error_lines_starts(tmp_path):
     )
     data = triage(tmp_path, log)
     assert data["first"]["where"].endswith(":1") and data["first"]["signature"] == "hccl-buffsize-small"
+
+
+def test_a_pod_the_scheduler_placed_after_all_was_no_failure(tmp_path):
+    """kubectl describe pod's Events: FailedScheduling while an autoscaler adds a GPU node, then 'Successfully
+    assigned': the wait for capacity, no failure; the same FailedScheduling with no assignment after it is the cause."""
+    failed = (
+        "  Warning  FailedScheduling  41m  default-scheduler  0/8 nodes are available: 8 Insufficient nvidia.com/gpu. "
+        "preemption: 0/8 nodes are available: 8 No preemption victims found for incoming pod.\n"
+    )
+    placed = "  Normal   Scheduled         40m  default-scheduler  Successfully assigned ns/worker-gpu-85d22 to ip-10-0-1-2\n"
+    assert triage(tmp_path, failed + placed)["status"] == "clean"
+    data = triage(tmp_path, failed)
+    assert data["status"] == "cause" and data["first"]["signature"] == "k8s-unschedulable"

@@ -21,6 +21,7 @@ from . import (
     handled,
     lastline,
     nodes,
+    podsched,
     progress,
     raypg,
     slow,
@@ -119,6 +120,7 @@ class Accumulator:
         self.ends = lastline.LastLines()  # each file's last event: a log that stops while c10d retries its store
         self.untimed: dict[str, list[Event]] = {}  # file -> its untimed events since its last timed one (bounded)
         self.pgs = raypg.PendingGroups()  # Ray placement groups waited for
+        self.pods = podsched.PodScheduling()  # pods the Kubernetes scheduler placed after all
         self.crashes = aftermath.Aftermath()  # the error line a native crash followed
         # the RayTaskError(Exc) lines read until their traceback's 'Exc: ' line: one, or a chain of them (a task whose
         # actor call failed prints its own RayTaskError(Exc) above the actor's, and both wrap the one exception)
@@ -144,6 +146,7 @@ class Accumulator:
             return
         self.progress.add(line, self.seq)
         self.pgs.add(line, self.seq)
+        self.pods.add(line)
         self.frames.add(line)
         ev = classify(line, self.seq)
         if ev is None or self.handled.absorbs(ev):
@@ -155,9 +158,8 @@ class Accumulator:
         self._record(self._unwrapped(ev))
 
     def _place(self, ev: Event) -> None:
-        """An untimed root takes its place in time from the next timed event of its file, before that one is
-        recorded (a traceback's `Type: message` printed before its logger's time-stamped echo of it). Symptoms keep
-        their place after the timed lines: NCCL's untimed error traces are the aftermath of what the timed lines say."""
+        """An untimed root takes its place in time from the next timed event of its file (a traceback's `Type: message`
+        before its logger's stamped echo); symptoms stay after the timed lines (NCCL's error traces: their aftermath)."""
         f = ev.line.file
         if ev.time is None:
             root = ev.sig is not None and ev.sig.role == "root"
@@ -274,8 +276,8 @@ class Accumulator:
 
     def pick(self) -> tuple[str, Event | None]:
         """(status, first failure): the earliest root, or an earlier suspect that explains it."""
-        failed = any(r in self.best for r in ("root", "symptom", "error", "traceback")) and not self._recovered()
-        root = self.best.get("root")
+        root = self.pods.root(self.best.get("root"), [g.first for g in self.groups.values()])
+        failed = (root or any(r in self.best for r in ("symptom", "error", "traceback"))) and not self._recovered()
         if root is not None:
             return self._from_root(root)
         if failed and self.suspects:
