@@ -314,7 +314,7 @@ def classify(line: Line, seq: int) -> Event | None:
 
 
 def _classify(line: Line, text: str, seq: int) -> Event | None:
-    if QUOTED_RAISE.match(LOG_PREFIX.sub("", text, count=1)):
+    if "raise " in text and QUOTED_RAISE.match(LOG_PREFIX.sub("", text, count=1)):
         return None  # the source line a traceback quotes holds the message it raises, not the failure
     if (ev := _by_signature(line, text, seq)) is not None:
         return ev
